@@ -1,0 +1,305 @@
+"""The syntax tree of a .sched file: frozen dataclasses, each carrying its source span.
+
+Spans are excluded from equality so that two trees compare equal when they mean the same
+thing wherever their text stands — which is how ``fmt`` proves it never changes meaning (a
+formatted file parses to an equal tree). Later stages never mutate the tree; what they learn
+(types, resolved names, costs) lives beside it in side tables keyed by ``id(node)``, since two
+equal subtrees in different scopes may differ in type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from policyengine.diagnostics import NO_SPAN, Span
+
+# --- expressions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Base of all expressions."""
+
+
+@dataclass(frozen=True)
+class Literal(Expr):
+    """``kind`` is one of int, float, quantity, string, bool, null; ``text`` is the spelling."""
+
+    kind: str
+    value: int | float | Fraction | str | bool | None
+    text: str
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Name(Expr):
+    id: str
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Attribute(Expr):
+    obj: Expr
+    name: str
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    name_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Index(Expr):
+    obj: Expr
+    index: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A free function call ``f(a, b)``; a generator argument is a ``Comprehension``."""
+
+    func: str
+    args: tuple[Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    func_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class MethodCall(Expr):
+    """``obj.name(args)``: the string helpers and collection methods."""
+
+    obj: Expr
+    name: str
+    args: tuple[Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    name_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Unary(Expr):
+    """``op`` is ``-`` or ``not``."""
+
+    op: str
+    operand: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Binary(Expr):
+    """``op`` is one of + - * / % == != < <= > >= in, ``not in``, and, or, ??."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    op_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Conditional(Expr):
+    """``if cond then a else b``."""
+
+    cond: Expr
+    then: Expr
+    otherwise: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ListLit(Expr):
+    items: tuple[Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SetLit(Expr):
+    items: tuple[Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class MapLit(Expr):
+    entries: tuple[tuple[Expr, Expr], ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Comprehension(Expr):
+    """``element for a[, b] in iterable [if condition]``.
+
+    ``kind`` is ``list`` for ``[... for ...]`` and ``generator`` for the argument of an
+    aggregate such as ``any(... for ...)``. Two targets iterate a map's keys and values.
+    """
+
+    kind: str
+    element: Expr
+    targets: tuple[str, ...]
+    iterable: Expr
+    condition: Expr | None
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    target_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Template(Expr):
+    """A reason string: literal text and ``{expr}`` holes, interpolated per node."""
+
+    parts: tuple[str | Expr, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+# --- statements ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Import:
+    path: str
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Match:
+    expr: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Disable:
+    rule: str
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Reweight:
+    rule: str
+    weight: int
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Use:
+    library: str
+    adjustments: tuple[Disable | Reweight, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    name_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Let:
+    name: str
+    expr: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    name_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Filter:
+    name: str
+    guard: Expr | None
+    body: Expr
+    reason: Template | None
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    name_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Score:
+    name: str
+    weight: int | None
+    normalize: str | None
+    guard: Expr | None
+    body: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    name_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    weight_span: Span | None = field(default=None, compare=False, repr=False)
+    normalize_span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Overcommit:
+    resource: str
+    ratio: int | float
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    ratio_text: str = field(default="", compare=False, repr=False)
+
+
+Statement = Match | Use | Let | Filter | Score | Overcommit
+Rule = Filter | Score
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    body: tuple[Statement, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    name_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+    @property
+    def match(self) -> Match | None:
+        return next((s for s in self.body if isinstance(s, Match)), None)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return tuple(s for s in self.body if isinstance(s, Filter | Score))
+
+    @property
+    def lets(self) -> tuple[Let, ...]:
+        return tuple(s for s in self.body if isinstance(s, Let))
+
+    @property
+    def uses(self) -> tuple[Use, ...]:
+        return tuple(s for s in self.body if isinstance(s, Use))
+
+    @property
+    def overcommits(self) -> tuple[Overcommit, ...]:
+        return tuple(s for s in self.body if isinstance(s, Overcommit))
+
+
+@dataclass(frozen=True)
+class Library(Policy):
+    """A named set of rules (and lets) that policies ``use``; it has no ``match``."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A scheduler name and the ordered policies it runs; the first whose match holds governs."""
+
+    scheduler_name: str
+    policies: tuple[str, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    policy_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+Item = Import | Policy | Library | Profile
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A ``#`` comment; ``own_line`` is true when nothing but blanks precede it on its line."""
+
+    text: str
+    span: Span
+    own_line: bool
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str
+    items: tuple[Item, ...]
+    comments: tuple[Comment, ...] = field(default=(), compare=False, repr=False)
+    source: str = field(default="", compare=False, repr=False)
+
+    @property
+    def imports(self) -> tuple[Import, ...]:
+        return tuple(i for i in self.items if isinstance(i, Import))
+
+    @property
+    def policies(self) -> tuple[Policy, ...]:
+        return tuple(i for i in self.items if type(i) is Policy)
+
+    @property
+    def libraries(self) -> tuple[Library, ...]:
+        return tuple(i for i in self.items if isinstance(i, Library))
+
+    @property
+    def profiles(self) -> tuple[Profile, ...]:
+        return tuple(i for i in self.items if isinstance(i, Profile))

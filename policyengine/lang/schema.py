@@ -1,0 +1,68 @@
+"""The declaration table: what names a policy may use, with types, implementations and docs.
+
+The language knows nothing of Kubernetes. The scheduling layer (``schedlib``) registers the
+roots (``pod``, ``node``), their record types and the domain functions here; tests register a
+made-up schema. The checker types rules against this table, the compiler binds the
+implementations, lint reads the costs and the resource classes, and the README's attribute
+reference is generated from the docs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policyengine.lang.types import Type
+
+
+@dataclass(frozen=True, eq=False)
+class Root:
+    """A name bound for every evaluation, such as ``pod`` or ``node``.
+
+    ``varies_per_node`` says whether its value changes from node to node for one pod; rules
+    that read no such root are evaluated once per pod instead of once per node.
+    """
+
+    name: str
+    type: Type
+    doc: str = ""
+    varies_per_node: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Param:
+    name: str
+    type: Type
+
+
+@dataclass(frozen=True, eq=False)
+class Function:
+    """A domain function such as ``tolerates(pod, node)``.
+
+    ``impl`` is called with the evaluated arguments; when ``needs_context`` is true it first
+    receives the evaluation context the engine passes in (the snapshot, per-pod caches).
+    ``varies_per_node`` is true when the result may differ between nodes even for arguments
+    that do not (it reads the node from the context).
+    """
+
+    name: str
+    params: tuple[Param, ...]
+    returns: Type
+    impl: Callable[..., Any]
+    doc: str = ""
+    cost: int = 10
+    needs_context: bool = False
+    varies_per_node: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Schema:
+    roots: Mapping[str, Root]
+    functions: Mapping[str, Function] = field(default_factory=dict)
+    # Score normalisations a rule may name (``normalize max``); the engine implements them.
+    normalizers: frozenset[str] = frozenset({"none"})
+    # Resources that may be overcommitted (``overcommit cpu 1.5``); others are refused by lint.
+    compressible_resources: frozenset[str] = frozenset()
+    # Every resource name the schema knows, for "did you mean" hints; others stay allowed.
+    known_resources: frozenset[str] = frozenset()
