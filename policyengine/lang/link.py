@@ -1,0 +1,149 @@
+"""Linking: each policy's effective rule list after ``use``, ``disable`` and ``weight``.
+
+A policy's rules are its own plus those of the libraries it uses, spliced in where the
+``use`` stands, minus the disabled ones, with weights changed where it says so. Library rules
+keep their library's name as a prefix (``kube.node_affinity``) so that outputs and events say
+where a rule came from. The checker reports what linking finds wrong; the compiler builds on
+what it produces, so both read the same rule list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from policyengine.diagnostics import Diagnostic, Severity
+from policyengine.lang import nodes as n
+from policyengine.lang.loader import Unit
+
+DEFAULT_WEIGHT = 1
+
+
+@dataclass(frozen=True)
+class LinkedRule:
+    rule: n.Filter | n.Score
+    owner: n.Policy  # the policy or library whose text defines the rule (its lets are in scope)
+    qualified_name: str
+    weight: int  # 0 for filters
+
+    @property
+    def library(self) -> str | None:
+        return self.owner.name if isinstance(self.owner, n.Library) else None
+
+    @property
+    def kind(self) -> str:
+        return "filter" if isinstance(self.rule, n.Filter) else "score"
+
+
+@dataclass(frozen=True)
+class LinkedPolicy:
+    policy: n.Policy
+    rules: tuple[LinkedRule, ...]
+
+    @property
+    def name(self) -> str:
+        return self.policy.name
+
+    @property
+    def filters(self) -> tuple[LinkedRule, ...]:
+        return tuple(r for r in self.rules if r.kind == "filter")
+
+    @property
+    def scores(self) -> tuple[LinkedRule, ...]:
+        return tuple(r for r in self.rules if r.kind == "score")
+
+
+@dataclass(frozen=True)
+class Linked:
+    policies: tuple[LinkedPolicy, ...]
+    libraries: dict[str, n.Library]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def _error(code: str, message: str, span, hint: str | None = None) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, span, hint)
+
+
+def _weight_of(rule: n.Filter | n.Score) -> int:
+    if isinstance(rule, n.Filter):
+        return 0
+    return rule.weight if rule.weight is not None else DEFAULT_WEIGHT
+
+
+def link(unit: Unit) -> Linked:
+    diagnostics: list[Diagnostic] = []
+    libraries: dict[str, n.Library] = {}
+    for library in unit.libraries:
+        if library.name in libraries:
+            first = libraries[library.name]
+            diagnostics.append(
+                _error(
+                    "PE212",
+                    f"library {library.name} is defined twice",
+                    library.name_span,
+                    f"the first definition is at {first.name_span}",
+                )
+            )
+            continue
+        libraries[library.name] = library
+    linked = []
+    for policy in unit.policies:
+        rules: list[LinkedRule] = []
+        for statement in policy.body:
+            if isinstance(statement, n.Filter | n.Score):
+                rules.append(LinkedRule(statement, policy, statement.name, _weight_of(statement)))
+            elif isinstance(statement, n.Use):
+                rules.extend(_use(statement, libraries, diagnostics))
+        linked.append(LinkedPolicy(policy, tuple(rules)))
+    return Linked(tuple(linked), libraries, tuple(diagnostics))
+
+
+def _use(
+    use: n.Use, libraries: dict[str, n.Library], diagnostics: list[Diagnostic]
+) -> list[LinkedRule]:
+    library = libraries.get(use.library)
+    if library is None:
+        known = ", ".join(sorted(libraries)) or "none loaded"
+        diagnostics.append(
+            _error(
+                "PE213",
+                f"unknown library {use.library}",
+                use.name_span,
+                f"import the file that defines it; libraries known here: {known}",
+            )
+        )
+        return []
+    by_name = {rule.name: rule for rule in library.rules}
+    disabled: set[str] = set()
+    weights: dict[str, int] = {}
+    for adjustment in use.adjustments:
+        rule = by_name.get(adjustment.rule)
+        if rule is None:
+            diagnostics.append(
+                _error(
+                    "PE214",
+                    f"library {library.name} has no rule {adjustment.rule}",
+                    adjustment.span,
+                    f"its rules are: {', '.join(by_name) or 'none'}",
+                )
+            )
+            continue
+        if isinstance(adjustment, n.Disable):
+            disabled.add(rule.name)
+        elif isinstance(rule, n.Filter):
+            diagnostics.append(
+                _error(
+                    "PE214",
+                    f"{library.name}.{rule.name} is a filter and has no weight",
+                    adjustment.span,
+                    "only score rules have weights; use 'disable' to turn a filter off",
+                )
+            )
+        else:
+            weights[rule.name] = adjustment.weight
+    return [
+        LinkedRule(
+            rule, library, f"{library.name}.{rule.name}", weights.get(rule.name, _weight_of(rule))
+        )
+        for rule in library.rules
+        if rule.name not in disabled
+    ]
