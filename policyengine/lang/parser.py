@@ -532,7 +532,8 @@ class _Builder(Transformer):
             if text:
                 parts.append(_unescape("".join(text), span, quiet))
                 text = []
-            hole = raw[index + 1 : close]
+            # Inside a hole, \" stands for a quote so that holes may hold string literals.
+            hole = raw[index + 1 : close].replace('\\"', '"')
             parts.append(self._hole(hole, span.line, column + 1))
             index = close + 1
         if text:

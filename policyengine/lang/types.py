@@ -62,9 +62,16 @@ class SetType(Type):
 
 @dataclass(frozen=True)
 class MapType(Type):
+    """``default`` makes the map total: a missing key reads as that value instead of null.
+
+    Resource maps are total with a default of 0 (``node.free["nvidia.com/gpu"]`` is 0 on a
+    node without GPUs), so arithmetic on them needs no ``??``.
+    """
+
     key: Type
     value: Type
     bound: int = DEFAULT_COLLECTION_BOUND
+    default: object = None
 
     def __str__(self) -> str:
         return f"map<{self.key}, {self.value}>"

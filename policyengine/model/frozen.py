@@ -1,0 +1,67 @@
+"""An immutable, hashable ``dict`` for labels, annotations and resource lists.
+
+Model objects are frozen dataclasses, but ``frozen`` is shallow: a plain ``dict`` field could
+still be mutated behind the snapshot's back. ``FrozenDict`` is a real ``dict`` (fast lookups,
+``json.dumps`` works, ``==`` with plain dicts works) whose mutators raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class FrozenDict(dict[K, V]):
+    """A ``dict`` that cannot be changed after construction."""
+
+    __slots__ = ("_hash",)
+
+    def _readonly(self, *_args: Any, **_kwargs: Any) -> NoReturn:
+        raise TypeError("FrozenDict is immutable")
+
+    __setitem__ = _readonly
+    __delitem__ = _readonly
+    clear = _readonly
+    pop = _readonly
+    popitem = _readonly
+    setdefault = _readonly
+    update = _readonly
+    __ior__ = _readonly
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash(frozenset(self.items()))
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+    def with_item(self, key: K, value: V) -> FrozenDict[K, V]:
+        new = dict(self)
+        new[key] = value
+        return FrozenDict(new)
+
+    def without(self, key: K) -> FrozenDict[K, V]:
+        new = dict(self)
+        new.pop(key, None)
+        return FrozenDict(new)
+
+
+EMPTY: FrozenDict[Any, Any] = FrozenDict()
+
+
+def freeze(mapping: Mapping[K, V] | Iterable[tuple[K, V]] | None) -> FrozenDict[K, V]:
+    if mapping is None:
+        return EMPTY
+    if isinstance(mapping, FrozenDict):
+        return mapping
+    return FrozenDict(mapping)

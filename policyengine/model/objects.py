@@ -1,0 +1,221 @@
+"""Kubernetes objects as plain, immutable data: the fields scheduling reads, nothing else.
+
+These are not API clients' models: no defaulting machinery, no round-tripping. ``parse``
+builds them from YAML/JSON dicts (applying the few API-server defaults that change
+scheduling), and everything above the model reads them. Labels and annotations are kept raw
+(``FrozenDict``) so that PodGroup/gang conventions can be read from them later. Quantities are
+exact ``Fraction`` values in base units (cores, bytes, devices).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+
+from policyengine.model.frozen import EMPTY, FrozenDict
+from policyengine.model.labels import LabelSelector
+from policyengine.model.node_selectors import NodeSelector, PreferredSchedulingTerm
+from policyengine.model.taints import Taint, Toleration
+
+ResourceList = FrozenDict[str, Fraction]
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+DEFAULT_NAMESPACE = "default"
+
+# whenUnsatisfiable
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+# nodeAffinityPolicy / nodeTaintsPolicy
+HONOR = "Honor"
+IGNORE = "Ignore"
+# container restartPolicy that makes an init container a sidecar
+RESTART_ALWAYS = "Always"
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerPort:
+    container_port: int
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    image: str = ""
+    requests: ResourceList = field(default=EMPTY)
+    limits: ResourceList = field(default=EMPTY)
+    ports: tuple[ContainerPort, ...] = ()
+    restart_policy: str | None = None  # "Always" on an init container: a sidecar
+
+    @property
+    def is_sidecar(self) -> bool:
+        return self.restart_policy == RESTART_ALWAYS
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector | None
+    topology_key: str
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinity:
+    """Used for both ``podAffinity`` and ``podAntiAffinity``."""
+
+    required: tuple[PodAffinityTerm, ...] = ()
+    preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinity:
+    required: NodeSelector | None = None
+    preferred: tuple[PreferredSchedulingTerm, ...] = ()
+    has_preferred: bool = False  # the field was present (even if empty)
+
+
+@dataclass(frozen=True, slots=True)
+class Affinity:
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerImage:
+    names: tuple[str, ...]
+    size_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCondition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    labels: FrozenDict[str, str] = field(default=EMPTY)
+    annotations: FrozenDict[str, str] = field(default=EMPTY)
+    uid: str = ""
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    allocatable: ResourceList = field(default=EMPTY)
+    capacity: ResourceList = field(default=EMPTY)
+    images: tuple[ContainerImage, ...] = ()
+    conditions: tuple[NodeCondition, ...] = ()
+    resource_version: str = ""
+
+    def condition(self, type_: str) -> NodeCondition | None:
+        for c in self.conditions:
+            if c.type == type_:
+                return c
+        return None
+
+    @property
+    def ready(self) -> bool:
+        c = self.condition("Ready")
+        return c is not None and c.status == "True"
+
+
+@dataclass(frozen=True)
+class Pod:
+    name: str
+    namespace: str = DEFAULT_NAMESPACE
+    uid: str = ""
+    labels: FrozenDict[str, str] = field(default=EMPTY)
+    annotations: FrozenDict[str, str] = field(default=EMPTY)
+    node_name: str = ""
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    priority: int = 0
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: ResourceList | None = None
+    pod_requests: ResourceList | None = None  # spec.resources.requests (pod-level resources)
+    pod_limits: ResourceList | None = None
+    node_selector: FrozenDict[str, str] | None = None
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    host_network: bool = False
+    deletion_timestamp: str | None = None
+    owner_references: tuple[FrozenDict[str, object], ...] = ()
+    phase: str = ""
+    status_qos_class: str = ""
+    nominated_node_name: str = ""
+    resource_version: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_assigned(self) -> bool:
+        """Running (or at least bound): ``spec.nodeName`` is set."""
+        return bool(self.node_name)
+
+    @property
+    def is_terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @cached_property
+    def pod_affinity(self) -> PodAffinity | None:
+        return self.affinity.pod_affinity if self.affinity else None
+
+    @cached_property
+    def pod_anti_affinity(self) -> PodAffinity | None:
+        return self.affinity.pod_anti_affinity if self.affinity else None
+
+    @cached_property
+    def node_affinity(self) -> NodeAffinity | None:
+        return self.affinity.node_affinity if self.affinity else None
+
+    @cached_property
+    def has_pod_affinity_constraints(self) -> bool:
+        """kube's ``PodsWithAffinity`` membership: any pod (anti-)affinity stanza at all."""
+        return self.pod_affinity is not None or self.pod_anti_affinity is not None
+
+    @cached_property
+    def has_required_anti_affinity(self) -> bool:
+        return self.pod_anti_affinity is not None and bool(self.pod_anti_affinity.required)
+
+    def with_node_name(self, node_name: str) -> Pod:
+        from dataclasses import replace
+
+        return replace(self, node_name=node_name)
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    labels: FrozenDict[str, str] = field(default=EMPTY)

@@ -1,0 +1,192 @@
+"""A pod's effective resource requests, exactly as kube-scheduler computes them.
+
+``pod_requests``: the sum over app containers; each init container raises the result to at
+least its own request (plus the sidecars started before it); sidecars (init containers with
+``restartPolicy: Always``) run for the pod's lifetime and add to the sum; pod-level
+``spec.resources.requests`` (PodLevelResources, beta since 1.34) replace the aggregate for cpu,
+memory and hugepages; ``spec.overhead`` is added last.
+
+The *non-zero* variant replaces a missing (not a zero) cpu or memory request of each container
+with 100m / 200Mi; kube-scheduler uses it for LeastAllocated scoring so that request-less pods
+still count.
+
+Values are exact ``Fraction`` in base units. kube-scheduler works in int64 milli-CPU and
+bytes/devices, rounding each pod's total up; ``to_units`` does that conversion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+
+from policyengine.model.frozen import FrozenDict
+from policyengine.model.labels import is_qualified_name
+from policyengine.model.objects import Container, Pod, ResourceList
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+NVIDIA_GPU = "nvidia.com/gpu"
+HUGEPAGES_PREFIX = "hugepages-"
+MIG_PREFIX = "nvidia.com/mig-"
+
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+NON_ZERO_DEFAULTS: FrozenDict[str, Fraction] = FrozenDict(
+    {CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000), MEMORY: Fraction(DEFAULT_MEMORY_REQUEST)}
+)
+
+_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
+
+
+def to_units(name: str, value: Fraction | int) -> int:
+    """kube-scheduler's integer view: milli-CPU for cpu, else whole units, rounded up."""
+    if name == CPU:
+        return math.ceil(Fraction(value) * 1000)
+    return math.ceil(value)
+
+
+def from_units(name: str, units: int) -> Fraction:
+    return Fraction(units, 1000) if name == CPU else Fraction(units)
+
+
+def is_native_resource(name: str) -> bool:
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith(HUGEPAGES_PREFIX)
+
+
+def is_extended_resource(name: str) -> bool:
+    """``nvidia.com/gpu``, ``nvidia.com/mig-1g.10gb``, ``example.com/foo``: vendor resources."""
+    if is_native_resource(name) or name.startswith("requests."):
+        return False
+    return is_qualified_name("requests." + name)
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Resources kube keeps in ``ScalarResources``: extended, hugepages, prefixed native."""
+    return (
+        is_extended_resource(name)
+        or is_hugepages(name)
+        or name.startswith("kubernetes.io/")
+        or name.startswith("attachable-volumes-")
+    )
+
+
+def is_compressible(name: str) -> bool:
+    """Only CPU can be throttled; memory, storage, hugepages and devices cannot be taken back."""
+    return name == CPU
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name in _GPU_RESOURCES or name.startswith(MIG_PREFIX)
+
+
+def is_mig_resource(name: str) -> bool:
+    return name.startswith(MIG_PREFIX)
+
+
+def _add(into: dict[str, Fraction], other: Mapping[str, Fraction]) -> None:
+    for k, v in other.items():
+        into[k] = into.get(k, 0) + v
+
+
+def _max(into: dict[str, Fraction], other: Mapping[str, Fraction]) -> None:
+    for k, v in other.items():
+        if k not in into or v > into[k]:
+            into[k] = v
+
+
+def _container_requests(c: Container, non_missing: Mapping[str, Fraction] | None) -> Mapping[str, Fraction]:
+    if not non_missing:
+        return c.requests
+    missing = {k: v for k, v in non_missing.items() if k not in c.requests}
+    return {**c.requests, **missing} if missing else c.requests
+
+
+def aggregate_container_requests(
+    containers: Iterable[Container],
+    init_containers: Iterable[Container],
+    non_missing: Mapping[str, Fraction] | None = None,
+) -> dict[str, Fraction]:
+    total: dict[str, Fraction] = {}
+    for c in containers:
+        _add(total, _container_requests(c, non_missing))
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    for c in init_containers:
+        reqs = _container_requests(c, non_missing)
+        if c.is_sidecar:
+            _add(total, reqs)
+            _add(sidecars, reqs)
+            use: Mapping[str, Fraction] = dict(sidecars)
+        else:
+            tmp = dict(reqs)
+            _add(tmp, sidecars)
+            use = tmp
+        _max(init_peak, use)
+    _max(total, init_peak)
+    return total
+
+
+def _supports_pod_level(name: str) -> bool:
+    return name in (CPU, MEMORY) or is_hugepages(name)
+
+
+def pod_requests(
+    pod: Pod,
+    non_missing: Mapping[str, Fraction] | None = None,
+    *,
+    include_overhead: bool = True,
+    pod_level: bool = True,
+) -> ResourceList:
+    """``resourcehelper.PodRequests``: the pod's effective requests (exact)."""
+    total = aggregate_container_requests(pod.containers, pod.init_containers, non_missing)
+    if pod_level and pod.pod_requests:
+        for name, q in pod.pod_requests.items():
+            if _supports_pod_level(name):
+                total[name] = q
+    if include_overhead and pod.overhead:
+        _add(total, pod.overhead)
+    return FrozenDict(total)
+
+
+def pod_non_zero_requests(pod: Pod) -> ResourceList:
+    """The scoring variant: missing cpu/memory requests count as 100m / 200Mi per container."""
+    return pod_requests(pod, NON_ZERO_DEFAULTS)
+
+
+def pod_request_units(pod: Pod) -> FrozenDict[str, int]:
+    """``pod_requests`` in kube-scheduler's integer units, zero entries dropped."""
+    return FrozenDict({k: u for k, v in pod_requests(pod).items() if (u := to_units(k, v)) != 0})
+
+
+def is_best_effort_request(pod: Pod, resources: Iterable[str] = (CPU, MEMORY)) -> bool:
+    reqs = pod_requests(pod)
+    return all(to_units(r, reqs.get(r, 0)) == 0 for r in resources)
+
+
+def add_resources(a: Mapping[str, Fraction], b: Mapping[str, Fraction], sign: int = 1) -> ResourceList:
+    out = dict(a)
+    for k, v in b.items():
+        nv = out.get(k, 0) + sign * v
+        if nv == 0:
+            out.pop(k, None)
+        else:
+            out[k] = nv
+    return FrozenDict(out)
+
+
+def add_units(a: Mapping[str, int], b: Mapping[str, int], sign: int = 1) -> FrozenDict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        nv = out.get(k, 0) + sign * v
+        if nv == 0:
+            out.pop(k, None)
+        else:
+            out[k] = nv
+    return FrozenDict(out)

@@ -1,0 +1,437 @@
+"""An immutable cluster snapshot: nodes, the pods on each, and the indexes scheduling needs.
+
+Every scheduling cycle reads one ``ClusterSnapshot`` and never sees it change. The scheduler's
+"assume" step and the watch loop's updates produce *new* snapshots by structural sharing: only
+the touched ``NodeInfo`` is rebuilt (its sums updated incrementally, not recomputed), the other
+``NodeInfo`` objects are shared, and the per-snapshot maps are shallow-copied. Each ``NodeInfo``
+carries a ``generation`` so that callers can cache per-node results and recompute only nodes
+that changed.
+
+Per node it keeps what kube-scheduler's ``NodeInfo`` keeps: the pods, their summed requests
+(exact, in kube's integer units, and the non-zero cpu/memory variant used for scoring), the used
+host ports, the pods with (anti-)affinity. Per cluster: how many nodes hold each image (for
+ImageLocality's spread factor), namespace labels (for namespace selectors), and which nodes
+host pods with affinity or required anti-affinity.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from functools import cached_property
+
+from policyengine.model.errors import ModelError, object_ref
+from policyengine.model.frozen import EMPTY, FrozenDict
+from policyengine.model.objects import Namespace, Node, Pod, ResourceList
+from policyengine.model.resources import (
+    CPU,
+    MEMORY,
+    PODS,
+    add_resources,
+    add_units,
+    pod_non_zero_requests,
+    pod_requests,
+    to_units,
+)
+
+_generation = itertools.count(1)
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+# A used host port: (hostIP with "" spelled 0.0.0.0, protocol, port)
+HostPort = tuple[str, str, int]
+WILDCARD_IP = "0.0.0.0"
+
+
+def normalized_image_name(name: str) -> str:
+    """kube's image key: a name without a tag gets ``:latest``."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def pod_host_ports(pod: Pod) -> tuple[HostPort, ...]:
+    """The host ports a pod occupies (app containers and sidecars; hostPort > 0 only)."""
+    out = []
+    for c in (*pod.containers, *(c for c in pod.init_containers if c.is_sidecar)):
+        for p in c.ports:
+            if p.host_port > 0:
+                out.append((p.host_ip or WILDCARD_IP, p.protocol or "TCP", p.host_port))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """A pod and what the snapshot derives from it once."""
+
+    pod: Pod
+    requests: ResourceList
+    units: FrozenDict[str, int]
+    non_zero_cpu: int  # milli-CPU
+    non_zero_memory: int  # bytes
+    host_ports: tuple[HostPort, ...]
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+
+def make_pod_info(pod: Pod) -> PodInfo:
+    requests = pod_requests(pod)
+    non_zero = pod_non_zero_requests(pod)
+    return PodInfo(
+        pod=pod,
+        requests=requests,
+        units=FrozenDict({k: u for k, v in requests.items() if (u := to_units(k, v)) != 0}),
+        non_zero_cpu=to_units(CPU, non_zero.get(CPU, 0)),
+        non_zero_memory=to_units(MEMORY, non_zero.get(MEMORY, 0)),
+        host_ports=pod_host_ports(pod),
+    )
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node and the pods assigned to it (read-only)."""
+
+    node: Node
+    pods: tuple[PodInfo, ...] = ()
+    requested: ResourceList = field(default=EMPTY)
+    requested_units: FrozenDict[str, int] = field(default=EMPTY)
+    non_zero_cpu: int = 0
+    non_zero_memory: int = 0
+    used_ports: FrozenDict[HostPort, int] = field(default=EMPTY)
+    generation: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def labels(self) -> FrozenDict[str, str]:
+        return self.node.labels
+
+    @cached_property
+    def allocatable_units(self) -> FrozenDict[str, int]:
+        return FrozenDict({k: to_units(k, v) for k, v in self.node.allocatable.items()})
+
+    @property
+    def allowed_pod_number(self) -> int:
+        return self.allocatable_units.get(PODS, 0)
+
+    @cached_property
+    def free(self) -> ResourceList:
+        """Allocatable minus requested, exact (may be negative when over-committed)."""
+        out = dict(self.node.allocatable)
+        for k, v in self.requested.items():
+            out[k] = out.get(k, 0) - v
+        return FrozenDict(out)
+
+    @cached_property
+    def pods_with_affinity(self) -> tuple[PodInfo, ...]:
+        return tuple(p for p in self.pods if p.pod.has_pod_affinity_constraints)
+
+    @cached_property
+    def pods_with_required_anti_affinity(self) -> tuple[PodInfo, ...]:
+        return tuple(p for p in self.pods if p.pod.has_required_anti_affinity)
+
+    @cached_property
+    def image_names(self) -> frozenset[str]:
+        return frozenset(n for img in self.node.images for n in img.names)
+
+    @cached_property
+    def image_sizes(self) -> FrozenDict[str, int]:
+        sizes: dict[str, int] = {}
+        for img in self.node.images:
+            for n in img.names:
+                sizes[n] = img.size_bytes
+        return FrozenDict(sizes)
+
+    def pod_index(self, key: str) -> int:
+        for i, p in enumerate(self.pods):
+            if p.key == key:
+                return i
+        return -1
+
+    # -- derivations (each returns a new NodeInfo) -------------------------------------
+
+    def with_pod(self, info: PodInfo) -> NodeInfo:
+        ports = dict(self.used_ports)
+        for hp in info.host_ports:
+            ports[hp] = ports.get(hp, 0) + 1
+        return NodeInfo(
+            node=self.node,
+            pods=(*self.pods, info),
+            requested=add_resources(self.requested, info.requests),
+            requested_units=add_units(self.requested_units, info.units),
+            non_zero_cpu=self.non_zero_cpu + info.non_zero_cpu,
+            non_zero_memory=self.non_zero_memory + info.non_zero_memory,
+            used_ports=FrozenDict(ports),
+            generation=next(_generation),
+        )
+
+    def without_pod(self, key: str) -> NodeInfo:
+        i = self.pod_index(key)
+        if i < 0:
+            raise KeyError(key)
+        info = self.pods[i]
+        ports = dict(self.used_ports)
+        for hp in info.host_ports:
+            left = ports.get(hp, 0) - 1
+            if left > 0:
+                ports[hp] = left
+            else:
+                ports.pop(hp, None)
+        return NodeInfo(
+            node=self.node,
+            pods=self.pods[:i] + self.pods[i + 1 :],
+            requested=add_resources(self.requested, info.requests, -1),
+            requested_units=add_units(self.requested_units, info.units, -1),
+            non_zero_cpu=self.non_zero_cpu - info.non_zero_cpu,
+            non_zero_memory=self.non_zero_memory - info.non_zero_memory,
+            used_ports=FrozenDict(ports),
+            generation=next(_generation),
+        )
+
+    def with_node(self, node: Node) -> NodeInfo:
+        return replace(self, node=node, generation=next(_generation))
+
+
+def node_info_from(node: Node, pods: Iterable[Pod] = ()) -> NodeInfo:
+    info = NodeInfo(node=node, generation=next(_generation))
+    for pod in pods:
+        info = info.with_pod(make_pod_info(pod))
+    return info
+
+
+def _count_images(counts: dict[str, int], names: Iterable[str], sign: int) -> None:
+    for n in names:
+        c = counts.get(n, 0) + sign
+        if c > 0:
+            counts[n] = c
+        else:
+            counts.pop(n, None)
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """Nodes by name (in insertion order) with their pods; immutable, cheap to derive from."""
+
+    node_infos: FrozenDict[str, NodeInfo] = field(default=EMPTY)
+    namespaces: FrozenDict[str, FrozenDict[str, str]] = field(default=EMPTY)
+    image_node_counts: FrozenDict[str, int] = field(default=EMPTY)
+    pod_nodes: FrozenDict[str, str] = field(default=EMPTY)  # pod key -> node name
+    generation: int = 0
+
+    # -- construction ----------------------------------------------------------------
+
+    @staticmethod
+    def build(
+        nodes: Iterable[Node],
+        pods: Iterable[Pod] = (),
+        namespaces: Iterable[Namespace] = (),
+    ) -> ClusterSnapshot:
+        """A snapshot from nodes and *assigned* pods; raises ``ModelError`` on bad input."""
+        by_node: dict[str, list[Pod]] = {}
+        node_list = list(nodes)
+        names = set()
+        for n in node_list:
+            if n.name in names:
+                raise ModelError(f"{object_ref('Node', None, n.name)}: defined twice in the snapshot")
+            names.add(n.name)
+            by_node[n.name] = []
+        pod_nodes: dict[str, str] = {}
+        for p in pods:
+            if not p.node_name:
+                raise ModelError(f"{object_ref('Pod', p.namespace, p.name)}: has no spec.nodeName; only assigned pods belong in a snapshot")
+            if p.node_name not in by_node:
+                raise ModelError(f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName: node {p.node_name!r} is not in the snapshot")
+            if p.key in pod_nodes:
+                raise ModelError(f"{object_ref('Pod', p.namespace, p.name)}: defined twice in the snapshot")
+            pod_nodes[p.key] = p.node_name
+            by_node[p.node_name].append(p)
+        infos = {n.name: node_info_from(n, by_node[n.name]) for n in node_list}
+        counts: dict[str, int] = {}
+        for info in infos.values():
+            _count_images(counts, info.image_names, 1)
+        return ClusterSnapshot(
+            node_infos=FrozenDict(infos),
+            namespaces=FrozenDict({ns.name: ns.labels for ns in namespaces}),
+            image_node_counts=FrozenDict(counts),
+            pod_nodes=FrozenDict(pod_nodes),
+            generation=next(_generation),
+        )
+
+    # -- reading ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.node_infos)
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self.nodes)
+
+    def __contains__(self, node_name: object) -> bool:
+        return node_name in self.node_infos
+
+    @cached_property
+    def nodes(self) -> tuple[NodeInfo, ...]:
+        return tuple(self.node_infos.values())
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(self.node_infos)
+
+    def node(self, name: str) -> NodeInfo:
+        return self.node_infos[name]
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self.node_infos.get(name)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_infos)
+
+    def pods(self) -> Iterator[Pod]:
+        for info in self.node_infos.values():
+            for p in info.pods:
+                yield p.pod
+
+    def pod(self, key: str) -> Pod | None:
+        node = self.pod_nodes.get(key)
+        if node is None:
+            return None
+        info = self.node_infos[node]
+        return info.pods[info.pod_index(key)].pod
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """Labels of a namespace; unknown namespaces get the label the API server always sets."""
+        labels = self.namespaces.get(namespace)
+        if labels is None:
+            return {NAMESPACE_NAME_LABEL: namespace}
+        if NAMESPACE_NAME_LABEL not in labels:
+            return {**labels, NAMESPACE_NAME_LABEL: namespace}
+        return labels
+
+    @cached_property
+    def nodes_with_affinity_pods(self) -> tuple[NodeInfo, ...]:
+        return tuple(n for n in self.nodes if n.pods_with_affinity)
+
+    @cached_property
+    def nodes_with_required_anti_affinity_pods(self) -> tuple[NodeInfo, ...]:
+        return tuple(n for n in self.nodes if n.pods_with_required_anti_affinity)
+
+    def image_num_nodes(self, image_name: str) -> int:
+        return self.image_node_counts.get(image_name, 0)
+
+    # -- derivations (structural sharing) --------------------------------------------
+
+    def _replace_node(self, info: NodeInfo, pod_nodes: Mapping[str, str] | None = None, images: Mapping[str, int] | None = None) -> ClusterSnapshot:
+        infos = dict(self.node_infos)
+        infos[info.name] = info
+        return ClusterSnapshot(
+            node_infos=FrozenDict(infos),
+            namespaces=self.namespaces,
+            image_node_counts=self.image_node_counts if images is None else FrozenDict(images),
+            pod_nodes=self.pod_nodes if pod_nodes is None else FrozenDict(pod_nodes),
+            generation=next(_generation),
+        )
+
+    def with_pod(self, pod: Pod, node_name: str | None = None) -> ClusterSnapshot:
+        """The scheduler's *assume*: ``pod`` is on ``node_name`` (default ``pod.node_name``)."""
+        target = node_name or pod.node_name
+        if not target:
+            raise ValueError(f"pod {pod.key} has no node to be placed on")
+        if target not in self.node_infos:
+            raise KeyError(f"node {target!r} is not in the snapshot")
+        if pod.key in self.pod_nodes:
+            raise ValueError(f"pod {pod.key} is already on node {self.pod_nodes[pod.key]!r}")
+        if pod.node_name != target:
+            pod = pod.with_node_name(target)
+        info = self.node_infos[target].with_pod(make_pod_info(pod))
+        return self._replace_node(info, pod_nodes=self.pod_nodes.with_item(pod.key, target))
+
+    def without_pod(self, key: str) -> ClusterSnapshot:
+        """Forget an assigned pod (deleted, or an assumption undone)."""
+        node = self.pod_nodes.get(key)
+        if node is None:
+            raise KeyError(f"pod {key} is not in the snapshot")
+        info = self.node_infos[node].without_pod(key)
+        return self._replace_node(info, pod_nodes=self.pod_nodes.without(key))
+
+    def with_updated_pod(self, pod: Pod) -> ClusterSnapshot:
+        """Add or replace an assigned pod (a watch ADDED/MODIFIED event)."""
+        snap = self.without_pod(pod.key) if pod.key in self.pod_nodes else self
+        return snap.with_pod(pod)
+
+    def with_node(self, node: Node) -> ClusterSnapshot:
+        """Add a node, or replace a node's object while keeping its pods."""
+        old = self.node_infos.get(node.name)
+        counts = dict(self.image_node_counts)
+        if old is None:
+            info = node_info_from(node)
+        else:
+            info = old.with_node(node)
+            _count_images(counts, old.image_names, -1)
+        _count_images(counts, info.image_names, 1)
+        return self._replace_node(info, images=counts)
+
+    def without_node(self, name: str) -> ClusterSnapshot:
+        """Remove a node and the pods assigned to it."""
+        old = self.node_infos[name]
+        infos = dict(self.node_infos)
+        del infos[name]
+        counts = dict(self.image_node_counts)
+        _count_images(counts, old.image_names, -1)
+        pod_nodes = {k: v for k, v in self.pod_nodes.items() if v != name} if old.pods else self.pod_nodes
+        return ClusterSnapshot(
+            node_infos=FrozenDict(infos),
+            namespaces=self.namespaces,
+            image_node_counts=FrozenDict(counts),
+            pod_nodes=FrozenDict(pod_nodes),
+            generation=next(_generation),
+        )
+
+    def with_namespace(self, namespace: Namespace) -> ClusterSnapshot:
+        return replace(
+            self,
+            namespaces=self.namespaces.with_item(namespace.name, namespace.labels),
+            generation=next(_generation),
+        )
+
+    def requested_total(self) -> ResourceList:
+        total: dict[str, Fraction] = {}
+        for info in self.node_infos.values():
+            for k, v in info.requested.items():
+                total[k] = total.get(k, 0) + v
+        return FrozenDict(total)
+
+
+def snapshot_from_objects(
+    nodes: Iterable[Node], pods: Iterable[Pod], namespaces: Iterable[Namespace] = ()
+) -> tuple[ClusterSnapshot, tuple[Pod, ...], tuple[str, ...]]:
+    """Split pods into the snapshot (assigned) and the pending ones; warn about strays.
+
+    Returns ``(snapshot, pending_pods, warnings)``. A pod bound to a node the snapshot lacks is
+    left out with a warning rather than failing the whole load.
+    """
+    node_list = list(nodes)
+    names = {n.name for n in node_list}
+    assigned: list[Pod] = []
+    pending: list[Pod] = []
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for p in pods:
+        if p.key in seen:
+            raise ModelError(f"{object_ref('Pod', p.namespace, p.name)}: defined twice in the snapshot")
+        seen.add(p.key)
+        if not p.node_name:
+            pending.append(p)
+        elif p.node_name in names:
+            assigned.append(p)
+        else:
+            warnings.append(
+                f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName {p.node_name!r} is not a node "
+                "in the snapshot; the pod is ignored"
+            )
+    return ClusterSnapshot.build(node_list, assigned, namespaces), tuple(pending), tuple(warnings)

@@ -1,0 +1,166 @@
+"""Reading cluster snapshots exactly as ``kubectl get nodes,pods -A -o yaml`` writes them.
+
+Accepted: a ``kind: List`` (or ``NodeList``/``PodList``), multi-document YAML, JSON (one object,
+a list, or a List), and a directory of such files (``.yaml``, ``.yml``, ``.json``, read in name
+order). Pods with ``spec.nodeName`` are running, the others pending. Namespaces are kept for
+namespace selectors; kinds the engine does not use are skipped with a warning. Warnings are
+returned as values, never printed: the caller decides where they go.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from policyengine.model.errors import ModelError, object_ref
+from policyengine.model.objects import Namespace, Node, Pod
+from policyengine.model.parse import parse_namespace, parse_node, parse_pod
+
+SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
+_LIST_KINDS = {"List", "NodeList", "PodList", "NamespaceList"}
+_ITEM_KIND = {"NodeList": "Node", "PodList": "Pod", "NamespaceList": "Namespace"}
+_TERMINAL_PHASES = {"Succeeded", "Failed"}
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedObjects:
+    """What a snapshot file or directory held."""
+
+    nodes: tuple[Node, ...]
+    pods: tuple[Pod, ...]  # running and pending, in file order; terminal pods dropped
+    namespaces: tuple[Namespace, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def running_pods(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods if p.node_name)
+
+    @property
+    def pending_pods(self) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods if not p.node_name)
+
+
+def _documents(text: str, source: str) -> list[Any]:
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError:
+            pass  # YAML flow style is also allowed to start with a brace
+    try:
+        return [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ModelError(f"{source}{where}: not valid YAML or JSON: {problem}", source=source) from None
+
+
+def _flatten(doc: Any, source: str, inherited_kind: str | None = None) -> Iterator[Mapping[str, Any]]:
+    if isinstance(doc, list):
+        for item in doc:
+            yield from _flatten(item, source, inherited_kind)
+        return
+    if not isinstance(doc, Mapping):
+        raise ModelError(
+            f"{source}: expected Kubernetes objects (mappings with a kind), got {type(doc).__name__}",
+            source=source,
+        )
+    kind = doc.get("kind") or inherited_kind
+    if kind in _LIST_KINDS:
+        items = doc.get("items")
+        if items is None:
+            return
+        if not isinstance(items, list):
+            raise ModelError(f"{source}: {kind}.items: expected a list", source=source)
+        for item in items:
+            yield from _flatten(item, source, _ITEM_KIND.get(kind))
+        return
+    if kind is not None and doc.get("kind") is None:
+        doc = {**doc, "kind": kind}
+    yield doc
+
+
+def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedObjects:
+    """Turn already-decoded documents into model objects."""
+    nodes: list[Node] = []
+    pods: list[Pod] = []
+    namespaces: list[Namespace] = []
+    warnings: list[str] = []
+    for doc in documents:
+        for obj in _flatten(doc, source):
+            kind = obj.get("kind")
+            if kind == "Node":
+                nodes.append(parse_node(obj, source))
+            elif kind == "Pod":
+                pod = parse_pod(obj, source)
+                if pod.phase in _TERMINAL_PHASES:
+                    warnings.append(
+                        f"{source}: {object_ref('Pod', pod.namespace, pod.name)}: phase {pod.phase}; "
+                        "ignored (it holds no resources)"
+                    )
+                    continue
+                pods.append(pod)
+            elif kind == "Namespace":
+                namespaces.append(parse_namespace(obj, source))
+            else:
+                meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+                if not kind:
+                    warnings.append(f"{source}: an object without a kind was ignored")
+                else:
+                    ref = object_ref(str(kind), meta.get("namespace"), meta.get("name"))
+                    warnings.append(f"{source}: {ref}: kind {kind} is not used by the engine; ignored")
+    return LoadedObjects(tuple(nodes), tuple(pods), tuple(namespaces), tuple(warnings))
+
+
+def parse_snapshot_text(text: str, source: str = "<input>") -> LoadedObjects:
+    """Parse one snapshot document stream (YAML or JSON)."""
+    return parse_objects(_documents(text, source), source)
+
+
+def _snapshot_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(
+            p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SNAPSHOT_SUFFIXES
+        )
+        if not files:
+            raise ModelError(f"{path}: the directory holds no .yaml, .yml or .json files", source=str(path))
+        return files
+    if not path.exists():
+        raise ModelError(f"{path}: no such snapshot file or directory", source=str(path))
+    return [path]
+
+
+def load_snapshot(*paths: str | Path) -> LoadedObjects:
+    """Read snapshot files and directories; raises ``ModelError`` for bad or empty input."""
+    if not paths:
+        raise ModelError("no snapshot given")
+    nodes: list[Node] = []
+    pods: list[Pod] = []
+    namespaces: list[Namespace] = []
+    warnings: list[str] = []
+    for raw in paths:
+        for file in _snapshot_files(Path(raw)):
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ModelError(f"{file}: cannot read: {exc}", source=str(file)) from None
+            loaded = parse_snapshot_text(text, str(file))
+            nodes.extend(loaded.nodes)
+            pods.extend(loaded.pods)
+            namespaces.extend(loaded.namespaces)
+            warnings.extend(loaded.warnings)
+    if not nodes and not pods:
+        shown = ", ".join(str(p) for p in paths)
+        raise ModelError(f"{shown}: the snapshot is empty (no Nodes and no Pods)")
+    seen: set[str] = set()
+    for node in nodes:
+        if node.name in seen:
+            raise ModelError(f"{object_ref('Node', None, node.name)}: defined twice in the snapshot")
+        seen.add(node.name)
+    return LoadedObjects(tuple(nodes), tuple(pods), tuple(namespaces), tuple(warnings))
