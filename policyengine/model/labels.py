@@ -31,7 +31,9 @@ _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 _NAME = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+_DNS_SUBDOMAIN = re.compile(
+    r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
+)
 
 
 class SelectorError(ValueError):
@@ -53,9 +55,8 @@ def is_qualified_name(key: str) -> bool:
     if not isinstance(key, str) or not key:
         return False
     prefix, slash, name = key.rpartition("/")
-    if slash:
-        if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
-            return False
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return False
     return 0 < len(name) <= 63 and bool(_NAME.fullmatch(name))
 
 
@@ -108,17 +109,23 @@ def make_requirement(
     values = tuple(values)
     if operator in (IN, NOT_IN):
         if not values:
-            raise SelectorError(f"for 'in', 'notin' operators, values set can't be empty (key {key!r})")
+            raise SelectorError(
+                f"for 'in', 'notin' operators, values set can't be empty (key {key!r})"
+            )
         for value in values:
             if not is_label_value(value):
                 raise SelectorError(f"invalid label value {value!r} for key {key!r}")
         return Requirement(key, operator, frozenset(values))
     if operator in (EXISTS, DOES_NOT_EXIST):
         if values:
-            raise SelectorError(f"values set must be empty for exists and does not exist (key {key!r})")
+            raise SelectorError(
+                f"values set must be empty for exists and does not exist (key {key!r})"
+            )
         return Requirement(key, operator)
     if len(values) != 1:
-        raise SelectorError(f"for 'Gt', 'Lt' operators, exactly one value is required (key {key!r})")
+        raise SelectorError(
+            f"for 'Gt', 'Lt' operators, exactly one value is required (key {key!r})"
+        )
     number = parse_go_int(values[0])
     if number is None:
         raise SelectorError(
@@ -205,5 +212,7 @@ def selector_from_set(labels: Mapping[str, str]) -> Selector:
     return Selector(tuple(Requirement(k, IN, frozenset((v,))) for k, v in sorted(labels.items())))
 
 
-def label_set_requirements(labels: Mapping[str, str], operator: str = IN) -> tuple[Requirement, ...]:
+def label_set_requirements(
+    labels: Mapping[str, str], operator: str = IN
+) -> tuple[Requirement, ...]:
     return tuple(Requirement(k, operator, frozenset((v,))) for k, v in sorted(labels.items()))

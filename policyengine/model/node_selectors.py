@@ -97,7 +97,9 @@ def compile_term(term: NodeSelectorTerm) -> CompiledTerm:
         else:
             name_not_in.append(r.values[0])
     if conflict:
-        return CompiledTerm(labels=labels, name_in=name_in, error="conflicting metadata.name fields")
+        return CompiledTerm(
+            labels=labels, name_in=name_in, error="conflicting metadata.name fields"
+        )
     return CompiledTerm(labels=labels, name_in=name_in, name_not_in=tuple(name_not_in))
 
 

@@ -56,7 +56,9 @@ def min_max_normalize(scores: Sequence[int], *, max_priority: int = MAX_NODE_SCO
     return out
 
 
-def spread_normalize(scores: Sequence[int | None], *, max_priority: int = MAX_NODE_SCORE) -> list[int]:
+def spread_normalize(
+    scores: Sequence[int | None], *, max_priority: int = MAX_NODE_SCORE
+) -> list[int]:
     """PodTopologySpread: fewer matching pods is better; ``None`` marks an ignored node (→ 0).
 
     ``100 * (max + min - s) / max`` over the non-ignored nodes; a maximum of 0 gives 100.

@@ -193,7 +193,9 @@ def parse_label_selector(ctx: _Ctx, value: Any, path: str) -> LabelSelector | No
     )
 
 
-def _node_selector_requirements(ctx: _Ctx, value: Any, path: str) -> tuple[NodeSelectorRequirement, ...]:
+def _node_selector_requirements(
+    ctx: _Ctx, value: Any, path: str
+) -> tuple[NodeSelectorRequirement, ...]:
     out = []
     for i, e in enumerate(_list(ctx, value, path)):
         p = f"{path}[{i}]"
@@ -211,8 +213,12 @@ def _node_selector_requirements(ctx: _Ctx, value: Any, path: str) -> tuple[NodeS
 def _node_selector_term(ctx: _Ctx, value: Any, path: str) -> NodeSelectorTerm:
     raw = _map(ctx, value, path)
     return NodeSelectorTerm(
-        match_expressions=_node_selector_requirements(ctx, raw.get("matchExpressions"), f"{path}.matchExpressions"),
-        match_fields=_node_selector_requirements(ctx, raw.get("matchFields"), f"{path}.matchFields"),
+        match_expressions=_node_selector_requirements(
+            ctx, raw.get("matchExpressions"), f"{path}.matchExpressions"
+        ),
+        match_fields=_node_selector_requirements(
+            ctx, raw.get("matchFields"), f"{path}.matchFields"
+        ),
     )
 
 
@@ -238,8 +244,14 @@ def _node_affinity(ctx: _Ctx, value: Any, path: str) -> NodeAffinity:
         weight = _int(ctx, t.get("weight"), f"{p}.weight", 0) or 0
         if not 0 <= weight <= 100:
             raise ctx.fail(f"{p}.weight", f"weight {weight} must be in the range 0-100")
-        preferred.append(PreferredSchedulingTerm(weight, _node_selector_term(ctx, t.get("preference"), f"{p}.preference")))
-    return NodeAffinity(required=required, preferred=tuple(preferred), has_preferred=raw_pref is not None)
+        preferred.append(
+            PreferredSchedulingTerm(
+                weight, _node_selector_term(ctx, t.get("preference"), f"{p}.preference")
+            )
+        )
+    return NodeAffinity(
+        required=required, preferred=tuple(preferred), has_preferred=raw_pref is not None
+    )
 
 
 def _pod_affinity_term(ctx: _Ctx, value: Any, path: str) -> PodAffinityTerm:
@@ -251,9 +263,13 @@ def _pod_affinity_term(ctx: _Ctx, value: Any, path: str) -> PodAffinityTerm:
         label_selector=parse_label_selector(ctx, raw.get("labelSelector"), f"{path}.labelSelector"),
         topology_key=topology_key,
         namespaces=_strings(ctx, raw.get("namespaces"), f"{path}.namespaces"),
-        namespace_selector=parse_label_selector(ctx, raw.get("namespaceSelector"), f"{path}.namespaceSelector"),
+        namespace_selector=parse_label_selector(
+            ctx, raw.get("namespaceSelector"), f"{path}.namespaceSelector"
+        ),
         match_label_keys=_strings(ctx, raw.get("matchLabelKeys"), f"{path}.matchLabelKeys"),
-        mismatch_label_keys=_strings(ctx, raw.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys"),
+        mismatch_label_keys=_strings(
+            ctx, raw.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys"
+        ),
     )
 
 
@@ -262,17 +278,25 @@ def _pod_affinity(ctx: _Ctx, value: Any, path: str) -> PodAffinity:
     req_path = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
     required = tuple(
         _pod_affinity_term(ctx, t, f"{req_path}[{i}]")
-        for i, t in enumerate(_list(ctx, raw.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path))
+        for i, t in enumerate(
+            _list(ctx, raw.get("requiredDuringSchedulingIgnoredDuringExecution"), req_path)
+        )
     )
     pref_path = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
     preferred = []
-    for i, t in enumerate(_list(ctx, raw.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)):
+    for i, t in enumerate(
+        _list(ctx, raw.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)
+    ):
         p = f"{pref_path}[{i}]"
         t = _map(ctx, t, p)
         weight = _int(ctx, t.get("weight"), f"{p}.weight", 0) or 0
         if not 1 <= weight <= 100:
             raise ctx.fail(f"{p}.weight", f"weight {weight} must be in the range 1-100")
-        preferred.append(WeightedPodAffinityTerm(weight, _pod_affinity_term(ctx, t.get("podAffinityTerm"), f"{p}.podAffinityTerm")))
+        preferred.append(
+            WeightedPodAffinityTerm(
+                weight, _pod_affinity_term(ctx, t.get("podAffinityTerm"), f"{p}.podAffinityTerm")
+            )
+        )
     return PodAffinity(required=required, preferred=tuple(preferred))
 
 
@@ -286,7 +310,9 @@ def _affinity(ctx: _Ctx, value: Any, path: str) -> Affinity | None:
     return Affinity(
         node_affinity=None if na is None else _node_affinity(ctx, na, f"{path}.nodeAffinity"),
         pod_affinity=None if pa is None else _pod_affinity(ctx, pa, f"{path}.podAffinity"),
-        pod_anti_affinity=None if paa is None else _pod_affinity(ctx, paa, f"{path}.podAntiAffinity"),
+        pod_anti_affinity=None
+        if paa is None
+        else _pod_affinity(ctx, paa, f"{path}.podAntiAffinity"),
     )
 
 
@@ -294,10 +320,15 @@ def _toleration(ctx: _Ctx, value: Any, path: str) -> Toleration:
     raw = _map(ctx, value, path)
     operator = _str(ctx, raw.get("operator"), f"{path}.operator")
     if operator not in ("", "Equal", "Exists"):
-        raise ctx.fail(f"{path}.operator", f"unsupported toleration operator {operator!r} (Equal or Exists)")
+        raise ctx.fail(
+            f"{path}.operator", f"unsupported toleration operator {operator!r} (Equal or Exists)"
+        )
     effect = _str(ctx, raw.get("effect"), f"{path}.effect")
     if effect and effect not in EFFECTS:
-        raise ctx.fail(f"{path}.effect", f"unsupported taint effect {effect!r} (NoSchedule, PreferNoSchedule or NoExecute)")
+        raise ctx.fail(
+            f"{path}.effect",
+            f"unsupported taint effect {effect!r} (NoSchedule, PreferNoSchedule or NoExecute)",
+        )
     value_ = raw.get("value")
     if isinstance(value_, (int, float)) and not isinstance(value_, bool):
         value_ = str(value_)
@@ -317,7 +348,10 @@ def _taint(ctx: _Ctx, value: Any, path: str) -> Taint:
         raise ctx.fail(f"{path}.key", "a taint needs a key")
     effect = _str(ctx, raw.get("effect"), f"{path}.effect")
     if effect not in EFFECTS:
-        raise ctx.fail(f"{path}.effect", f"unsupported taint effect {effect!r} (NoSchedule, PreferNoSchedule or NoExecute)")
+        raise ctx.fail(
+            f"{path}.effect",
+            f"unsupported taint effect {effect!r} (NoSchedule, PreferNoSchedule or NoExecute)",
+        )
     value_ = raw.get("value")
     if isinstance(value_, (int, float)) and not isinstance(value_, bool):
         value_ = str(value_)
@@ -328,13 +362,17 @@ def _spread_constraint(ctx: _Ctx, value: Any, path: str) -> TopologySpreadConstr
     raw = _map(ctx, value, path)
     max_skew = _int(ctx, raw.get("maxSkew"), f"{path}.maxSkew")
     if max_skew is None or max_skew < 1:
-        raise ctx.fail(f"{path}.maxSkew", f"must be an integer greater than zero, got {raw.get('maxSkew')!r}")
+        raise ctx.fail(
+            f"{path}.maxSkew", f"must be an integer greater than zero, got {raw.get('maxSkew')!r}"
+        )
     key = _str(ctx, raw.get("topologyKey"), f"{path}.topologyKey")
     if not key:
         raise ctx.fail(f"{path}.topologyKey", "must not be empty")
     when = _str(ctx, raw.get("whenUnsatisfiable"), f"{path}.whenUnsatisfiable")
     if when not in ("DoNotSchedule", "ScheduleAnyway"):
-        raise ctx.fail(f"{path}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}")
+        raise ctx.fail(
+            f"{path}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, got {when!r}"
+        )
     min_domains = _int(ctx, raw.get("minDomains"), f"{path}.minDomains")
     if min_domains is not None and min_domains < 1:
         raise ctx.fail(f"{path}.minDomains", f"must be greater than zero, got {min_domains}")
@@ -402,7 +440,9 @@ def _container(ctx: _Ctx, value: Any, path: str, host_network: bool) -> Containe
 # ---------------------------------------------------------------- objects
 
 
-def _metadata(obj: Mapping[str, Any], kind: str, source: str | None) -> tuple[_Ctx, Mapping[str, Any]]:
+def _metadata(
+    obj: Mapping[str, Any], kind: str, source: str | None
+) -> tuple[_Ctx, Mapping[str, Any]]:
     meta = obj.get("metadata")
     name = namespace = None
     if isinstance(meta, Mapping):
@@ -453,7 +493,10 @@ def parse_node(obj: Mapping[str, Any], source: str | None = None) -> Node:
         annotations=_string_map(ctx, meta.get("annotations"), "metadata.annotations"),
         uid=_str(ctx, meta.get("uid"), "metadata.uid"),
         unschedulable=_bool(ctx, spec.get("unschedulable"), "spec.unschedulable"),
-        taints=tuple(_taint(ctx, t, f"spec.taints[{i}]") for i, t in enumerate(_list(ctx, spec.get("taints"), "spec.taints"))),
+        taints=tuple(
+            _taint(ctx, t, f"spec.taints[{i}]")
+            for i, t in enumerate(_list(ctx, spec.get("taints"), "spec.taints"))
+        ),
         allocatable=allocatable,
         capacity=capacity,
         images=tuple(images),
@@ -503,10 +546,12 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         labels=_string_map(ctx, meta.get("labels"), "metadata.labels"),
         annotations=_string_map(ctx, meta.get("annotations"), "metadata.annotations"),
         node_name=_str(ctx, spec.get("nodeName"), "spec.nodeName"),
-        scheduler_name=_str(ctx, spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER_NAME,
+        scheduler_name=_str(ctx, spec.get("schedulerName"), "spec.schedulerName")
+        or DEFAULT_SCHEDULER_NAME,
         priority=_int(ctx, spec.get("priority"), "spec.priority", 0) or 0,
         priority_class_name=_str(ctx, spec.get("priorityClassName"), "spec.priorityClassName"),
-        preemption_policy=_str(ctx, spec.get("preemptionPolicy"), "spec.preemptionPolicy") or "PreemptLowerPriority",
+        preemption_policy=_str(ctx, spec.get("preemptionPolicy"), "spec.preemptionPolicy")
+        or "PreemptLowerPriority",
         containers=containers,
         init_containers=init_containers,
         overhead=overhead,
@@ -520,10 +565,14 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         ),
         topology_spread_constraints=tuple(
             _spread_constraint(ctx, c, f"spec.topologySpreadConstraints[{i}]")
-            for i, c in enumerate(_list(ctx, spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"))
+            for i, c in enumerate(
+                _list(ctx, spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints")
+            )
         ),
         host_network=host_network,
-        deletion_timestamp=None if meta.get("deletionTimestamp") is None else str(meta.get("deletionTimestamp")),
+        deletion_timestamp=None
+        if meta.get("deletionTimestamp") is None
+        else str(meta.get("deletionTimestamp")),
         owner_references=owners,
         phase=_str(ctx, status.get("phase"), "status.phase"),
         status_qos_class=_str(ctx, status.get("qosClass"), "status.qosClass"),
@@ -534,4 +583,6 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
 
 def parse_namespace(obj: Mapping[str, Any], source: str | None = None) -> Namespace:
     ctx, meta = _metadata(obj, "Namespace", source)
-    return Namespace(name=ctx.name or "", labels=_string_map(ctx, meta.get("labels"), "metadata.labels"))
+    return Namespace(
+        name=ctx.name or "", labels=_string_map(ctx, meta.get("labels"), "metadata.labels")
+    )

@@ -101,7 +101,9 @@ def _max(into: dict[str, Fraction], other: Mapping[str, Fraction]) -> None:
             into[k] = v
 
 
-def _container_requests(c: Container, non_missing: Mapping[str, Fraction] | None) -> Mapping[str, Fraction]:
+def _container_requests(
+    c: Container, non_missing: Mapping[str, Fraction] | None
+) -> Mapping[str, Fraction]:
     if not non_missing:
         return c.requests
     missing = {k: v for k, v in non_missing.items() if k not in c.requests}
@@ -170,7 +172,9 @@ def is_best_effort_request(pod: Pod, resources: Iterable[str] = (CPU, MEMORY)) -
     return all(to_units(r, reqs.get(r, 0)) == 0 for r in resources)
 
 
-def add_resources(a: Mapping[str, Fraction], b: Mapping[str, Fraction], sign: int = 1) -> ResourceList:
+def add_resources(
+    a: Mapping[str, Fraction], b: Mapping[str, Fraction], sign: int = 1
+) -> ResourceList:
     out = dict(a)
     for k, v in b.items():
         nv = out.get(k, 0) + sign * v

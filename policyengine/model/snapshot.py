@@ -25,6 +25,7 @@ from functools import cached_property
 from policyengine.model.errors import ModelError, object_ref
 from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.objects import Namespace, Node, Pod, ResourceList
+from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affinity
 from policyengine.model.resources import (
     CPU,
     MEMORY,
@@ -62,7 +63,7 @@ def pod_host_ports(pod: Pod) -> tuple[HostPort, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PodInfo:
     """A pod and what the snapshot derives from it once."""
 
@@ -76,6 +77,10 @@ class PodInfo:
     @property
     def key(self) -> str:
         return self.pod.key
+
+    @cached_property
+    def affinity_terms(self) -> PodAffinityTerms:
+        return compile_pod_affinity(self.pod)
 
 
 def make_pod_info(pod: Pod) -> PodInfo:
@@ -238,17 +243,25 @@ class ClusterSnapshot:
         names = set()
         for n in node_list:
             if n.name in names:
-                raise ModelError(f"{object_ref('Node', None, n.name)}: defined twice in the snapshot")
+                raise ModelError(
+                    f"{object_ref('Node', None, n.name)}: defined twice in the snapshot"
+                )
             names.add(n.name)
             by_node[n.name] = []
         pod_nodes: dict[str, str] = {}
         for p in pods:
             if not p.node_name:
-                raise ModelError(f"{object_ref('Pod', p.namespace, p.name)}: has no spec.nodeName; only assigned pods belong in a snapshot")
+                raise ModelError(
+                    f"{object_ref('Pod', p.namespace, p.name)}: has no spec.nodeName; only assigned pods belong in a snapshot"
+                )
             if p.node_name not in by_node:
-                raise ModelError(f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName: node {p.node_name!r} is not in the snapshot")
+                raise ModelError(
+                    f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName: node {p.node_name!r} is not in the snapshot"
+                )
             if p.key in pod_nodes:
-                raise ModelError(f"{object_ref('Pod', p.namespace, p.name)}: defined twice in the snapshot")
+                raise ModelError(
+                    f"{object_ref('Pod', p.namespace, p.name)}: defined twice in the snapshot"
+                )
             pod_nodes[p.key] = p.node_name
             by_node[p.node_name].append(p)
         infos = {n.name: node_info_from(n, by_node[n.name]) for n in node_list}
@@ -326,7 +339,12 @@ class ClusterSnapshot:
 
     # -- derivations (structural sharing) --------------------------------------------
 
-    def _replace_node(self, info: NodeInfo, pod_nodes: Mapping[str, str] | None = None, images: Mapping[str, int] | None = None) -> ClusterSnapshot:
+    def _replace_node(
+        self,
+        info: NodeInfo,
+        pod_nodes: Mapping[str, str] | None = None,
+        images: Mapping[str, int] | None = None,
+    ) -> ClusterSnapshot:
         infos = dict(self.node_infos)
         infos[info.name] = info
         return ClusterSnapshot(
@@ -383,7 +401,9 @@ class ClusterSnapshot:
         del infos[name]
         counts = dict(self.image_node_counts)
         _count_images(counts, old.image_names, -1)
-        pod_nodes = {k: v for k, v in self.pod_nodes.items() if v != name} if old.pods else self.pod_nodes
+        pod_nodes = (
+            {k: v for k, v in self.pod_nodes.items() if v != name} if old.pods else self.pod_nodes
+        )
         return ClusterSnapshot(
             node_infos=FrozenDict(infos),
             namespaces=self.namespaces,
@@ -423,7 +443,9 @@ def snapshot_from_objects(
     seen: set[str] = set()
     for p in pods:
         if p.key in seen:
-            raise ModelError(f"{object_ref('Pod', p.namespace, p.name)}: defined twice in the snapshot")
+            raise ModelError(
+                f"{object_ref('Pod', p.namespace, p.name)}: defined twice in the snapshot"
+            )
         seen.add(p.key)
         if not p.node_name:
             pending.append(p)

@@ -58,10 +58,14 @@ def _documents(text: str, source: str) -> list[Any]:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ModelError(f"{source}{where}: not valid YAML or JSON: {problem}", source=source) from None
+        raise ModelError(
+            f"{source}{where}: not valid YAML or JSON: {problem}", source=source
+        ) from None
 
 
-def _flatten(doc: Any, source: str, inherited_kind: str | None = None) -> Iterator[Mapping[str, Any]]:
+def _flatten(
+    doc: Any, source: str, inherited_kind: str | None = None
+) -> Iterator[Mapping[str, Any]]:
     if isinstance(doc, list):
         for item in doc:
             yield from _flatten(item, source, inherited_kind)
@@ -114,7 +118,9 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                     warnings.append(f"{source}: an object without a kind was ignored")
                 else:
                     ref = object_ref(str(kind), meta.get("namespace"), meta.get("name"))
-                    warnings.append(f"{source}: {ref}: kind {kind} is not used by the engine; ignored")
+                    warnings.append(
+                        f"{source}: {ref}: kind {kind} is not used by the engine; ignored"
+                    )
     return LoadedObjects(tuple(nodes), tuple(pods), tuple(namespaces), tuple(warnings))
 
 
@@ -129,7 +135,9 @@ def _snapshot_files(path: Path) -> list[Path]:
             p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SNAPSHOT_SUFFIXES
         )
         if not files:
-            raise ModelError(f"{path}: the directory holds no .yaml, .yml or .json files", source=str(path))
+            raise ModelError(
+                f"{path}: the directory holds no .yaml, .yml or .json files", source=str(path)
+            )
         return files
     if not path.exists():
         raise ModelError(f"{path}: no such snapshot file or directory", source=str(path))
@@ -161,6 +169,8 @@ def load_snapshot(*paths: str | Path) -> LoadedObjects:
     seen: set[str] = set()
     for node in nodes:
         if node.name in seen:
-            raise ModelError(f"{object_ref('Node', None, node.name)}: defined twice in the snapshot")
+            raise ModelError(
+                f"{object_ref('Node', None, node.name)}: defined twice in the snapshot"
+            )
         seen.add(node.name)
     return LoadedObjects(tuple(nodes), tuple(pods), tuple(namespaces), tuple(warnings))

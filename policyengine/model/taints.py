@@ -77,7 +77,9 @@ def count_intolerable_prefer_no_schedule(
     taints: Iterable[Taint], tolerations: tuple[Toleration, ...]
 ) -> int:
     return sum(
-        1 for taint in taints if taint.effect == PREFER_NO_SCHEDULE and not tolerates(tolerations, taint)
+        1
+        for taint in taints
+        if taint.effect == PREFER_NO_SCHEDULE and not tolerates(tolerations, taint)
     )
 
 

@@ -1,1 +1,50 @@
-"""schedlib layer."""
+"""schedlib: the scheduling environment the language sees — ``pod``, ``node`` and builtins.
+
+``default_schema()`` is the declaration table every command checks and compiles policies
+against: the roots ``pod`` (fixed for a cycle) and ``node`` (one per node), their records
+(``records``), the builtins (``functions``), the score normalisations the engine implements and
+which resources are compressible.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from policyengine.lang.schema import Root, Schema
+from policyengine.schedlib.functions import FUNCTIONS
+from policyengine.schedlib.records import NODE, POD
+
+NORMALIZERS = frozenset({"none", "max", "reverse", "minmax", "pod_topology_spread"})
+COMPRESSIBLE_RESOURCES = frozenset({"cpu"})
+KNOWN_RESOURCES = frozenset(
+    {
+        "cpu",
+        "memory",
+        "ephemeral-storage",
+        "pods",
+        "nvidia.com/gpu",
+        "nvidia.com/gpumem",
+        "nvidia.com/gpumem-percentage",
+        "nvidia.com/gpucores",
+        "amd.com/gpu",
+        "hugepages-2Mi",
+        "hugepages-1Gi",
+    }
+)
+
+
+@cache
+def default_schema() -> Schema:
+    return Schema(
+        roots={
+            "pod": Root("pod", POD, "The pod being scheduled.", varies_per_node=False),
+            "node": Root("node", NODE, "The node being considered."),
+        },
+        functions={f.name: f for f in FUNCTIONS},
+        normalizers=NORMALIZERS,
+        compressible_resources=COMPRESSIBLE_RESOURCES,
+        known_resources=KNOWN_RESOURCES,
+    )
+
+
+__all__ = ["default_schema"]

@@ -74,7 +74,7 @@ TOPOLOGY = _record(
     _field("hostname", Nullable(STRING), attrgetter("hostname"), "kubernetes.io/hostname."),
     _field("rack", Nullable(STRING), attrgetter("rack"), "The rack label (configurable)."),
     _field("nvlink_domain", Nullable(STRING), attrgetter("nvlink_domain"), "The NVLink domain label (configurable)."),
-    _field("network_block", Nullable(STRING), attrgetter("network_block"), "The network block label (configurable)."),
+    _field("network_block", Nullable(STRING), attrgetter("block"), "The network block label (configurable)."),
 )
 
 POD = _record(

@@ -9,15 +9,16 @@ scheduling cycle; a node view per (cycle, node).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
 
 from policyengine.model import gpu as model_gpu
 from policyengine.model import topology as model_topology
 from policyengine.model.objects import Node, Pod
 from policyengine.model.qos import qos_class
-from policyengine.model.resources import NVIDIA_GPU, PODS, add_resources, pod_requests
+from policyengine.model.resources import NVIDIA_GPU, pod_requests
+from policyengine.model.snapshot import NodeInfo
 from policyengine.model.taints import TAINT_NODE_UNSCHEDULABLE, NO_SCHEDULE, Taint, tolerates
 
 _ZERO = Fraction(0)
@@ -82,20 +83,20 @@ class PodView:
 
 
 class NodeView:
-    """What the language sees as ``node``: the node, plus what the pods on it already use.
+    """What the language sees as ``node``: the snapshot's record of the node and its pods.
 
-    ``requested`` is the sum of the effective requests of the pods on the node (the assumed
-    ones included) and ``pod_count`` their number; ``info`` is the snapshot's own record of
-    the node, which the builtins that reproduce kube-scheduler's plugins read.
+    ``info`` is the model's ``NodeInfo`` (the node, the pods on it with the assumed ones, their
+    summed requests), which the builtins reproducing kube-scheduler's plugins read directly.
     """
 
-    def __init__(self, node: Node, requested: Mapping[str, Fraction], pod_count: int, info: Any = None,
-                 topology: model_topology.TopologyConfig | None = None):
-        self.node = node
-        self._requested = requested
-        self.pod_count = pod_count
+    def __init__(self, info: NodeInfo, topology: model_topology.TopologyConfig = model_topology.DEFAULT_TOPOLOGY):
         self.info = info
+        self.node: Node = info.node
         self._topology_config = topology
+
+    @property
+    def pod_count(self) -> int:
+        return len(self.info.pods)
 
     @cached_property
     def allocatable(self) -> ResourceMap:
@@ -107,23 +108,33 @@ class NodeView:
 
     @cached_property
     def allocated(self) -> ResourceMap:
-        return ResourceMap(self._requested)
+        return ResourceMap(self.info.requested)
 
     @cached_property
     def free(self) -> ResourceMap:
-        return ResourceMap(add_resources(self.node.allocatable, self._requested, sign=-1))
+        return ResourceMap(self.info.free)
 
     @cached_property
     def max_pods(self) -> int:
-        return int(self.node.allocatable.get(PODS, 0))
+        return self.info.allowed_pod_number
 
     @cached_property
     def images(self) -> list[str]:
         return [name for image in self.node.images for name in image.names]
 
     @cached_property
-    def gpu(self) -> model_gpu.GpuInfo:
-        return model_gpu.gpu_info(self.node, self._requested)
+    def gpu(self) -> NodeGpu:
+        info = model_gpu.gpu_info(self.node)
+        allocated = int(self.info.requested.get(NVIDIA_GPU, 0))
+        return NodeGpu(
+            product=info.product,
+            family=info.family,
+            memory=Fraction(info.memory_mib * 1024 * 1024),
+            count=info.allocatable,
+            allocated=allocated,
+            free=info.allocatable - allocated,
+            mig_strategy=info.mig_strategy,
+        )
 
     @cached_property
     def topology(self) -> model_topology.Topology:
@@ -131,3 +142,14 @@ class NodeView:
 
     def __repr__(self) -> str:
         return f"NodeView({self.node.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGpu:
+    product: str
+    family: str
+    memory: Fraction
+    count: int
+    allocated: int
+    free: int
+    mig_strategy: str

@@ -47,11 +47,13 @@ def status(
     return body
 
 
-def success(code: int = 200, details: JSON | None = None) -> JSON:
+def success(code: int | None = 200, details: JSON | None = None) -> JSON:
+    """A Success Status; deletions carry details and no code, bindings a code and no details."""
     body: JSON = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details is not None:
         body["details"] = details
-    body["code"] = code
+    if code is not None:
+        body["code"] = code
     return body
 
 
@@ -179,17 +181,27 @@ class Cause:
         "Too long": "FieldValueTooLong",
     }
 
-    def __init__(self, field: str, kind: str, detail: str = "", value: Any = None, show_value: bool = False) -> None:
+    def __init__(
+        self,
+        field: str,
+        kind: str,
+        detail: str = "",
+        value: Any = None,
+        show_value: bool = False,
+        value_text: str | None = None,
+    ) -> None:
         self.field = field
         self.kind = kind
         self.detail = detail
         self.value = value
-        self.show_value = show_value
+        self.show_value = show_value or value_text is not None
+        self.value_text = value_text
 
     def text(self) -> str:
         parts = self.kind
         if self.show_value:
-            parts += f": {_go_value(self.value)}"
+            shown = self.value_text if self.value_text is not None else _go_value(self.value)
+            parts += f": {shown}"
         if self.detail:
             parts += f": {self.detail}"
         return parts

@@ -278,7 +278,23 @@ def pod_create_status(pod: JSON) -> JSON:
     return {"phase": "Pending", "qosClass": qos_class(pod)}
 
 
+def pod_condition(cond: JSON) -> JSON:
+    """A PodCondition as Go marshals it: the two Time fields are always there (null when zero)."""
+    out: JSON = {"type": cond.get("type"), "status": cond.get("status")}
+    out["lastProbeTime"] = cond.get("lastProbeTime")
+    out["lastTransitionTime"] = cond.get("lastTransitionTime")
+    for key in ("reason", "message"):
+        if cond.get(key):
+            out[key] = cond[key]
+    for key, value in cond.items():
+        if key not in out:
+            out[key] = value
+    return out
+
+
 def order_pod_status(status: JSON) -> JSON:
+    if isinstance(status.get("conditions"), list):
+        status = {**status, "conditions": [pod_condition(c) for c in status["conditions"] if isinstance(c, dict)]}
     order = ("phase", "conditions", "message", "reason", "nominatedNodeName", "hostIP", "hostIPs", "podIP", "podIPs", "startTime", "initContainerStatuses", "containerStatuses", "qosClass")
     out = {k: status[k] for k in order if k in status}
     for k, v in status.items():

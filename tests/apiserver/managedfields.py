@@ -129,9 +129,7 @@ def changed_paths(old: JSON, new: JSON, subresource: str, has_status: bool) -> t
     after = _scoped(new, subresource, has_status)
     changed = set()
     for path, value in after.items():
-        if path not in before:
-            changed.add(path)
-        elif not isinstance(value, _Container) and value != before[path]:
+        if path not in before or (not isinstance(value, _Container) and value != before[path]):
             changed.add(path)
     return changed, set(after)
 
@@ -200,12 +198,16 @@ def record(
     owned = applied_paths(apply_config, subresource, has_status) if apply_config is not None else set()
     result: list[JSON] = []
     mine: JSON | None = None
+    scopes: dict[str, set[Path]] = {subresource: present}
     for entry in copy.deepcopy(entries or []):
-        paths = from_fields_v1(entry.get("fieldsV1") or {}) & present
+        scope = entry.get("subresource", "")
+        if scope not in scopes:
+            scopes[scope] = set(_scoped(new, scope, has_status))
+        paths = from_fields_v1(entry.get("fieldsV1") or {}) & scopes[scope]
         same = (
             entry.get("manager") == manager
             and entry.get("operation") == operation
-            and entry.get("subresource", "") == subresource
+            and scope == subresource
         )
         if same:
             mine = entry

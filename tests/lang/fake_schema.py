@@ -11,6 +11,7 @@ from typing import Any
 from policyengine.lang.schema import Function, Param, Root, Schema
 from policyengine.lang.types import (
     BOOL,
+    DYN,
     FLOAT,
     INT,
     QUANTITY,
@@ -27,7 +28,7 @@ def _key(name: str):
     return lambda obj: obj.get(name)
 
 
-def record(name: str, **fields: Any) -> RecordType:
+def record(name: str, /, **fields: Any) -> RecordType:
     return RecordType(name, {k: Field(k, t, _key(k), doc=f"the {k} of a {name}") for k, t in fields.items()})
 
 
@@ -80,4 +81,34 @@ SCHEMA = Schema(
     normalizers=frozenset({"none", "max", "reverse", "minmax"}),
     compressible_resources=frozenset({"cpu"}),
     known_resources=frozenset({"cpu", "memory", "gpu"}),
+)
+
+
+# --- probes for the planner's and the compiler's tests -------------------------------------
+# ``explode()`` raises, to prove that short-circuiting operators never evaluate it;
+# ``probe(x)`` returns x and records it in ``context["probe"]``, to count evaluations;
+# ``broken()`` returns null although it declares a string.
+
+
+def _explode() -> Any:
+    raise RuntimeError("boom")
+
+
+def _probe(context: dict, value: Any) -> Any:
+    context.setdefault("probe", []).append(value)
+    return value
+
+
+PROBING_SCHEMA = Schema(
+    roots=SCHEMA.roots,
+    functions={
+        **SCHEMA.functions,
+        "explode": Function("explode", (), DYN, _explode, "raises RuntimeError"),
+        "probe": Function("probe", (Param("value", DYN),), DYN, _probe,
+                          "returns its argument and records it", needs_context=True),
+        "broken": Function("broken", (), STRING, lambda: None, "returns null, declared string"),
+    },
+    normalizers=SCHEMA.normalizers,
+    compressible_resources=SCHEMA.compressible_resources,
+    known_resources=SCHEMA.known_resources,
 )

@@ -1,0 +1,377 @@
+"""The compiler: one ordered list of named passes from sources to an executable ``Program``.
+
+As in OPA, compiling is a fixed sequence of passes over one mutable compilation state —
+load (read and parse, following imports), link (library rules spliced into policies), check
+(types and costs, by the checker), plan (closures, by the planner). Every pass returns its
+diagnostics; compiling stops after the first pass that produced an error, so later passes may
+rely on what earlier ones proved. A ``Program`` is immutable and safe to share between
+threads; ``cache`` keeps one per version of the sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from policyengine.diagnostics import Diagnostic, Severity, Span, sorted_diagnostics
+from policyengine.lang import nodes as n
+from policyengine.lang.checker import CheckResult, check
+from policyengine.lang.cost import RuleCost
+from policyengine.lang.link import Linked, LinkedPolicy, LinkedRule, link
+from policyengine.lang.loader import Unit, load, load_texts
+from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner
+from policyengine.lang.runtime import (
+    Env,
+    FilterVerdict,
+    Layout,
+    ScoreValue,
+    filter_evaluator,
+    match_evaluator,
+    score_evaluator,
+)
+from policyengine.lang.schema import Schema
+from policyengine.lang.types import BOOL, ListType, non_null
+
+DEFAULT_PROFILE = "policyengine"
+DEFAULT_NORMALIZE = "none"
+
+# --- what compiling produces ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledRule:
+    """One effective rule of one policy.
+
+    ``per_node`` is false when guard, body and reason read nothing that varies per node; the
+    engine may then evaluate the rule once per pod. ``cost`` is the checker's static bound.
+    """
+
+    kind: str  # "filter" or "score"
+    name: str
+    qualified_name: str
+    library: str | None
+    weight: int
+    normalize: str
+    span: Span
+    cost: int | None
+    per_node: bool
+    filter: Callable[[Env], FilterVerdict] = field(repr=False)
+    score: Callable[[Env], ScoreValue] = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledPolicy:
+    name: str
+    span: Span
+    match: Callable[[Env], bool] = field(repr=False)
+    rules: tuple[CompiledRule, ...]
+    filters: tuple[CompiledRule, ...]
+    scores: tuple[CompiledRule, ...]
+    overcommit: Mapping[str, float]
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """An executable policy set: its policies, which scheduler runs which, and its version."""
+
+    policies: tuple[CompiledPolicy, ...]
+    profiles: Mapping[str, tuple[str, ...]]
+    digest: str
+    version: str
+    sources: Mapping[str, str] = field(repr=False)
+    layout: Layout = field(repr=False)
+    _governors: Mapping[str, tuple[CompiledPolicy, ...]] = field(repr=False)
+
+    def governing_policy(self, scheduler_name: str, env: Env) -> CompiledPolicy | None:
+        """The first policy of the scheduler's profile whose ``match`` holds for the pod."""
+        for policy in self._governors.get(scheduler_name, ()):
+            if policy.match(env):
+                return policy
+        return None
+
+    def policy(self, name: str) -> CompiledPolicy | None:
+        return next((p for p in self.policies if p.name == name), None)
+
+    def env(self, roots: Mapping[str, Any] | None = None, context: Any = None, **named: Any) -> Env:
+        return self.layout.env(roots, context, **named)
+
+
+@dataclass(frozen=True, eq=False)
+class CompileResult:
+    program: Program | None
+    diagnostics: tuple[Diagnostic, ...]
+    unit: Unit | None
+    passes: tuple[str, ...] = ()  # the passes that ran, in order
+
+    @property
+    def ok(self) -> bool:
+        return self.program is not None
+
+
+# --- the compilation state and the passes --------------------------------------------------
+
+
+@dataclass(eq=False)
+class Compilation:
+    """What the passes share; each pass fills in one more field."""
+
+    schema: Schema
+    read: Callable[[], Unit]
+    unit: Unit | None = None
+    linked: Linked | None = None
+    checked: CheckResult | None = None
+    program: Program | None = None
+
+
+Pass = Callable[[Compilation], Iterable[Diagnostic]]
+
+
+def load_pass(state: Compilation) -> Iterable[Diagnostic]:
+    state.unit = state.read()
+    return state.unit.diagnostics
+
+
+def link_pass(state: Compilation) -> Iterable[Diagnostic]:
+    assert state.unit is not None
+    state.linked = link(state.unit)
+    return state.linked.diagnostics
+
+
+def check_pass(state: Compilation) -> Iterable[Diagnostic]:
+    assert state.unit is not None
+    state.checked = check(state.unit, state.schema, linked=state.linked)
+    return state.checked.diagnostics
+
+
+def plan_pass(state: Compilation) -> Iterable[Diagnostic]:
+    assert state.unit is not None and state.linked is not None
+    builder = _ProgramBuilder(state)
+    program = builder.build()
+    if not any(d.is_error for d in builder.problems):
+        state.program = program
+    return builder.problems
+
+
+PASSES: tuple[tuple[str, Pass], ...] = (
+    ("load", load_pass),
+    ("link", link_pass),
+    ("check", check_pass),
+    ("plan", plan_pass),
+)
+
+
+def run(state: Compilation, passes: Iterable[tuple[str, Pass]] = PASSES) -> CompileResult:
+    """Run ``passes`` in order, stopping after the first one that reports an error."""
+    diagnostics: list[Diagnostic] = []
+    ran: list[str] = []
+    for name, run_pass in passes:
+        ran.append(name)
+        found = list(run_pass(state))
+        diagnostics.extend(found)
+        if any(d.is_error for d in found):
+            state.program = None
+            break
+    unique = list(dict.fromkeys(diagnostics))
+    return CompileResult(state.program, tuple(sorted_diagnostics(unique)), state.unit, tuple(ran))
+
+
+def compile_unit(unit: Unit, schema: Schema) -> CompileResult:
+    return run(Compilation(schema, lambda: unit))
+
+
+def compile_paths(paths: Iterable[str | Path], schema: Schema) -> CompileResult:
+    paths = list(paths)
+    return run(Compilation(schema, lambda: load(paths)))
+
+
+def compile_texts(texts: Mapping[str, str], schema: Schema) -> CompileResult:
+    texts = dict(texts)
+    return run(Compilation(schema, lambda: load_texts(texts)))
+
+
+# --- planning a whole program --------------------------------------------------------------
+
+
+def _plan_error(span: Span, message: str) -> Diagnostic:
+    return Diagnostic(PLAN_ERROR, Severity.ERROR, message, span)
+
+
+class _ProgramBuilder:
+    """Turns the linked, checked unit into a ``Program``; collects what it cannot plan."""
+
+    def __init__(self, state: Compilation):
+        assert state.unit is not None and state.linked is not None
+        self.unit: Unit = state.unit
+        self.linked: Linked = state.linked
+        self.schema = state.schema
+        checked = state.checked
+        self.planner = Planner(
+            state.schema,
+            checked.types if checked is not None else None,
+            checked.patterns if checked is not None else None,
+        )
+        self.costs: Mapping[int, RuleCost] = checked.rule_costs if checked is not None else {}
+        self.problems: list[Diagnostic] = []
+        # A library rule used by several policies is planned once.
+        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool]] = {}
+
+    def build(self) -> Program:
+        policies = []
+        for linked_policy in self.linked.policies:
+            policy = self._policy(linked_policy)
+            if policy is not None:
+                policies.append(policy)
+        profiles = self._profiles()
+        by_name: dict[str, CompiledPolicy] = {}
+        for policy in policies:
+            by_name.setdefault(policy.name, policy)
+        governors = {
+            scheduler: tuple(by_name[name] for name in names if name in by_name)
+            for scheduler, names in profiles.items()
+        }
+        return Program(
+            policies=tuple(policies),
+            profiles=MappingProxyType(profiles),
+            digest=self.unit.digest,
+            version=self.unit.version,
+            sources=MappingProxyType(dict(self.unit.sources)),
+            layout=self.planner.layout,
+            _governors=MappingProxyType(governors),
+        )
+
+    def _policy(self, linked: LinkedPolicy) -> CompiledPolicy | None:
+        policy = linked.policy
+        match = None
+        if policy.match is not None:
+            try:
+                match = self.planner.expression(policy.match.expr, policy).fn
+            except PlanError as error:
+                self.problems.append(error.diagnostic)
+        rules = []
+        for linked_rule in linked.rules:
+            try:
+                rules.append(self._rule(linked_rule))
+            except PlanError as error:
+                self.problems.append(error.diagnostic)
+        return CompiledPolicy(
+            name=policy.name,
+            span=policy.span,
+            match=match_evaluator(match),
+            rules=tuple(rules),
+            filters=tuple(r for r in rules if r.kind == "filter"),
+            scores=tuple(r for r in rules if r.kind == "score"),
+            overcommit=MappingProxyType(self._overcommit(policy)),
+        )
+
+    def _rule(self, linked: LinkedRule) -> CompiledRule:
+        rule = linked.rule
+        key = (id(rule), linked.qualified_name)
+        if key not in self._evaluators:
+            self._evaluators[key] = self._evaluate(linked)
+        filter_fn, score_fn, per_node = self._evaluators[key]
+        normalize = getattr(rule, "normalize", None) or DEFAULT_NORMALIZE
+        return CompiledRule(
+            kind=linked.kind,
+            name=rule.name,
+            qualified_name=linked.qualified_name,
+            library=linked.library,
+            weight=linked.weight,
+            normalize=normalize,
+            span=rule.span,
+            cost=self._cost(linked),
+            per_node=per_node,
+            filter=filter_fn,
+            score=score_fn,
+        )
+
+    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool]:
+        rule, owner, name = linked.rule, linked.owner, linked.qualified_name
+        planner = self.planner
+        guard = planner.expression(rule.guard, owner) if rule.guard is not None else None
+        body = planner.expression(rule.body, owner)
+        body_span = getattr(rule.body, "span", rule.span)
+        guard_fn = _guard_fn(guard)
+        if isinstance(rule, n.Filter):
+            reason = planner.template(rule.reason, owner) if rule.reason is not None else None
+            if reason is None:
+                constant_reason: str | None = f"rejected by {name}"
+            else:
+                constant_reason = reason.value if reason.const else None
+            filter_fn = filter_evaluator(
+                name,
+                body_span,
+                guard_fn,
+                body.fn,
+                _body_kind(body),
+                reason.fn if reason is not None and not reason.const else None,
+                constant_reason,
+            )
+            per_node = any(p.per_node for p in (guard, body, reason) if p is not None)
+            return filter_fn, _not_a(name, "score"), per_node
+        score_fn = score_evaluator(name, body_span, guard_fn, body.fn)
+        per_node = any(p.per_node for p in (guard, body) if p is not None)
+        return _not_a(name, "filter"), score_fn, per_node
+
+    def _cost(self, linked: LinkedRule) -> int | None:
+        cost = self.costs.get(id(linked.rule))
+        return cost.total if cost is not None else None
+
+    def _overcommit(self, policy: n.Policy) -> dict[str, float]:
+        # Libraries a policy uses contribute their ratios; the policy's own statements win.
+        ratios: dict[str, float] = {}
+        for use in policy.uses:
+            library = self.linked.libraries.get(use.library)
+            if library is not None:
+                for statement in library.overcommits:
+                    ratios[statement.resource] = float(statement.ratio)
+        for statement in policy.overcommits:
+            ratios[statement.resource] = float(statement.ratio)
+        return ratios
+
+    def _profiles(self) -> dict[str, tuple[str, ...]]:
+        declared = self.unit.profiles
+        if not declared:
+            return {DEFAULT_PROFILE: tuple(p.name for p in self.unit.policies)}
+        known = {p.name for p in self.unit.policies}
+        profiles: dict[str, tuple[str, ...]] = {}
+        for profile in declared:
+            for index, name in enumerate(profile.policies):
+                if name not in known:
+                    span = (
+                        profile.policy_spans[index]
+                        if index < len(profile.policy_spans)
+                        else profile.span
+                    )
+                    self.problems.append(
+                        _plan_error(
+                            span,
+                            f'profile "{profile.scheduler_name}" names unknown policy "{name}"',
+                        )
+                    )
+            profiles.setdefault(profile.scheduler_name, profile.policies)
+        return profiles
+
+
+def _guard_fn(guard: Plan | None) -> Callable[[Env], Any] | None:
+    if guard is None or (guard.const and guard.value is True):
+        return None
+    return guard.fn
+
+
+def _body_kind(body: Plan) -> str:
+    body_type = non_null(body.type)
+    if body_type == BOOL:
+        return "bool"
+    if isinstance(body_type, ListType):
+        return "list"
+    return "dyn"
+
+
+def _not_a(rule: str, kind: str) -> Callable[[Env], Any]:
+    def wrong_kind(env: Env) -> Any:
+        raise TypeError(f"rule {rule} is not a {kind} rule")
+
+    return wrong_kind

@@ -1,0 +1,581 @@
+"""The canonical layout of a .sched file, so that reviews argue about policy, not spacing.
+
+The formatter prints the syntax tree again rather than editing the text, so there is one
+layout whatever the input looked like. Comments are not part of the tree: they are placed back
+by position against the spans of the items and statements (see ``_distribute``).
+
+Layout rules (the README's "Formatting" section repeats them):
+
+* 2-space indentation, one statement per line, no trailing blanks, one final newline.
+* One blank line between top-level items (consecutive imports may stay together); inside a
+  block, blank lines are kept where there were some, at most one, never right after ``{`` or
+  before ``}``.
+* A rule stays on one line (``filter x when g { body } reason "…"``) when that fits in 100
+  columns; otherwise its body goes on its own indented line(s) and ``}`` (followed by the
+  reason, if any) closes it. A body that still does not fit and is an ``and``/``or`` chain is
+  broken one operand per line, each continuation line starting with its operator. Other long
+  expressions stay on one line.
+* Parentheses only where precedence needs them, with one exception for readability: a
+  conditional used as the condition or the ``then`` branch of another one keeps them.
+* Number and quantity literals, and string literals, keep their spelling (the tree records it
+  and compares it); strings the tree keeps only as values — names of policies and profiles,
+  import paths, reason templates — are re-escaped canonically, and a reason's literal braces
+  are written ``{{`` / ``}}``.
+* ``use lib { … }`` puts one ``disable``/``weight`` per line; a profile lists its policies on
+  one ``policies`` line when that fits and it has no comments inside, else one per line.
+* Comments: an own-line comment stays above what follows it (or at the end of its block); a
+  comment after code stays at the end of the line where its statement ends. A comment that
+  stood anywhere else inside a statement — in the middle of a multi-line expression, between a
+  rule's ``}`` and its ``reason`` — moves to just above that statement.
+
+The result is checked before it is returned: it must parse to a tree equal to the original,
+with the same comments in the same order; if not, the file is left alone and a diagnostic
+says why (a bug in this module, never a reason to lose a comment).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from policyengine.diagnostics import Diagnostic, Severity, Span
+from policyengine.lang import nodes as n
+from policyengine.lang.parser import parse
+
+WIDTH = 100
+INDENT = "  "
+
+__all__ = [
+    "WIDTH",
+    "FormatResult",
+    "format_file",
+    "format_source",
+    "print_expr",
+    "quote",
+    "scan_comments",
+]
+
+
+@dataclass(frozen=True)
+class FormatResult:
+    """``text`` is the formatted source, or None when the file could not be formatted."""
+
+    text: str | None
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None
+
+
+def format_source(source: str, path: str = "<input>") -> FormatResult:
+    """Format one file's text; a file with syntax errors comes back with the parser's diagnostics."""
+    result = parse(source, path)
+    if not result.ok or result.file is None:
+        return FormatResult(None, result.diagnostics)
+    text = format_file(result.file)
+    problem = _verify(result.file, text, path)
+    if problem is not None:
+        return FormatResult(None, (problem,))
+    return FormatResult(text, ())
+
+
+def format_file(file: n.SourceFile) -> str:
+    """The canonical text of a parsed file; its ``source`` supplies comments and blank lines."""
+    return _Printer(file.source).file(file.items, scan_comments(file.source, file.path))
+
+
+def _verify(original: n.SourceFile, text: str, path: str) -> Diagnostic | None:
+    reparsed = parse(text, path)
+    same = (
+        reparsed.ok
+        and reparsed.file is not None
+        and reparsed.file == original
+        and [c.text for c in scan_comments(text, path)]
+        == [c.text for c in scan_comments(original.source, path)]
+    )
+    if same:
+        return None
+    return Diagnostic(
+        "PE199",
+        Severity.ERROR,
+        "internal error: formatting would change this file's meaning or comments, "
+        "so it was left as it is",
+        Span(path, 1, 1, 1, 2),
+        "this is a bug in policyengine fmt; please report it with the file",
+    )
+
+
+# --- comments ------------------------------------------------------------------------------
+
+_COMMENT_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*')
+
+
+def scan_comments(source: str, path: str) -> tuple[n.Comment, ...]:
+    """The comments of ``source``, with lines counted as the lexer counts them (at "\\n" only).
+
+    ``SourceFile.comments`` is not used: the parser splits lines with ``str.splitlines``, which
+    also breaks at \\f, \\v, U+2028 and the like, so a comment holding one loses its tail and
+    such a character in a string shifts every later comment's line.
+    """
+    comments = []
+    for number, line in enumerate(source.split("\n"), start=1):
+        for match in _COMMENT_SCAN.finditer(line):
+            if match.group().startswith("#"):
+                span = Span(path, number, match.start() + 1, number, match.end() + 1)
+                own_line = not line[: match.start()].strip()
+                comments.append(n.Comment(match.group().rstrip(), span, own_line))
+    return tuple(comments)
+
+
+# --- strings -------------------------------------------------------------------------------
+
+_SIMPLE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_KEYWORDS = frozenset(
+    {
+        *("import", "policy", "library", "profile", "policies", "match", "use", "disable"),
+        *("weight", "let", "filter", "score", "overcommit", "normalize", "when", "reason"),
+        *("if", "then", "else", "or", "and", "not", "in", "true", "false", "null", "for"),
+    }
+)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _escape_char(char: str) -> str:
+    if char in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[char]
+    # Invisible and line-breaking characters are spelled out: a raw U+2028 would even move
+    # the line numbers other tools compute.
+    if not char.isprintable() and ord(char) <= 0xFFFF:
+        return f"\\u{ord(char):04x}"
+    return char
+
+
+def quote(value: str) -> str:
+    """A string literal whose value is ``value``, escaped canonically."""
+    return '"' + "".join(_escape_char(c) for c in value) + '"'
+
+
+def _quote_template(template: n.Template) -> str:
+    out = ['"']
+    for part in template.parts:
+        if isinstance(part, str):
+            for char in part:
+                out.append("{{" if char == "{" else "}}" if char == "}" else _escape_char(char))
+        else:
+            out.append("{" + print_expr(part) + "}")
+    out.append('"')
+    return "".join(out)
+
+
+def _resource(name: str) -> str:
+    """``overcommit`` takes a name or a string; the tree keeps only the value."""
+    if _NAME.fullmatch(name) and name not in _KEYWORDS:
+        return name
+    return quote(name)
+
+
+# --- expressions ---------------------------------------------------------------------------
+
+# Binding strength, loosest first, as in grammar/sched.lark.
+COND, OR, AND, NOT, CMP, COAL, ADD, MUL, NEG, POSTFIX, ATOM = range(11)
+_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "not in"})
+
+
+def _level(expr: n.Expr) -> int:
+    match expr:
+        case n.Conditional():
+            return COND
+        case n.Binary(op="or"):
+            return OR
+        case n.Binary(op="and"):
+            return AND
+        case n.Unary(op="not"):
+            return NOT
+        case n.Binary(op=op) if op in _COMPARISONS:
+            return CMP
+        case n.Binary(op="??"):
+            return COAL
+        case n.Binary(op="+" | "-"):
+            return ADD
+        case n.Binary():
+            return MUL
+        case n.Unary():
+            return NEG
+        case n.Attribute() | n.Index() | n.MethodCall():
+            return POSTFIX
+        case _:
+            return ATOM
+
+
+def _operand_levels(expr: n.Binary) -> tuple[int, int]:
+    """The loosest level each side may hold without parentheses (left, right)."""
+    level = _level(expr)
+    if level == CMP:  # comparisons do not chain
+        return COAL, COAL
+    if level == COAL:  # right-associative
+        return ADD, COAL
+    return level, level + 1  # left-associative
+
+
+def print_expr(expr: n.Expr, minimum: int = COND) -> str:
+    """One-line text of ``expr``, parenthesised if it binds looser than ``minimum``."""
+    text = _print(expr)
+    return f"({text})" if _level(expr) < minimum else text
+
+
+def _args(args: Sequence[n.Expr]) -> str:
+    return ", ".join(print_expr(a) for a in args)
+
+
+def _print(expr: n.Expr) -> str:
+    match expr:
+        case n.Literal(text=text):
+            return text
+        case n.Name(id=name):
+            return name
+        case n.Attribute(obj=obj, name=name):
+            return f"{print_expr(obj, POSTFIX)}.{name}"
+        case n.Index(obj=obj, index=index):
+            return f"{print_expr(obj, POSTFIX)}[{print_expr(index)}]"
+        case n.Call(func=func, args=args):
+            return f"{func}({_args(args)})"
+        case n.MethodCall(obj=obj, name=name, args=args):
+            return f"{print_expr(obj, POSTFIX)}.{name}({_args(args)})"
+        case n.Unary(op="not", operand=operand):
+            return f"not {print_expr(operand, NOT)}"
+        case n.Unary(op=op, operand=operand):
+            inner = print_expr(operand, NEG)
+            # `- -x`, not `--x`, which reads like a decrement.
+            return f"{op} {inner}" if inner.startswith("-") else f"{op}{inner}"
+        case n.Binary(op=op, left=left, right=right):
+            left_min, right_min = _operand_levels(expr)
+            return f"{print_expr(left, left_min)} {op} {print_expr(right, right_min)}"
+        case n.Conditional(cond=cond, then=then, otherwise=otherwise):
+            # Minimal would be no parentheses at all; `if if a then …` reads too badly.
+            return (
+                f"if {print_expr(cond, OR)} then {print_expr(then, OR)} "
+                f"else {print_expr(otherwise)}"
+            )
+        case n.ListLit(items=items):
+            return f"[{_args(items)}]"
+        case n.SetLit(items=items):
+            return "{" + _args(items) + "}"
+        case n.MapLit(entries=entries):
+            return "{" + ", ".join(f"{print_expr(k)}: {print_expr(v)}" for k, v in entries) + "}"
+        case n.Comprehension(kind=kind):
+            inner = _comprehension(expr)
+            return f"[{inner}]" if kind == "list" else inner
+        case n.Template():
+            return _quote_template(expr)
+    raise TypeError(f"cannot print {type(expr).__name__}")
+
+
+def _comprehension(comp: n.Comprehension) -> str:
+    # The grammar takes the iterable and the condition at `or` level: a conditional there
+    # needs its parentheses.
+    text = (
+        f"{print_expr(comp.element)} for {', '.join(comp.targets)} "
+        f"in {print_expr(comp.iterable, OR)}"
+    )
+    if comp.condition is not None:
+        text += f" if {print_expr(comp.condition, OR)}"
+    return text
+
+
+def _is_chain(expr: n.Expr) -> bool:
+    return isinstance(expr, n.Binary) and expr.op in ("and", "or")
+
+
+def _chain_operands(expr: n.Binary) -> list[n.Expr]:
+    """``a or b or c`` (left-nested) as [a, b, c]; a right operand of the same op stays whole."""
+    operands: list[n.Expr] = []
+    node: n.Expr = expr
+    while isinstance(node, n.Binary) and node.op == expr.op:
+        operands.append(node.right)
+        node = node.left
+    operands.append(node)
+    return operands[::-1]
+
+
+def _body_lines(expr: n.Expr, depth: int) -> list[str]:
+    """A rule body at ``depth`` indents: one line if it fits, else a chain one operand a line."""
+    pad = INDENT * depth
+    flat = print_expr(expr)
+    if len(pad) + len(flat) <= WIDTH or not isinstance(expr, n.Binary) or not _is_chain(expr):
+        return [pad + flat]
+    left_min, right_min = _operand_levels(expr)
+    lines: list[str] = []
+    for position, operand in enumerate(_chain_operands(expr)):
+        prefix = "" if position == 0 else f"{expr.op} "
+        minimum = left_min if position == 0 else right_min
+        lines.extend(_operand_lines(operand, depth, prefix, minimum))
+    return lines
+
+
+def _operand_lines(operand: n.Expr, depth: int, prefix: str, minimum: int) -> list[str]:
+    pad = INDENT * depth
+    flat = print_expr(operand, minimum)
+    if len(pad) + len(prefix) + len(flat) <= WIDTH or not _is_chain(operand):
+        return [pad + prefix + flat]
+    inner = _body_lines(operand, depth + 1)
+    if _level(operand) < minimum:  # a parenthesised chain opens and closes on its own lines
+        return [pad + prefix + "(", *inner, pad + ")"]
+    # A chain of the other operator without parentheses (`a and b` inside `or`): its
+    # continuation lines are indented one step more than its first.
+    return [pad + prefix + inner[0].lstrip(), *inner[1:]]
+
+
+# --- comments ------------------------------------------------------------------------------
+
+
+def _start(span: Span) -> tuple[int, int]:
+    return (span.line, span.column)
+
+
+def _end(span: Span) -> tuple[int, int]:
+    return (span.end_line, span.end_column)
+
+
+@dataclass
+class _Placement:
+    """Where the comments of one block go, relative to its children."""
+
+    header: list[n.Comment] = field(default_factory=list)  # after `{` on the header line
+    before: list[list[n.Comment]] = field(default_factory=list)  # own lines above child k
+    inside: list[list[n.Comment]] = field(default_factory=list)  # within child k, or after it
+    end: list[n.Comment] = field(default_factory=list)  # own lines before `}`
+    closing: list[n.Comment] = field(default_factory=list)  # after `}`
+
+
+def _distribute(
+    comments: Sequence[n.Comment], children: Sequence[Span], container: Span | None
+) -> _Placement:
+    """Assign each comment of a block to the block or to one child, by position."""
+    placement = _Placement(before=[[] for _ in children], inside=[[] for _ in children])
+    for comment in comments:
+        at = _start(comment.span)
+        if container is not None and at >= _end(container):
+            placement.closing.append(comment)
+            continue
+        holder = next(
+            (k for k, span in enumerate(children) if _start(span) <= at < _end(span)), None
+        )
+        if holder is None:
+            # A comment after a child's last token, on the line where that child ends.
+            ended = [k for k, span in enumerate(children) if _end(span) <= at]
+            if ended and children[ended[-1]].end_line == comment.span.line:
+                holder = ended[-1]
+        if holder is not None:
+            placement.inside[holder].append(comment)
+        elif container is not None and comment.span.line == container.line:
+            placement.header.append(comment)
+        else:
+            following = next((k for k, span in enumerate(children) if _start(span) > at), None)
+            if following is None:
+                placement.end.append(comment)
+            else:
+                placement.before[following].append(comment)
+    return placement
+
+
+def _with_trailing(lines: list[str], comments: Sequence[n.Comment]) -> list[str]:
+    if not comments:
+        return lines
+    return [*lines[:-1], lines[-1] + "".join(f"  {c.text}" for c in comments)]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """Printed lines standing for source lines ``first``..``last`` (for blank-line keeping)."""
+
+    first: int
+    last: int
+    lines: list[str]
+    item: n.Item | None = None
+
+
+# --- printing ------------------------------------------------------------------------------
+
+
+class _Printer:
+    def __init__(self, source: str):
+        self.source_lines = source.split("\n")
+
+    def _blank_between(self, last: int, first: int) -> bool:
+        """Whether the source has a blank line between line ``last`` and line ``first``."""
+        return any(not line.strip() for line in self.source_lines[last : first - 1])
+
+    def _join(self, entries: Sequence[_Entry]) -> list[str]:
+        lines: list[str] = []
+        for position, entry in enumerate(entries):
+            if position and self._blank_between(entries[position - 1].last, entry.first):
+                lines.append("")
+            lines.extend(entry.lines)
+        return lines
+
+    # file
+
+    def file(self, items: Sequence[n.Item], comments: Sequence[n.Comment]) -> str:
+        placement = _distribute(comments, [item.span for item in items], None)
+        entries: list[_Entry] = []
+        leads: list[n.Item | None] = []  # the item each entry belongs to, for blank lines
+        for k, item in enumerate(items):
+            for comment in placement.before[k]:
+                entries.append(_Entry(comment.span.line, comment.span.line, [comment.text]))
+                leads.append(item)
+            entries.append(
+                _Entry(
+                    item.span.line, item.span.end_line, self.item(item, placement.inside[k]), item
+                )
+            )
+            leads.append(item)
+        for comment in placement.end:
+            entries.append(_Entry(comment.span.line, comment.span.line, [comment.text]))
+            leads.append(None)
+        lines: list[str] = []
+        for position, entry in enumerate(entries):
+            if position:
+                previous = entries[position - 1]
+                if previous.item is not None and not (
+                    isinstance(previous.item, n.Import) and isinstance(leads[position], n.Import)
+                ):
+                    lines.append("")  # items are always one blank line apart
+                elif self._blank_between(previous.last, entry.first):
+                    lines.append("")
+            lines.extend(entry.lines)
+        return "\n".join(lines) + "\n" if lines else ""
+
+    def item(self, item: n.Item, comments: Sequence[n.Comment]) -> list[str]:
+        match item:
+            case n.Import(path=path):
+                return self._leaf([f"import {quote(path)}"], item.span, comments, 0)
+            case n.Library(name=name):
+                return self._block(f"library {name}", item, comments, 0)
+            case n.Policy(name=name):
+                return self._block(f"policy {quote(name)}", item, comments, 0)
+            case n.Profile():
+                return self._profile(item, comments)
+        raise TypeError(f"cannot print {type(item).__name__}")
+
+    # blocks
+
+    def _leaf(
+        self, lines: list[str], span: Span, comments: Sequence[n.Comment], depth: int
+    ) -> list[str]:
+        """A statement and its comments: those inside it go above, the one after it trails."""
+        pad = INDENT * depth
+        trailing = [c for c in comments if _start(c.span) >= _end(span)]
+        above = [pad + c.text for c in comments if _start(c.span) < _end(span)]
+        return above + _with_trailing(lines, trailing)
+
+    def _container(
+        self,
+        head: str,
+        span: Span,
+        children: Sequence[tuple[Span, Callable[[Sequence[n.Comment], int], list[str]]]],
+        comments: Sequence[n.Comment],
+        depth: int,
+    ) -> list[str]:
+        pad = INDENT * depth
+        placement = _distribute(comments, [child_span for child_span, _ in children], span)
+        entries: list[_Entry] = []
+        for k, (child_span, render) in enumerate(children):
+            for comment in placement.before[k]:
+                line = comment.span.line
+                entries.append(_Entry(line, line, [pad + INDENT + comment.text]))
+            lines = render(placement.inside[k], depth + 1)
+            entries.append(_Entry(child_span.line, child_span.end_line, lines))
+        for comment in placement.end:
+            line = comment.span.line
+            entries.append(_Entry(line, line, [pad + INDENT + comment.text]))
+        if not entries and not placement.header:
+            return _with_trailing([f"{pad}{head} {{}}"], placement.closing)
+        opening = _with_trailing([f"{pad}{head} {{"], placement.header)
+        closing = _with_trailing([f"{pad}}}"], placement.closing)
+        return opening + self._join(entries) + closing
+
+    def _block(self, head: str, block: n.Policy, comments: Sequence[n.Comment], depth: int):
+        children = [
+            (statement.span, self._statement_renderer(statement)) for statement in block.body
+        ]
+        return self._container(head, block.span, children, comments, depth)
+
+    def _profile(self, profile: n.Profile, comments: Sequence[n.Comment]) -> list[str]:
+        head = f"profile {quote(profile.scheduler_name)}"
+        spans = list(profile.policy_spans)
+        if len(spans) != len(profile.policies):  # a tree built by hand has no spans
+            spans = [profile.span] * len(profile.policies)
+        placement = _distribute(comments, spans, profile.span)
+        inner_comments = len(comments) - len(placement.closing)
+        compact = INDENT + "policies " + ", ".join(quote(p) for p in profile.policies)
+        if profile.policies and inner_comments == 0 and len(compact) <= WIDTH:
+            return _with_trailing([f"{head} {{", compact, "}"], placement.closing)
+
+        def entry(name: str, span: Span) -> Callable[[Sequence[n.Comment], int], list[str]]:
+            return lambda cs, depth: self._leaf(
+                [INDENT * depth + f"policies {quote(name)}"], span, cs, depth
+            )
+
+        children = [
+            (span, entry(name, span)) for name, span in zip(profile.policies, spans, strict=True)
+        ]
+        return self._container(head, profile.span, children, comments, 0)
+
+    # statements
+
+    def _statement_renderer(
+        self, statement: n.Statement
+    ) -> Callable[[Sequence[n.Comment], int], list[str]]:
+        def render(comments: Sequence[n.Comment], depth: int) -> list[str]:
+            if isinstance(statement, n.Use) and statement.adjustments:
+                return self._use(statement, comments, depth)
+            return self._leaf(self._statement(statement, depth), statement.span, comments, depth)
+
+        return render
+
+    def _use(self, use: n.Use, comments: Sequence[n.Comment], depth: int) -> list[str]:
+        def adjustment(item: n.Disable | n.Reweight):
+            text = (
+                f"disable {item.rule}"
+                if isinstance(item, n.Disable)
+                else f"weight {item.rule} {item.weight}"
+            )
+            return lambda cs, d: self._leaf([INDENT * d + text], item.span, cs, d)
+
+        children = [(item.span, adjustment(item)) for item in use.adjustments]
+        return self._container(f"use {use.library}", use.span, children, comments, depth)
+
+    def _statement(self, statement: n.Statement, depth: int) -> list[str]:
+        pad = INDENT * depth
+        match statement:
+            case n.Match(expr=expr):
+                return [f"{pad}match {print_expr(expr)}"]
+            case n.Let(name=name, expr=expr):
+                return [f"{pad}let {name} = {print_expr(expr)}"]
+            case n.Use(library=library):
+                return [f"{pad}use {library}"]
+            case n.Overcommit(resource=resource, ratio=ratio, ratio_text=text):
+                return [f"{pad}overcommit {_resource(resource)} {text or ratio}"]
+            case n.Filter(name=name, guard=guard, body=body, reason=reason):
+                head = f"filter {name}" + (f" when {print_expr(guard)}" if guard else "")
+                tail = f" reason {_quote_template(reason)}" if reason is not None else ""
+                return self._rule(head, body, tail, depth)
+            case n.Score(name=name, weight=weight, normalize=normalize, guard=guard, body=body):
+                head = f"score {name}"
+                if weight is not None:
+                    head += f" weight {weight}"
+                if normalize is not None:
+                    head += f" normalize {normalize}"
+                if guard is not None:
+                    head += f" when {print_expr(guard)}"
+                return self._rule(head, body, "", depth)
+        raise TypeError(f"cannot print {type(statement).__name__}")
+
+    def _rule(self, head: str, body: n.Expr, tail: str, depth: int) -> list[str]:
+        pad = INDENT * depth
+        one_line = f"{pad}{head} {{ {print_expr(body)} }}{tail}"
+        if len(one_line) <= WIDTH:
+            return [one_line]
+        return [f"{pad}{head} {{", *_body_lines(body, depth + 1), f"{pad}}}{tail}"]

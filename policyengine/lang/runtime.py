@@ -1,0 +1,355 @@
+"""What a compiled rule needs at evaluation time, and what it hands back.
+
+The planner turns expressions into closures over an ``Env``; this module defines that
+environment, the error a closure raises when a value does not fit (``EvalError``), and the
+verdicts a rule returns (``FilterVerdict``, ``ScoreValue``). A runtime error never escapes a
+rule: the rule evaluators built here catch it and turn it into a ``RuleError`` inside the
+verdict, so one bad node or one buggy domain function cannot take a scheduling cycle down.
+
+Roots live in fixed slots of a list (``Layout`` assigns them once per schema) so that a
+closure reads ``env.values[1]`` instead of looking a name up. ``let`` values are memoised per
+``Env``; those that do not vary per node sit in a table that ``Env.derive`` shares between the
+environments of one pod, so pod-only work is done once per pod however many nodes are tried.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any, ClassVar, NamedTuple
+
+from policyengine.diagnostics import Span
+from policyengine.lang.schema import Schema
+from policyengine.quantity import format_quantity
+
+# --- environment ---------------------------------------------------------------------------
+
+
+class Layout:
+    """Which slot of ``Env.values`` holds which root; one per schema, shared by its programs."""
+
+    __slots__ = ("__weakref__", "index", "names", "varying")
+
+    _by_schema: ClassVar[weakref.WeakKeyDictionary[Schema, Layout]] = weakref.WeakKeyDictionary()
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, schema: Schema):
+        self.names: tuple[str, ...] = tuple(schema.roots)
+        self.index: Mapping[str, int] = {name: i for i, name in enumerate(self.names)}
+        self.varying: frozenset[str] = frozenset(
+            name for name, root in schema.roots.items() if root.varies_per_node
+        )
+
+    @classmethod
+    def of(cls, schema: Schema) -> Layout:
+        with cls._lock:
+            layout = cls._by_schema.get(schema)
+            if layout is None:
+                layout = cls._by_schema[schema] = cls(schema)
+            return layout
+
+    def env(self, roots: Mapping[str, Any] | None = None, context: Any = None, **named: Any) -> Env:
+        """An environment binding the given roots (missing ones are null) and the context."""
+        return Env(self, {**(roots or {}), **named}, context)
+
+
+class Env:
+    """The values one evaluation sees: roots by slot, the context, and memoised lets.
+
+    ``memo`` holds lets that vary per node, ``shared`` those that do not; ``locals`` holds
+    comprehension variables. An ``Env`` is used by one thread at a time.
+    """
+
+    __slots__ = ("context", "layout", "locals", "memo", "shared", "values")
+
+    def __init__(self, layout: Layout, roots: Mapping[str, Any], context: Any = None):
+        values: list[Any] = [None] * len(layout.names)
+        for name, value in roots.items():
+            slot = layout.index.get(name)
+            if slot is None:
+                raise ValueError(
+                    f"unknown root {name!r}; the schema declares {', '.join(layout.names)}"
+                )
+            values[slot] = value
+        self.layout = layout
+        self.values = values
+        self.context = context
+        self.memo: dict[int, Any] = {}
+        self.shared: dict[int, Any] = {}
+        self.locals: dict[int, Any] = {}
+
+    def root(self, name: str) -> Any:
+        return self.values[self.layout.index[name]]
+
+    def derive(self, context: Any = ..., **roots: Any) -> Env:
+        """A copy with some roots (and maybe the context) replaced.
+
+        When only roots that vary per node change, the copy shares this env's table of
+        pod-level lets, so they are computed once for all nodes. Changing a root that does
+        not vary per node (another pod) starts afresh.
+        """
+        layout = self.layout
+        env = Env.__new__(Env)
+        values = list(self.values)
+        for name, value in roots.items():
+            slot = layout.index.get(name)
+            if slot is None:
+                raise ValueError(f"unknown root {name!r}")
+            values[slot] = value
+        env.layout = layout
+        env.values = values
+        env.context = self.context if context is ... else context
+        env.memo = {}
+        env.shared = self.shared if layout.varying.issuperset(roots) else {}
+        env.locals = {}
+        return env
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+class EvalError(Exception):
+    """Raised by a planned closure when a value does not fit; caught by the rule evaluator."""
+
+    def __init__(self, span: Span, message: str):
+        super().__init__(message)
+        self.span = span
+        self.message = message
+
+
+class RuleError(NamedTuple):
+    """A rule that failed for one node: which rule, where, and why."""
+
+    rule: str
+    span: Span
+    message: str
+
+    def __str__(self) -> str:
+        return f"rule {self.rule} failed: {self.message} at {self.span}"
+
+
+class FilterVerdict(NamedTuple):
+    passed: bool
+    reasons: tuple[str, ...] = ()
+    error: RuleError | None = None
+
+
+class ScoreValue(NamedTuple):
+    """``value`` is None when the rule's guard excluded the node; 0.0 with ``error`` on failure."""
+
+    value: float | None
+    error: RuleError | None = None
+
+
+PASSED = FilterVerdict(True)
+NOT_SCORED = ScoreValue(None)
+
+_TYPE_NAMES: dict[type, str] = {
+    type(None): "null",
+    bool: "bool",
+    int: "int",
+    float: "float",
+    Fraction: "quantity",
+    str: "string",
+    list: "list",
+    tuple: "list",
+    frozenset: "set",
+    set: "set",
+    dict: "map",
+}
+
+
+def type_name(value: Any) -> str:
+    """The language's name for a runtime value's type, for error messages."""
+    name = _TYPE_NAMES.get(type(value))
+    if name is not None:
+        return name
+    if isinstance(value, Mapping):
+        return "map"
+    return type(value).__name__
+
+
+# --- formatting ----------------------------------------------------------------------------
+
+
+def _format_float(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    rounded = round(value, 6)
+    if rounded == 0 or abs(value) >= 1e15:
+        return f"{value:.6g}"
+    text = repr(rounded)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def format_value(value: Any) -> str:
+    """How a value reads inside a reason: ``16Gi``, ``0.5``, ``null``, ``[a, b]``."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
+    if kind is Fraction:
+        return format_quantity(value)
+    if kind is float:
+        return _format_float(value)
+    if kind is list or kind is tuple:
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if kind is frozenset or kind is set:
+        # Sets have no order of their own; sorting the text keeps reasons reproducible.
+        return "[" + ", ".join(sorted(format_value(v) for v in value)) + "]"
+    if isinstance(value, Mapping):
+        return (
+            "{" + ", ".join(f"{format_value(k)}: {format_value(v)}" for k, v in value.items()) + "}"
+        )
+    return str(value)
+
+
+# --- rule evaluators -----------------------------------------------------------------------
+
+Evaluator = Callable[[Env], Any]
+
+
+def _failure(rule: str, error: EvalError) -> RuleError:
+    return RuleError(rule, error.span, error.message)
+
+
+def _internal(span: Span, error: Exception) -> EvalError:
+    # Only a planner bug lands here; the node still gets a verdict instead of a crash.
+    return EvalError(span, f"internal error: {type(error).__name__}: {error}")
+
+
+def filter_evaluator(
+    rule: str,
+    span: Span,
+    guard: Evaluator | None,
+    body: Evaluator,
+    body_kind: str,
+    reason: Evaluator | None,
+    constant_reason: str | None,
+) -> Callable[[Env], FilterVerdict]:
+    """The ``filter(env)`` of one rule.
+
+    ``body_kind`` is ``bool``, ``list`` (a list of reasons) or ``dyn`` (decided per value).
+    ``constant_reason`` is the reason when it needs no evaluation (no template, or one
+    without holes); then the rejecting verdict is built once here.
+    """
+    rejected = FilterVerdict(False, (constant_reason,)) if constant_reason is not None else None
+
+    def failed(error: EvalError) -> FilterVerdict:
+        failure = _failure(rule, error)
+        return FilterVerdict(False, (str(failure),), failure)
+
+    def reject(env: Env) -> FilterVerdict:
+        if rejected is not None:
+            return rejected
+        assert reason is not None
+        return FilterVerdict(False, (reason(env),))
+
+    def from_value(value: Any, env: Env) -> FilterVerdict:
+        if value is True:
+            return PASSED
+        if value is False:
+            return reject(env)
+        if isinstance(value, list | tuple):
+            if not value:
+                return PASSED
+            return FilterVerdict(
+                False, tuple(v if type(v) is str else format_value(v) for v in value)
+            )
+        raise EvalError(span, f"a filter gives a bool or a list of reasons, not {type_name(value)}")
+
+    if body_kind == "bool":
+
+        def evaluate(env: Env) -> FilterVerdict:
+            try:
+                if guard is not None and not guard(env):
+                    return PASSED
+                value = body(env)
+                if value is True:
+                    return PASSED
+                if value is False:
+                    return rejected if rejected is not None else reject(env)
+                return from_value(value, env)
+            except EvalError as error:
+                return failed(error)
+            except Exception as error:
+                return failed(_internal(span, error))
+
+    elif body_kind == "list":
+
+        def evaluate(env: Env) -> FilterVerdict:
+            try:
+                if guard is not None and not guard(env):
+                    return PASSED
+                value = body(env)
+                if not value and value is not None:
+                    return PASSED
+                return from_value(value, env)
+            except EvalError as error:
+                return failed(error)
+            except Exception as error:
+                return failed(_internal(span, error))
+
+    else:
+
+        def evaluate(env: Env) -> FilterVerdict:
+            try:
+                if guard is not None and not guard(env):
+                    return PASSED
+                return from_value(body(env), env)
+            except EvalError as error:
+                return failed(error)
+            except Exception as error:
+                return failed(_internal(span, error))
+
+    return evaluate
+
+
+def score_evaluator(
+    rule: str, span: Span, guard: Evaluator | None, body: Evaluator
+) -> Callable[[Env], ScoreValue]:
+    """The ``score(env)`` of one rule: a float, None when the guard excludes the node."""
+
+    def evaluate(env: Env) -> ScoreValue:
+        try:
+            if guard is not None and not guard(env):
+                return NOT_SCORED
+            value = body(env)
+            kind = type(value)
+            if kind is float:
+                return ScoreValue(value)
+            if kind is int or kind is Fraction:
+                return ScoreValue(float(value))
+            raise EvalError(span, f"a score is a number, not {type_name(value)}")
+        except EvalError as error:
+            return ScoreValue(0.0, _failure(rule, error))
+        except Exception as error:
+            return ScoreValue(0.0, _failure(rule, _internal(span, error)))
+
+    return evaluate
+
+
+def match_evaluator(expr: Evaluator | None) -> Callable[[Env], bool]:
+    """A policy's ``match``: true for every pod when absent; a runtime error means no match."""
+    if expr is None:
+        return lambda env: True
+
+    def evaluate(env: Env) -> bool:
+        try:
+            return expr(env) is True
+        except Exception:
+            return False
+
+    return evaluate

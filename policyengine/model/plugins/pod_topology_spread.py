@@ -1,0 +1,297 @@
+"""PodTopologySpread: keep matching pods spread across topology domains.
+
+Filter (``whenUnsatisfiable: DoNotSchedule``): for each constraint, placing the pod in the
+node's domain must keep ``matching pods in the domain + (1 if the pod matches itself) - global
+minimum <= maxSkew``. The global minimum is taken over the domains of nodes that carry *all*
+constraint keys and pass the inclusion policies (``nodeAffinityPolicy`` default Honor: nodes the
+pod's nodeSelector/required affinity rule out do not count; ``nodeTaintsPolicy`` default
+Ignore); with fewer such domains than ``minDomains`` it is 0. A node without the key fails as
+"missing required label". ``matchLabelKeys`` add the pod's own values to the selector.
+
+Score (``ScheduleAnyway``): per node, the sum over constraints of
+``matching pods in the domain * log(domains + 2) + maxSkew - 1`` (hostname domains counted on
+the node itself), rounded; then normalised so that fewer matching pods score higher. Nodes
+missing a key are ignored (score 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from policyengine.model.labels import Selector, compile_selector_or_nothing, label_set_requirements
+from policyengine.model.node_selectors import RequiredNodeAffinity
+from policyengine.model.normalize import spread_normalize
+from policyengine.model.objects import (
+    DO_NOT_SCHEDULE,
+    HONOR,
+    IGNORE,
+    SCHEDULE_ANYWAY,
+    Pod,
+    TopologySpreadConstraint,
+)
+from policyengine.model.plugins.base import Plugin
+from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
+from policyengine.model.plugins.node_affinity import pod_required_affinity
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
+from policyengine.model.taints import Toleration, first_untolerated
+
+NAME = "PodTopologySpread"
+WEIGHT = 2
+HOSTNAME = "kubernetes.io/hostname"
+REASON = "node(s) didn't match pod topology spread constraints"
+REASON_MISSING_LABEL = REASON + " (missing required label)"
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """A constraint ready to evaluate (kube's internal ``topologySpreadConstraint``)."""
+
+    max_skew: int
+    topology_key: str
+    selector: Selector
+    min_domains: int = 1
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+
+    def includes_node(
+        self, node: NodeInfo, required: RequiredNodeAffinity, tolerations: tuple[Toleration, ...]
+    ) -> bool:
+        if self.node_affinity_policy == HONOR and not required.matches(
+            node.node.labels, node.node.name
+        ):
+            return False
+        return not (
+            self.node_taints_policy == HONOR
+            and first_untolerated(node.node.taints, tolerations) is not None
+        )
+
+
+def compile_constraints(
+    constraints: Iterable[TopologySpreadConstraint],
+    pod_labels: dict[str, str] | object,
+    action: str,
+) -> tuple[Constraint, ...]:
+    out = []
+    labels = pod_labels if isinstance(pod_labels, dict) else {}
+    for c in constraints:
+        if c.when_unsatisfiable != action:
+            continue
+        selector = compile_selector_or_nothing(c.label_selector)
+        if c.match_label_keys:
+            own = {k: labels[k] for k in c.match_label_keys if k in labels}
+            if own:
+                selector = selector.with_requirements(label_set_requirements(own))
+        out.append(
+            Constraint(
+                max_skew=c.max_skew,
+                topology_key=c.topology_key,
+                selector=selector,
+                min_domains=c.min_domains if c.min_domains is not None else 1,
+                node_affinity_policy=c.node_affinity_policy or HONOR,
+                node_taints_policy=c.node_taints_policy or IGNORE,
+            )
+        )
+    return tuple(out)
+
+
+def pod_constraints(pod: Pod, action: str, config: SchedulerConfig) -> tuple[Constraint, ...]:
+    if pod.topology_spread_constraints:
+        return compile_constraints(pod.topology_spread_constraints, pod.labels, action)
+    defaults = [c for c in config.spread_default_constraints if c.label_selector is not None]
+    return compile_constraints(defaults, pod.labels, action)
+
+
+def count_matching(pods: Iterable[PodInfo], selector: Selector, namespace: str) -> int:
+    """Pods in ``namespace`` matching ``selector``; terminating pods do not count."""
+    n = 0
+    for info in pods:
+        p = info.pod
+        if p.deletion_timestamp is None and p.namespace == namespace and selector.matches(p.labels):
+            n += 1
+    return n
+
+
+def has_all_keys(labels: dict[str, str] | object, constraints: Sequence[Constraint]) -> bool:
+    return all(c.topology_key in labels for c in constraints)  # type: ignore[operator]
+
+
+# ---------------------------------------------------------------- filter
+
+
+@dataclass(frozen=True, slots=True)
+class FilterState:
+    constraints: tuple[Constraint, ...]
+    pod_labels: dict[str, str]
+    pair_counts: dict[Pair, int]
+    domains: dict[str, int]  # topology key -> number of eligible domains
+    minimum: dict[str, int]  # topology key -> smallest count over its domains
+
+
+def prepare_filter(
+    pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig = DEFAULT_CONFIG
+) -> FilterState:
+    constraints = pod_constraints(pod, DO_NOT_SCHEDULE, config)
+    if not constraints:
+        return FilterState((), dict(pod.labels), {}, {}, {})
+    required = pod_required_affinity(pod)
+    counts: dict[Pair, int] = {}
+    for node in snapshot.nodes:
+        labels = node.node.labels
+        if not has_all_keys(labels, constraints):
+            continue
+        node_counts: dict[Pair, int] = {}
+        for c in constraints:
+            if not c.includes_node(node, required, pod.tolerations):
+                continue
+            # Two constraints on one key share the pair: the later one wins, as in kube.
+            node_counts[(c.topology_key, labels[c.topology_key])] = count_matching(
+                node.pods, c.selector, pod.namespace
+            )
+        for pair, n in node_counts.items():
+            counts[pair] = counts.get(pair, 0) + n
+    domains: dict[str, int] = {}
+    minimum: dict[str, int] = {}
+    for (key, _), n in counts.items():
+        domains[key] = domains.get(key, 0) + 1
+        if key not in minimum or n < minimum[key]:
+            minimum[key] = n
+    return FilterState(constraints, dict(pod.labels), counts, domains, minimum)
+
+
+def global_minimum(state: FilterState, c: Constraint) -> int:
+    if state.domains.get(c.topology_key, 0) < c.min_domains:
+        return 0
+    return state.minimum.get(c.topology_key, 2**31 - 1)
+
+
+def filter(state: FilterState, node: NodeInfo) -> list[str]:
+    if not state.constraints:
+        return []
+    labels = node.node.labels
+    for c in state.constraints:
+        value = labels.get(c.topology_key)
+        if value is None:
+            return [REASON_MISSING_LABEL]
+        self_match = 1 if c.selector.matches(state.pod_labels) else 0
+        skew = (
+            state.pair_counts.get((c.topology_key, value), 0)
+            + self_match
+            - global_minimum(state, c)
+        )
+        if skew > c.max_skew:
+            return [REASON]
+    return []
+
+
+# ---------------------------------------------------------------- score
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreState:
+    constraints: tuple[Constraint, ...]
+    namespace: str
+    ignored: frozenset[str]
+    pair_counts: dict[Pair, int]
+    weights: tuple[float, ...]
+
+
+def topology_normalizing_weight(size: int) -> float:
+    return math.log(float(size + 2))
+
+
+def go_round(x: float) -> int:
+    """Go's ``math.Round``: half away from zero."""
+    magnitude = abs(x)
+    whole = math.floor(magnitude)
+    if magnitude - whole >= 0.5:  # exact for doubles, unlike floor(x + 0.5)
+        whole += 1
+    return whole if x >= 0 else -whole
+
+
+def prepare_score(
+    pod: Pod,
+    snapshot: ClusterSnapshot,
+    feasible: Sequence[NodeInfo],
+    config: SchedulerConfig = DEFAULT_CONFIG,
+) -> ScoreState | None:
+    if not feasible or not snapshot.num_nodes:
+        return None
+    constraints = pod_constraints(pod, SCHEDULE_ANYWAY, config)
+    if not constraints:
+        return None
+    require_all = bool(pod.topology_spread_constraints) or not config.spread_system_defaulted
+    ignored: set[str] = set()
+    counts: dict[Pair, int] = {}
+    sizes = [0] * len(constraints)
+    for node in feasible:
+        labels = node.node.labels
+        if require_all and not has_all_keys(labels, constraints):
+            ignored.add(node.name)
+            continue
+        for i, c in enumerate(constraints):
+            if c.topology_key == HOSTNAME:
+                continue
+            pair = (c.topology_key, labels.get(c.topology_key, ""))
+            if pair not in counts:
+                counts[pair] = 0
+                sizes[i] += 1
+    weights = []
+    for i, c in enumerate(constraints):
+        size = sizes[i]
+        if c.topology_key == HOSTNAME:
+            size = len(feasible) - len(ignored)
+        weights.append(topology_normalizing_weight(size))
+    required = pod_required_affinity(pod)
+    for node in snapshot.nodes:
+        labels = node.node.labels
+        if require_all and not has_all_keys(labels, constraints):
+            continue
+        for c in constraints:
+            if not c.includes_node(node, required, pod.tolerations):
+                continue
+            pair = (c.topology_key, labels.get(c.topology_key, ""))
+            if pair not in counts:
+                continue
+            counts[pair] += count_matching(node.pods, c.selector, pod.namespace)
+    return ScoreState(constraints, pod.namespace, frozenset(ignored), counts, tuple(weights))
+
+
+def score(state: ScoreState, node: NodeInfo) -> int:
+    if node.name in state.ignored:
+        return 0
+    labels = node.node.labels
+    total = 0.0
+    for c, weight in zip(state.constraints, state.weights, strict=True):
+        value = labels.get(c.topology_key)
+        if value is None:
+            continue
+        if c.topology_key == HOSTNAME:
+            count = count_matching(node.pods, c.selector, state.namespace)
+        else:
+            count = state.pair_counts.get((c.topology_key, value), 0)
+        total += float(count) * weight + float(c.max_skew - 1)
+    return go_round(total)
+
+
+def normalize(state: ScoreState, node_names: Sequence[str], scores: list[int]) -> list[int]:
+    return spread_normalize(
+        [None if n in state.ignored else s for n, s in zip(node_names, scores, strict=True)]
+    )
+
+
+PLUGIN = Plugin(
+    NAME,
+    "pod_topology_spread",
+    "pod_topology_spread",
+    WEIGHT,
+    prepare_filter=prepare_filter,
+    filter=filter,
+    prepare_score=prepare_score,
+    score=score,
+    normalize=normalize,
+    resolvable_reasons=frozenset({REASON}),
+)

@@ -1,0 +1,170 @@
+"""Builtin functions policies call: Kubernetes semantics too intricate for plain expressions.
+
+Each builtin that reproduces a kube-scheduler plugin runs the model's implementation of that
+plugin: its per-pod preparation once per cycle (through ``CycleContext.prepared``), its per-node
+step per call. Filter builtins return kube-scheduler's reason strings (an empty list passes);
+score builtins return the raw score before normalisation, or null where kube-scheduler's
+PreScore skips the plugin or ignores the node, so the rule does not score it.
+
+Nodes left out by NodeAffinity's PreFilter (a ``matchFields`` on ``metadata.name``) are never
+filtered by kube-scheduler's other plugins: they fail node affinity alone. The filter builtins
+pass them, ``node_affinity_reasons`` rejects them, and ``considered(pod, node)`` lets plain rules
+do the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from policyengine.lang.schema import Function, Param
+from policyengine.lang.types import BOOL, INT, STRING, ListType, MapType, Nullable, Type
+from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
+from policyengine.model.taints import Taint, Toleration
+from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
+from policyengine.schedlib.views import NodeView, PodView
+
+REASONS = ListType(STRING, bound=16)
+
+_POD_NODE = (Param("pod", POD), Param("node", NODE))
+
+
+def _filter_state(ctx: CycleContext, plugin: Plugin) -> Any:
+    assert plugin.prepare_filter is not None
+    return ctx.prepared(
+        (plugin.name, "filter"),
+        lambda: plugin.prepare_filter(ctx.pod.pod, ctx.snapshot, ctx.config),  # type: ignore[misc]
+    )
+
+
+def _score_state(ctx: CycleContext, plugin: Plugin) -> Any:
+    assert plugin.prepare_score is not None
+    return ctx.prepared(
+        (plugin.name, "score"),
+        lambda: plugin.prepare_score(ctx.pod.pod, ctx.snapshot, ctx.feasible, ctx.config),  # type: ignore[misc]
+    )
+
+
+def considered(ctx: CycleContext, pod: PodView, node: NodeView) -> bool:
+    """False for a node NodeAffinity's PreFilter left out (``matchFields`` on the node name)."""
+    state = _filter_state(ctx, PLUGINS_BY_NAME["NodeAffinity"])
+    result = PLUGINS_BY_NAME["NodeAffinity"].prefilter_result(state)  # type: ignore[misc]
+    if result is None or result.node_names is None:
+        return True
+    return node.node.name in result.node_names
+
+
+def _filter_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeView], list[str]]:
+    plugin = PLUGINS_BY_NAME[plugin_name]
+    restricts = plugin_name == "NodeAffinity"
+
+    def impl(ctx: CycleContext, pod: PodView, node: NodeView) -> list[str]:
+        if not restricts and not considered(ctx, pod, node):
+            return []
+        assert plugin.filter is not None
+        return plugin.filter(_filter_state(ctx, plugin), node.info)
+
+    return impl
+
+
+def _score_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeView], int | None]:
+    plugin = PLUGINS_BY_NAME[plugin_name]
+    ignored_nodes = plugin_name == "PodTopologySpread"
+
+    def impl(ctx: CycleContext, pod: PodView, node: NodeView) -> int | None:
+        state = _score_state(ctx, plugin)
+        if state is None:  # kube's PreScore Skip: the plugin scores no node
+            return None
+        if ignored_nodes and node.node.name in state.ignored:
+            return None
+        assert plugin.score is not None
+        return plugin.score(state, node.info)
+
+    return impl
+
+
+def tolerated(taint: Taint, tolerations: list[Toleration]) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+def domain_pod_count(ctx: CycleContext, pod: PodView, node: NodeView, key: str, labels: Mapping[str, str]) -> int:
+    """Pods (of the pod's namespace) carrying all ``labels`` on nodes sharing ``node``'s value of
+    label ``key``; 0 when the node lacks the label. Computed per (key, labels) once per cycle."""
+    value = node.node.labels.get(key)
+    if value is None:
+        return 0
+    wanted = tuple(sorted(labels.items()))
+
+    def count_by_domain() -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for info in ctx.snapshot.nodes:
+            domain = info.node.labels.get(key)
+            if domain is None:
+                continue
+            matching = sum(
+                1
+                for p in info.pods
+                if p.pod.namespace == pod.pod.namespace
+                and all(p.pod.labels.get(k) == v for k, v in wanted)
+            )
+            counts[domain] = counts.get(domain, 0) + matching
+        return counts
+
+    return ctx.prepared(("domain_pod_count", key, wanted), count_by_domain).get(value, 0)
+
+
+def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
+    if kind == "filter":
+        return Function(name, _POD_NODE, REASONS, _filter_builtin(plugin), doc, cost=50,
+                        needs_context=True, varies_per_node=True)
+    return Function(name, _POD_NODE, Nullable(INT), _score_builtin(plugin), doc, cost=50,
+                    needs_context=True, varies_per_node=True)
+
+
+def _fn(name: str, params: tuple[Param, ...], returns: Type, impl: Callable[..., Any], doc: str,
+        cost: int = 10, needs_context: bool = False, varies_per_node: bool = False) -> Function:
+    return Function(name, params, returns, impl, doc, cost, needs_context, varies_per_node)
+
+
+FUNCTIONS: tuple[Function, ...] = (
+    _fn("considered", _POD_NODE, BOOL, considered,
+        "False when kube-scheduler would not filter this node at all: NodeAffinity's PreFilter "
+        "left it out (a matchFields on metadata.name names other nodes).",
+        needs_context=True, varies_per_node=True),
+    _kube("taint_toleration_reasons", "TaintToleration", "filter",
+          "kube-scheduler's TaintToleration filter: the first NoSchedule/NoExecute taint the pod does not tolerate."),
+    _kube("node_affinity_reasons", "NodeAffinity", "filter",
+          "kube-scheduler's NodeAffinity filter: nodeSelector and required node affinity."),
+    _kube("node_ports_reasons", "NodePorts", "filter",
+          "kube-scheduler's NodePorts filter: host ports already in use on the node."),
+    _kube("resources_fit_reasons", "NodeResourcesFit", "filter",
+          "kube-scheduler's NodeResourcesFit filter: Too many pods, Insufficient <resource>."),
+    _kube("topology_spread_reasons", "PodTopologySpread", "filter",
+          "kube-scheduler's PodTopologySpread filter (DoNotSchedule constraints)."),
+    _kube("inter_pod_affinity_reasons", "InterPodAffinity", "filter",
+          "kube-scheduler's InterPodAffinity filter, with existing pods' anti-affinity (symmetry)."),
+    _kube("intolerable_taint_count", "TaintToleration", "score",
+          "PreferNoSchedule taints the pod does not tolerate (normalise with reverse)."),
+    _kube("preferred_node_affinity_weight", "NodeAffinity", "score",
+          "Sum of the weights of the preferred node affinity terms the node matches (normalise with max)."),
+    _kube("topology_spread_score", "PodTopologySpread", "score",
+          "PodTopologySpread's raw score; null for nodes it ignores (normalise with pod_topology_spread)."),
+    _kube("inter_pod_affinity_weight", "InterPodAffinity", "score",
+          "InterPodAffinity's raw score, existing pods' terms included (normalise with minmax)."),
+    _kube("least_allocated_score", "NodeResourcesFit", "score",
+          "NodeResourcesFit LeastAllocated over cpu and memory, 0–100."),
+    _kube("balanced_allocation_score", "NodeResourcesBalancedAllocation", "score",
+          "NodeResourcesBalancedAllocation, 0–100."),
+    _kube("image_locality_score", "ImageLocality", "score",
+          "ImageLocality, 0–100."),
+    _fn("tolerated", (Param("taint", TAINT), Param("tolerations", ListType(TOLERATION, bound=64))), BOOL,
+        tolerated, "Whether any of the tolerations tolerates the taint (Kubernetes' matching rules).",
+        cost=64),
+    _fn("domain_pod_count",
+        (*_POD_NODE, Param("key", STRING), Param("labels", MapType(STRING, STRING, bound=16))), INT,
+        domain_pod_count,
+        "Pods of the pod's namespace that carry all the labels, on the nodes that share this node's "
+        "value of label key (its topology domain); 0 when the node lacks the label.",
+        cost=100, needs_context=True, varies_per_node=True),
+)

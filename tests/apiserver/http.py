@@ -1,0 +1,193 @@
+"""HTTP/1.1 framing: the bytes on the wire, as the captured kube-apiserver sends them.
+
+The official ``kubernetes`` client talks to this over real sockets, so the framing matters:
+``Content-Length`` for bodies under 2048 bytes and ``Transfer-Encoding: chunked`` above (Go's
+``net/http`` buffering), the same response headers (Audit-Id, Cache-Control, the two APF
+headers), and watches as chunked NDJSON with one chunk per live event, a terminating 0-length
+chunk at ``timeoutSeconds``, or a cut connection when a test drops the watch.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import traceback
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from . import errors
+from .api import API, Request, Response, WatchResponse, dumps
+
+FLOWSCHEMA_UID = "86bc4fab-0502-4af2-ac53-71a939a3d75e"
+PRIORITYLEVEL_UID = "d2a7dde7-a2e4-4ab7-b69c-2cfde4cfe2c2"
+CHUNK_THRESHOLD = 2048
+
+
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], api: API) -> None:
+        super().__init__(address, Handler)
+        self.api = api
+        self.crashes: list[str] = []
+        self._connections: set[socket.socket] = set()
+        self._conn_lock = threading.Lock()
+
+    def track(self, conn: socket.socket, add: bool) -> None:
+        with self._conn_lock:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    def close_connections(self) -> None:
+        with self._conn_lock:
+            conns = list(self._connections)
+            self._connections.clear()
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: LoopbackHTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.track(self.connection, False)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_HEAD(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_PUT(self) -> None:
+        self._serve()
+
+    def do_PATCH(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    # ------------------------------------------------------------------ request
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = bytearray()
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0] or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return bytes(data)
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _serve(self) -> None:
+        parts = urlsplit(self.path)
+        body = self._read_body()
+        req = Request(
+            method=self.command,
+            path=parts.path,
+            query=parse_qs(parts.query, keep_blank_values=True),
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+        )
+        try:
+            result = self.server.api.handle(req)
+        except Exception:  # a bug in the fake must surface as a 500, and be recorded
+            text = traceback.format_exc()
+            self.server.crashes.append(text)
+            print(text, file=sys.stderr)
+            err = errors.internal_error("loopback apiserver crashed; see server.crashes")
+            result = Response(err.code, err.body, err.headers)
+        if isinstance(result, WatchResponse):
+            self._stream(result)
+        else:
+            self._send(result)
+
+    # ------------------------------------------------------------------ response
+
+    def _head(self, code: int, content_type: str, extra: dict[str, str]) -> None:
+        self.send_response_only(code)
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Type", content_type)
+        for name, value in extra.items():
+            if name == "Retry-After":
+                continue
+            self.send_header(name, value)
+        self.send_header("X-Kubernetes-Pf-Flowschema-Uid", FLOWSCHEMA_UID)
+        self.send_header("X-Kubernetes-Pf-Prioritylevel-Uid", PRIORITYLEVEL_UID)
+        if "Retry-After" in extra:
+            self.send_header("Retry-After", extra["Retry-After"])
+        self.send_header("Date", self.date_time_string())
+        if self.close_connection:
+            self.send_header("Connection", "close")
+
+    def _send(self, resp: Response) -> None:
+        payload = resp.body if isinstance(resp.body, bytes) else dumps(resp.body)
+        self._head(resp.status, resp.content_type, resp.headers)
+        try:
+            if len(payload) < CHUNK_THRESHOLD:
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(payload), payload))
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _stream(self, resp: WatchResponse) -> None:
+        self._head(200, "application/json", resp.headers)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        lines = resp.lines
+        try:
+            self.wfile.flush()
+            for line in lines:
+                if line is None:
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+        finally:
+            close = getattr(lines, "close", None)
+            if close is not None:
+                close()

@@ -1,0 +1,189 @@
+"""The versioned object store: one global resourceVersion, a retained history, watchers.
+
+This is the etcd + watch-cache half of the apiserver.  Every write takes the next global
+revision (so RVs compare numerically across kinds, as in the captures), is appended to a
+bounded history that watches replay from and ``resourceVersionMatch=Exact`` lists roll back
+through, and is pushed to each open watcher's own queue (so a watcher that is slow to drain
+never loses events to compaction).  Each resource also has a *watch-cache RV* that only moves
+when that resource changes: lists at ``resourceVersion=0`` and bookmarks report it, and a list
+asking for a newer RV gets the real 504 (03-list-rv-ahead-of-watch-cache-504).
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import LIST_TOO_OLD, expired
+
+JSON = dict[str, Any]
+Key = tuple[str, str]  # (namespace, name)
+
+
+@dataclass
+class Change:
+    """One committed write, as the watch cache keeps it."""
+
+    rv: int
+    type: str  # ADDED, MODIFIED, DELETED
+    storage: str
+    key: Key
+    obj: JSON
+    prev: JSON | None
+
+
+@dataclass(eq=False)
+class Watcher:
+    storage: str
+    start_rv: int
+    queue: deque[Change] = field(default_factory=deque)
+    closed: str = ""  # "", "graceful", "abrupt"
+    info: JSON = field(default_factory=dict)
+
+
+class Store:
+    def __init__(self, history_limit: int = 100_000) -> None:
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.rv = 0
+        self.objects: dict[str, dict[Key, JSON]] = {}
+        self.history: list[Change] = []
+        self._history_rvs: list[int] = []
+        self.compacted_rv = 0
+        self.cache_floor = 0
+        self.last_rv: dict[str, int] = {}
+        self.watchers: set[Watcher] = set()
+        self.history_limit = history_limit
+        self.stopping = False
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, storage: str, key: Key) -> JSON | None:
+        with self.lock:
+            obj = self.objects.get(storage, {}).get(key)
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def items(self, storage: str, namespace: str = "") -> list[JSON]:
+        with self.lock:
+            table = self.objects.get(storage, {})
+            keys = sorted(k for k in table if not namespace or k[0] == namespace)
+            return [copy.deepcopy(table[k]) for k in keys]
+
+    def cache_rv(self, storage: str) -> int:
+        """The RV the watch cache of ``storage`` has seen (moves only on its own changes)."""
+        with self.lock:
+            return max(self.cache_floor, self.last_rv.get(storage, 0))
+
+    def state_at(self, storage: str, rv: int) -> dict[Key, JSON]:
+        """The objects of ``storage`` as they were at revision ``rv`` (410 when compacted)."""
+        with self.lock:
+            if rv < self.compacted_rv:
+                raise expired(LIST_TOO_OLD)
+            state = {k: v for k, v in self.objects.get(storage, {}).items()}
+            start = bisect.bisect_right(self._history_rvs, rv)
+            for change in reversed(self.history[start:]):
+                if change.storage != storage:
+                    continue
+                if change.type == "ADDED":
+                    state.pop(change.key, None)
+                elif change.prev is not None:
+                    state[change.key] = change.prev
+            return {k: copy.deepcopy(v) for k, v in state.items()}
+
+    # ------------------------------------------------------------------ writes
+
+    def commit(self, type_: str, storage: str, key: Key, obj: JSON, prev: JSON | None) -> JSON:
+        """Write ``obj`` at the next revision and tell the watchers; returns the stored copy."""
+        with self.lock:
+            self.rv += 1
+            stored = copy.deepcopy(obj)
+            stored.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
+            table = self.objects.setdefault(storage, {})
+            if type_ == "DELETED":
+                table.pop(key, None)
+            else:
+                table[key] = stored
+            change = Change(self.rv, type_, storage, key, stored, copy.deepcopy(prev) if prev is not None else None)
+            self.history.append(change)
+            self._history_rvs.append(self.rv)
+            self.last_rv[storage] = self.rv
+            if len(self.history) > self.history_limit:
+                drop = len(self.history) - self.history_limit
+                self.compacted_rv = self.history[drop - 1].rv
+                del self.history[:drop]
+                del self._history_rvs[:drop]
+            for watcher in self.watchers:
+                if watcher.storage == storage and not watcher.closed:
+                    watcher.queue.append(change)
+            self.cond.notify_all()
+            return copy.deepcopy(stored)
+
+    def compact(self, rv: int | None = None, *, reset_cache: bool = True) -> int:
+        """Forget history up to ``rv`` (default: now).  Watches and exact lists from older
+        revisions get 410 afterwards; like the captured apiserver restart, every watch cache
+        is re-initialised at the compaction revision."""
+        with self.lock:
+            target = self.rv if rv is None else min(rv, self.rv)
+            idx = bisect.bisect_right(self._history_rvs, target)
+            del self.history[:idx]
+            del self._history_rvs[:idx]
+            self.compacted_rv = max(self.compacted_rv, target)
+            if reset_cache:
+                self.cache_floor = max(self.cache_floor, target)
+            return self.compacted_rv
+
+    # ------------------------------------------------------------------ watches
+
+    def open_watch(self, storage: str, start_rv: int | None, info: JSON | None = None) -> tuple[list[Change], Watcher]:
+        """Register a watcher and return what it must send first.
+
+        ``start_rv=None`` means "from now, with the current state as ADDED events";
+        otherwise the retained changes after ``start_rv`` (the caller checked the window).
+        """
+        with self.lock:
+            if start_rv is None:
+                initial = [
+                    Change(int(obj["metadata"]["resourceVersion"]), "ADDED", storage, key, copy.deepcopy(obj), None)
+                    for key, obj in sorted(self.objects.get(storage, {}).items())
+                ]
+                watcher = Watcher(storage, self.cache_rv(storage), info=dict(info or {}))
+            else:
+                if start_rv < self.compacted_rv:
+                    raise WatchExpired(start_rv, self.compacted_rv)
+                start = bisect.bisect_right(self._history_rvs, start_rv)
+                initial = [c for c in self.history[start:] if c.storage == storage]
+                watcher = Watcher(storage, start_rv, info=dict(info or {}))
+            self.watchers.add(watcher)
+            return initial, watcher
+
+    def close_watch(self, watcher: Watcher) -> None:
+        with self.lock:
+            self.watchers.discard(watcher)
+
+    def drop_watches(self, storage: str | None = None, mode: str = "abrupt") -> int:
+        with self.lock:
+            count = 0
+            for watcher in self.watchers:
+                if storage is None or watcher.storage == storage:
+                    watcher.closed = mode
+                    count += 1
+            self.cond.notify_all()
+            return count
+
+    def shutdown(self) -> None:
+        with self.lock:
+            self.stopping = True
+            self.cond.notify_all()
+
+
+class WatchExpired(Exception):
+    """A watch asked for a revision older than the retained window."""
+
+    def __init__(self, asked: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {asked} ({oldest})")
+        self.asked = asked
+        self.oldest = oldest

@@ -1,0 +1,294 @@
+"""A runtime error inside a rule is a verdict, never an exception.
+
+Each case compiles a one-rule policy, evaluates it against objects that make it fail, and
+checks the ``RuleError`` (rule name, message, ``file:line:col`` of the failing expression) and
+the verdict: a failed filter rejects the node with ``rule <name> failed: <message> at
+<file:line:col>``; a failed score is 0 with the error.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from policyengine.lang.compiler import CompiledRule, Program, compile_texts
+from policyengine.lang.runtime import Env, FilterVerdict, RuleError, ScoreValue
+from tests.lang.fake_schema import PROBING_SCHEMA as SCHEMA
+
+FILE = "errors.sched"
+
+
+def order(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "o1",
+        "labels": {},
+        "wants": {"cpu": Fraction(1)},
+        "priority": 1,
+        "tags": [],
+    }
+    return {**base, **fields}
+
+
+def widget(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "name": "w1",
+        "labels": {},
+        "capacity": {"cpu": Fraction(2)},
+        "parts": [],
+        "weight": 1.0,
+        "count": 0,
+        "colour": None,
+    }
+    return {**base, **fields}
+
+
+def compile_rule(rule: str) -> tuple[Program, CompiledRule]:
+    # The rule sits on line 2; its body starts at column 1 of line 3.
+    source = f'policy "p" {{\n  {rule}\n}}\n'
+    result = compile_texts({FILE: source}, SCHEMA)
+    assert result.program is not None, result.diagnostics
+    return result.program, result.program.policies[0].rules[0]
+
+
+def env(program: Program, context: Any = None, **roots: Any) -> Env:
+    roots.setdefault("order", order())
+    roots.setdefault("widget", widget())
+    return program.env(roots, context if context is not None else {})
+
+
+def column_of(rule: str, fragment: str) -> int:
+    """The 1-based column of ``fragment`` on line 2, where ``compile_rule`` puts the rule."""
+    return 2 + rule.index(fragment) + 1
+
+
+# (rule text, objects, expected message, the fragment whose position the error points at)
+FILTER_CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    (
+        "filter ratio { widget.count / widget.count > 1 }",
+        {},
+        "division by zero",
+        "widget.count / widget.count",
+    ),
+    (
+        "filter modulo { order.priority % widget.count == 0 }",
+        {},
+        "modulo by zero",
+        "order.priority % widget.count",
+    ),
+    (
+        'filter exact { (widget.capacity["cpu"] ?? 0) / widget.count > 1 }',
+        {},
+        "division by zero",
+        '(widget.capacity["cpu"] ?? 0) / widget.count',
+    ),
+    (
+        "filter heavy { widget.weight * 2 > 1 }",
+        {"widget": widget(weight=None)},
+        "widget.weight is null, but it is declared float",
+        "widget.weight",
+    ),
+    (
+        "filter boom { explode() }",
+        {},
+        "explode() raised RuntimeError: boom",
+        "explode()",
+    ),
+    (
+        'filter broken_fn { broken() == "x" }',
+        {},
+        "broken() returned null, but it is declared string",
+        "broken()",
+    ),
+    (
+        'filter dyn_add { probe("a") + 1 > 0 }',
+        {},
+        "cannot apply '+' to string and int",
+        'probe("a") + 1',
+    ),
+    (
+        "filter dyn_compare { probe(null) < 1 }",
+        {},
+        "cannot compare null < int",
+        "probe(null) < 1",
+    ),
+    (
+        'filter dyn_index { probe(null)["a"] == "b" }',
+        {},
+        "cannot index null",
+        'probe(null)["a"]',
+    ),
+    (
+        'filter dyn_key { probe(["k"]) in widget.labels }',
+        {},
+        "cannot look for a list in a map",
+        'probe(["k"]) in widget.labels',
+    ),
+    (
+        "filter dyn_iter { any(x for x in probe(null)) }",
+        {},
+        "cannot iterate over a null",
+        "probe(null)",
+    ),
+    (
+        'filter dyn_method { probe(1).startswith("a") }',
+        {},
+        "cannot call startswith() on a int",
+        'probe(1).startswith("a")',
+    ),
+    (
+        "filter dyn_len { len(probe(1)) > 0 }",
+        {},
+        "len() cannot take a int",
+        "len(probe(1))",
+    ),
+    (
+        "filter dyn_body { probe(1) }",
+        {},
+        "a filter gives a bool or a list of reasons, not int",
+        "probe(1)",
+    ),
+    (
+        "filter in_guard when widget.count / 0 > 1 { true }",
+        {},
+        "division by zero",
+        "widget.count / 0",
+    ),
+    (
+        'filter in_reason { false } reason "ratio {1 / widget.count}"',
+        {},
+        "division by zero",
+        "1 / widget.count",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "roots", "message", "fragment"),
+    FILTER_CASES,
+    ids=[c[0].split()[1] for c in FILTER_CASES],
+)
+def test_filter_error_is_a_rejection_with_a_located_reason(
+    rule: str, roots: dict[str, Any], message: str, fragment: str
+) -> None:
+    program, compiled = compile_rule(rule)
+    verdict = compiled.filter(env(program, **roots))
+    assert isinstance(verdict, FilterVerdict)
+    assert verdict.passed is False
+    error = verdict.error
+    assert isinstance(error, RuleError)
+    assert error.rule == compiled.qualified_name
+    assert error.message == message
+    column = column_of(rule, fragment) if "reason" not in rule else error.span.column
+    assert (error.span.file, error.span.line, error.span.column) == (FILE, 2, column)
+    where = f"{FILE}:2:{column}"
+    assert verdict.reasons == (f"rule {compiled.qualified_name} failed: {message} at {where}",)
+    assert str(error) == verdict.reasons[0]
+
+
+def test_an_error_in_a_reason_hole_points_into_the_string() -> None:
+    rule = 'filter in_reason { false } reason "ratio {1 / widget.count}"'
+    program, compiled = compile_rule(rule)
+    error = compiled.filter(env(program)).error
+    assert error is not None
+    # The hole's expression starts right after the '{' inside the string literal.
+    assert error.span.column == column_of(rule, "1 / widget.count")
+
+
+SCORE_CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    ("score per_unit { 100 / widget.count }", {}, "division by zero", "100 / widget.count"),
+    (
+        "score heavy { widget.weight * 10 }",
+        {"widget": widget(weight=None)},
+        "widget.weight is null, but it is declared float",
+        "widget.weight",
+    ),
+    ("score boom { explode() }", {}, "explode() raised RuntimeError: boom", "explode()"),
+    ('score text { probe("high") }', {}, "a score is a number, not string", 'probe("high")'),
+    ("score nothing { probe(null) }", {}, "a score is a number, not null", "probe(null)"),
+    (
+        "score guarded when widget.count / 0 > 1 { 1 }",
+        {},
+        "division by zero",
+        "widget.count / 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "roots", "message", "fragment"),
+    SCORE_CASES,
+    ids=[c[0].split()[1] for c in SCORE_CASES],
+)
+def test_score_error_is_zero_with_the_error(
+    rule: str, roots: dict[str, Any], message: str, fragment: str
+) -> None:
+    program, compiled = compile_rule(rule)
+    value = compiled.score(env(program, **roots))
+    assert isinstance(value, ScoreValue)
+    assert value.value == 0.0
+    assert value.error == RuleError(compiled.qualified_name, value.error.span, message)  # type: ignore[union-attr]
+    span = value.error.span  # type: ignore[union-attr]
+    assert (span.file, span.line, span.column) == (FILE, 2, column_of(rule, fragment))
+
+
+def test_library_rule_errors_carry_the_qualified_name() -> None:
+    source = (
+        "library lib {\n"
+        "  filter ratio { widget.count / widget.count > 1 }\n"
+        "}\n"
+        'policy "p" { use lib }\n'
+    )
+    result = compile_texts({FILE: source}, SCHEMA)
+    assert result.program is not None, result.diagnostics
+    rule = result.program.policies[0].rules[0]
+    verdict = rule.filter(env(result.program))
+    assert verdict.error is not None
+    assert verdict.error.rule == "lib.ratio"
+    assert verdict.reasons == (f"rule lib.ratio failed: division by zero at {FILE}:2:18",)
+
+
+def test_errors_are_per_node() -> None:
+    program, compiled = compile_rule("filter ratio { 10 / widget.count > 1 }")
+    assert compiled.filter(env(program, widget=widget(count=2))) == FilterVerdict(True)
+    assert compiled.filter(env(program, widget=widget(count=0))).error is not None
+    assert compiled.filter(env(program, widget=widget(count=20))).passed is False
+    assert compiled.filter(env(program, widget=widget(count=20))).error is None
+
+
+def test_a_failing_let_fails_every_rule_that_reads_it_at_the_let() -> None:
+    source = (
+        'policy "p" {\n'
+        "  let ratio = 10 / widget.count\n"
+        "  filter a { ratio > 1 }\n"
+        "  score b { ratio }\n"
+        "}\n"
+    )
+    result = compile_texts({FILE: source}, SCHEMA)
+    assert result.program is not None, result.diagnostics
+    policy = result.program.policies[0]
+    e = env(result.program)
+    failed = policy.filters[0].filter(e)
+    scored = policy.scores[0].score(e)
+    assert failed.error is not None and scored.error is not None
+    for error in (failed.error, scored.error):
+        assert (error.span.line, error.span.column, error.message) == (2, 15, "division by zero")
+
+
+def test_a_match_that_fails_does_not_match() -> None:
+    source = 'policy "p" { match order.priority / 0 > 1 }\npolicy "q" { }\n'
+    result = compile_texts({FILE: source}, SCHEMA)
+    assert result.program is not None, result.diagnostics
+    governing = result.program.governing_policy("policyengine", env(result.program))
+    assert governing is not None and governing.name == "q"
+
+
+def test_a_getter_that_raises_is_reported_not_raised() -> None:
+    program, compiled = compile_rule('filter named { widget.name == "x" }')
+    verdict = compiled.filter(env(program, widget={"count": 1}))  # no "name" key: get → None
+    assert verdict.error is not None
+    assert verdict.error.message == "widget.name is null, but it is declared string"
+    verdict = compiled.filter(env(program, widget=object()))  # no .get at all
+    assert verdict.error is not None
+    assert verdict.error.message.startswith("reading .name failed: AttributeError")

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import pytest
+
+from policyengine.model.node_selectors import (
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    compile_preferred,
+    node_names_from_required,
+    required_node_affinity,
+)
+
+R = NodeSelectorRequirement
+
+
+def term(*exprs: R, fields: tuple[R, ...] = ()) -> NodeSelectorTerm:
+    return NodeSelectorTerm(tuple(exprs), fields)
+
+
+LABELS = {"zone": "a", "gen": "4", "disk": "ssd"}
+
+
+@pytest.mark.parametrize(
+    ("terms", "expected"),
+    [
+        ((term(R("zone", "In", ("a",))),), True),
+        ((term(R("zone", "In", ("b",))),), False),
+        # terms are ORed
+        ((term(R("zone", "In", ("b",))), term(R("disk", "Exists"))), True),
+        # expressions inside one term are ANDed
+        ((term(R("zone", "In", ("a",)), R("disk", "DoesNotExist")),), False),
+        # an empty term matches nothing, even alongside nothing else
+        ((term(),), False),
+        ((term(), term(R("zone", "Exists"))), True),
+        # an empty list of terms matches nothing
+        ((), False),
+        # Gt/Lt
+        ((term(R("gen", "Gt", ("3",))),), True),
+        ((term(R("gen", "Lt", ("4",))),), False),
+        # an invalid term is skipped, the others still count
+        ((term(R("gen", "Gt", ("three",))), term(R("zone", "In", ("a",)))), True),
+        ((term(R("gen", "Gt", ("three",))),), False),
+        # matchFields on metadata.name
+        ((term(fields=(R("metadata.name", "In", ("n1",)),)),), True),
+        ((term(fields=(R("metadata.name", "In", ("n2",)),)),), False),
+        ((term(fields=(R("metadata.name", "NotIn", ("n2",)),)),), True),
+        ((term(fields=(R("metadata.name", "In", ("n1", "n2")),)),), False),  # exactly one value
+        ((term(fields=(R("metadata.uid", "In", ("n1",)),)),), False),
+        ((term(R("zone", "In", ("b",)), fields=(R("metadata.name", "In", ("n1",)),)),), False),
+    ],
+)
+def test_required_terms(terms: tuple[NodeSelectorTerm, ...], expected: bool) -> None:
+    req = required_node_affinity(None, NodeSelector(terms))
+    assert req.matches(LABELS, "n1") is expected
+
+
+def test_node_selector_and_affinity_are_anded() -> None:
+    req = required_node_affinity({"disk": "ssd"}, NodeSelector((term(R("zone", "In", ("a",))),)))
+    assert req.matches(LABELS, "n1")
+    assert not req.matches({**LABELS, "disk": "hdd"}, "n1")
+    assert not required_node_affinity({"zone": "b"}, None).matches(LABELS, "n1")
+    assert required_node_affinity(None, None).matches({}, "n1")
+    assert required_node_affinity({}, None).matches({}, "n1")
+
+
+def test_preferred_terms_sum_weights_and_drop_empty_or_zero() -> None:
+    prefs = compile_preferred(
+        (
+            PreferredSchedulingTerm(5, term(R("zone", "In", ("a",)))),
+            PreferredSchedulingTerm(7, term(R("gen", "Gt", ("2",)))),
+            PreferredSchedulingTerm(0, term(R("zone", "Exists"))),
+            PreferredSchedulingTerm(9, term()),
+            PreferredSchedulingTerm(11, term(R("zone", "In", ("b",)))),
+        )
+    )
+    assert prefs.score(LABELS, "n1") == 12
+
+
+@pytest.mark.parametrize(
+    ("terms", "expected"),
+    [
+        ((term(fields=(R("metadata.name", "In", ("a", "b")),)),), frozenset({"a", "b"})),
+        (
+            (
+                term(fields=(R("metadata.name", "In", ("a",)),)),
+                term(fields=(R("metadata.name", "In", ("c",)),)),
+            ),
+            frozenset({"a", "c"}),
+        ),
+        # a term without a name restriction allows every node
+        ((term(fields=(R("metadata.name", "In", ("a",)),)), term(R("zone", "Exists"))), None),
+        # ANDed name requirements intersect; disjoint ones conflict
+        (
+            (term(fields=(R("metadata.name", "In", ("a",)), R("metadata.name", "In", ("b",)))),),
+            frozenset(),
+        ),
+        ((), None),
+    ],
+)
+def test_prefilter_node_names(
+    terms: tuple[NodeSelectorTerm, ...], expected: frozenset[str] | None
+) -> None:
+    assert node_names_from_required(NodeSelector(terms)) == expected

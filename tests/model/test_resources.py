@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from builders import container, make_pod
+
+from policyengine.model.resources import (
+    is_compressible,
+    is_extended_resource,
+    is_gpu_resource,
+    is_scalar_resource,
+    pod_non_zero_requests,
+    pod_request_units,
+    pod_requests,
+    to_units,
+)
+
+Gi = 1024**3
+Mi = 1024**2
+
+
+def test_quantities_are_exact() -> None:
+    pod = make_pod(
+        containers=[
+            container("a", {"cpu": "100m", "memory": "1Gi"}),
+            container("b", {"cpu": "0.5", "memory": "512Mi"}),
+        ]
+    )
+    assert pod_requests(pod) == {"cpu": Fraction(6, 10), "memory": Gi + 512 * Mi}
+    assert pod_request_units(pod) == {"cpu": 600, "memory": Gi + 512 * Mi}
+
+
+def test_limits_default_requests() -> None:
+    pod = make_pod(containers=[container("a", None, {"cpu": "2", "nvidia.com/gpu": "1"})])
+    assert pod_requests(pod) == {"cpu": 2, "nvidia.com/gpu": 1}
+
+
+@pytest.mark.parametrize(
+    ("init", "expected_cpu"),
+    [
+        # plain init containers: the max of each, against the sum of app containers (1.5)
+        ([container("i1", {"cpu": "1"})], Fraction(3, 2)),
+        ([container("i1", {"cpu": "2"}), container("i2", {"cpu": "1"})], Fraction(2)),
+        # a sidecar adds to the sum and to every later init container
+        ([container("s", {"cpu": "500m"}, restart_policy="Always")], Fraction(2)),
+        (
+            [
+                container("s", {"cpu": "500m"}, restart_policy="Always"),
+                container("i", {"cpu": "2"}),
+            ],
+            Fraction(5, 2),
+        ),
+        # an init container before the sidecar does not see it
+        (
+            [
+                container("i", {"cpu": "2"}),
+                container("s", {"cpu": "500m"}, restart_policy="Always"),
+            ],
+            Fraction(2),
+        ),
+    ],
+)
+def test_init_containers_and_sidecars(
+    init: list[dict[str, object]], expected_cpu: Fraction
+) -> None:
+    pod = make_pod(
+        containers=[container("a", {"cpu": "1"}), container("b", {"cpu": "500m"})],
+        init_containers=init,
+    )
+    assert pod_requests(pod)["cpu"] == expected_cpu
+
+
+def test_overhead_is_added_after_init_max() -> None:
+    pod = make_pod(
+        containers=[container("a", {"cpu": "1", "memory": "1Gi"})],
+        init_containers=[container("i", {"cpu": "3"})],
+        overhead={"cpu": "250m", "memory": "120Mi"},
+    )
+    assert pod_requests(pod) == {"cpu": Fraction(13, 4), "memory": Gi + 120 * Mi}
+
+
+def test_pod_level_requests_replace_cpu_and_memory_only() -> None:
+    pod = make_pod(
+        containers=[container("a", {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"})],
+        resources={"requests": {"cpu": "4", "memory": "8Gi"}},
+    )
+    assert pod_requests(pod) == {"cpu": 4, "memory": 8 * Gi, "nvidia.com/gpu": 1}
+
+
+def test_non_zero_defaults_apply_to_missing_not_zero() -> None:
+    pod = make_pod(
+        containers=[container("a"), container("b", {"cpu": "0"}), container("c", {"memory": "1Gi"})]
+    )
+    nz = pod_non_zero_requests(pod)
+    assert nz["cpu"] == Fraction(2, 10)  # a and c default to 100m, b asked for 0
+    assert nz["memory"] == 2 * 200 * Mi + Gi
+    assert pod_requests(pod) == {"cpu": 0, "memory": Gi}
+
+
+def test_best_effort_pod_has_no_requests() -> None:
+    assert pod_requests(make_pod()) == {}
+    assert pod_non_zero_requests(make_pod()) == {"cpu": Fraction(1, 10), "memory": 200 * Mi}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "units"),
+    [
+        ("cpu", Fraction(1, 10), 100),
+        ("cpu", Fraction(1, 3), 334),  # kube rounds up
+        ("cpu", Fraction(2), 2000),
+        ("memory", Fraction(3, 2), 2),
+        ("nvidia.com/gpu", Fraction(1), 1),
+    ],
+)
+def test_to_units(name: str, value: Fraction, units: int) -> None:
+    assert to_units(name, value) == units
+
+
+@pytest.mark.parametrize(
+    ("name", "extended", "scalar", "gpu", "compressible"),
+    [
+        ("cpu", False, False, False, True),
+        ("memory", False, False, False, False),
+        ("ephemeral-storage", False, False, False, False),
+        ("hugepages-2Mi", False, True, False, False),
+        ("nvidia.com/gpu", True, True, True, False),
+        ("nvidia.com/mig-1g.10gb", True, True, True, False),
+        ("example.com/foo", True, True, False, False),
+        ("kubernetes.io/something", False, True, False, False),
+    ],
+)
+def test_resource_kinds(
+    name: str, extended: bool, scalar: bool, gpu: bool, compressible: bool
+) -> None:
+    assert is_extended_resource(name) is extended
+    assert is_scalar_resource(name) is scalar
+    assert is_gpu_resource(name) is gpu
+    assert is_compressible(name) is compressible

@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from builders import node_dict, pod_dict
+
+from policyengine.model.errors import ModelError
+from policyengine.model.parse import parse_node, parse_pod
+from policyengine.model.snapshot_io import load_snapshot, parse_snapshot_text
+
+KUBECTL = Path("/work/shared/k8s-wire/kubectl-get-nodes-pods.yaml")
+
+
+@pytest.mark.skipif(not KUBECTL.exists(), reason="wire sample not available")
+def test_reads_kubectl_output_as_is() -> None:
+    loaded = load_snapshot(KUBECTL)
+    assert [n.name for n in loaded.nodes] == ["node-1", "node-2", "node-3"]
+    assert {p.key for p in loaded.running_pods} == {
+        "default/web-0",
+        "default/web-1",
+        "team-a/batch-0",
+    }
+    assert [p.key for p in loaded.pending_pods] == ["team-a/huge-0"]
+    assert loaded.warnings == ()
+
+
+def test_multi_document_yaml_json_and_unknown_kinds() -> None:
+    text = "\n---\n".join(
+        [
+            json.dumps(node_dict("a")),
+            "kind: Service\nmetadata: {name: svc, namespace: default}\n",
+            json.dumps({"kind": "PodList", "items": [pod_dict("p", node_name="a"), pod_dict("q")]}),
+        ]
+    )
+    loaded = parse_snapshot_text(text, "snap.yaml")
+    assert [n.name for n in loaded.nodes] == ["a"]
+    assert [p.key for p in loaded.pods] == ["default/p", "default/q"]
+    assert loaded.warnings == (
+        "snap.yaml: Service default/svc: kind Service is not used by the engine; ignored",
+    )
+    as_json = parse_snapshot_text(json.dumps({"kind": "List", "items": [node_dict("b")]}), "s.json")
+    assert [n.name for n in as_json.nodes] == ["b"]
+
+
+def test_terminal_pods_are_dropped_with_a_warning() -> None:
+    done = pod_dict("done", node_name="a")
+    done["status"] = {"phase": "Succeeded"}
+    loaded = parse_snapshot_text(json.dumps([node_dict("a"), done]), "s")
+    assert loaded.pods == ()
+    assert "phase Succeeded" in loaded.warnings[0]
+
+
+def test_directory_of_files(tmp_path: Path) -> None:
+    (tmp_path / "nodes.yaml").write_text(json.dumps(node_dict("a")))
+    (tmp_path / "pods.json").write_text(json.dumps(pod_dict("p")))
+    (tmp_path / "README.md").write_text("not a snapshot")
+    loaded = load_snapshot(tmp_path)
+    assert len(loaded.nodes) == 1 and len(loaded.pods) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "the snapshot is empty"),
+        ("kind: List\nitems: []\n", "the snapshot is empty"),
+        ("a: [b\n", "not valid YAML or JSON"),
+        ("- 1\n- 2\n", "expected Kubernetes objects"),
+    ],
+)
+def test_bad_snapshots(tmp_path: Path, text: str, message: str) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    with pytest.raises(ModelError, match=message):
+        load_snapshot(f)
+
+
+def test_missing_snapshot(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="no such snapshot file or directory"):
+        load_snapshot(tmp_path / "nope.yaml")
+    with pytest.raises(ModelError, match=r"holds no \.yaml"):
+        load_snapshot(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda p: p["spec"]["containers"][0].update(resources={"requests": {"cpu": "abc"}}),
+            "Pod default/web-1: spec.containers[0].resources.requests.cpu: quantity 'abc' is not valid",
+        ),
+        (
+            lambda p: p["spec"].update(tolerations=[{"key": "a", "operator": "Maybe"}]),
+            "Pod default/web-1: spec.tolerations[0].operator: unsupported toleration operator 'Maybe'",
+        ),
+        (
+            lambda p: p["spec"].update(
+                topologySpreadConstraints=[
+                    {"maxSkew": 0, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}
+                ]
+            ),
+            "Pod default/web-1: spec.topologySpreadConstraints[0].maxSkew: must be an integer greater than zero",
+        ),
+        (
+            lambda p: p["spec"].update(containers="nope"),
+            "Pod default/web-1: spec.containers: expected a list, got string",
+        ),
+        (lambda p: p["metadata"].pop("name"), "Pod default/<unnamed>: metadata.name: is required"),
+    ],
+)
+def test_malformed_pods_name_the_field(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    raw = pod_dict("web-1")
+    mutate(raw)
+    with pytest.raises(ModelError) as info:
+        parse_pod(raw)
+    assert str(info.value).startswith(message)
+
+
+def test_malformed_node_names_the_field() -> None:
+    raw = node_dict("n1", taints=[("k", "v", "Sometimes")])
+    with pytest.raises(
+        ModelError, match=r"^Node n1: spec.taints\[0\].effect: unsupported taint effect 'Sometimes'"
+    ):
+        parse_node(raw)
+
+
+def test_api_server_defaults() -> None:
+    pod = parse_pod(
+        pod_dict(
+            "p",
+            containers=[
+                {
+                    "name": "c",
+                    "ports": [{"containerPort": 80}],
+                    "resources": {"limits": {"cpu": "1"}},
+                }
+            ],
+            hostNetwork=True,
+        )
+    )
+    port = pod.containers[0].ports[0]
+    assert (port.host_port, port.protocol) == (80, "TCP")
+    assert pod.containers[0].requests == {"cpu": 1}
+    node = parse_node(
+        {"kind": "Node", "metadata": {"name": "n"}, "status": {"capacity": {"cpu": "2"}}}
+    )
+    assert node.allocatable == {"cpu": 2}
