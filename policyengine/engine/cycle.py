@@ -19,7 +19,9 @@ from policyengine.engine.normalize import normalize
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
 from policyengine.lang.runtime import Env
 from policyengine.model.objects import Pod
+from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
+from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import NodeView, PodView
 
@@ -46,7 +48,9 @@ def profile_for(program: Program, pod: Pod, scheduler_name: str | None = None) -
     return next(iter(program.profiles), DEFAULT_PROFILE)
 
 
-def governing_policy(program: Program, pod_view: PodView, context: CycleContext, profile: str) -> CompiledPolicy | None:
+def governing_policy(
+    program: Program, pod_view: PodView, context: CycleContext, profile: str
+) -> CompiledPolicy | None:
     return program.governing_policy(profile, Env({"pod": pod_view}, context))
 
 
@@ -56,12 +60,14 @@ def schedule(
     snapshot: ClusterSnapshot,
     rng: random.Random,
     options: CycleOptions = CycleOptions(),
-    topology: object = None,
+    topology: TopologyConfig = DEFAULT_TOPOLOGY,
+    config: SchedulerConfig = DEFAULT_CONFIG,
 ) -> Decision:
     pod_view = PodView(pod)
-    context = CycleContext(snapshot, pod_view, topology)
+    context = CycleContext(snapshot, pod_view, config, topology)
+    pod_env = Env({"pod": pod_view}, context)
     profile = profile_for(program, pod, options.scheduler_name)
-    policy = governing_policy(program, pod_view, context, profile)
+    policy = program.governing_policy(profile, pod_env)
     nodes = snapshot.nodes
     if policy is None:
         return Decision(
@@ -74,15 +80,18 @@ def schedule(
         )
     errors: list[str] = []
     views = {info.name: NodeView(info, topology) for info in nodes}
-    feasible, infeasible = _filter(policy, pod_view, context, nodes, views, options, errors)
+    envs = {name: pod_env.derive(node=view) for name, view in views.items()}
+    feasible, infeasible = _filter(policy, nodes, envs, options, errors)
     context.feasible = tuple(snapshot.node(name) for name in feasible)
-    scores = _score(policy, pod_view, context, feasible, views, errors)
+    scores = _score(policy, feasible, envs, errors)
     ranking = tuple(sorted(feasible, key=lambda name: (-scores[name].total, name)))
     chosen = _select(ranking, scores, rng)
     if chosen is None:
         message = histogram_line(len(nodes), infeasible)
     else:
-        message = f"scheduled on {chosen} by policy {policy.name} (score {_fmt(scores[chosen].total)})"
+        message = (
+            f"scheduled on {chosen} by policy {policy.name} (score {_fmt(scores[chosen].total)})"
+        )
     return Decision(
         pod=pod.key,
         policy=policy.name,
@@ -104,10 +113,8 @@ def _fmt(value: float) -> str:
 
 def _filter(
     policy: CompiledPolicy,
-    pod_view: PodView,
-    context: CycleContext,
     nodes: Sequence[NodeInfo],
-    views: dict[str, NodeView],
+    envs: dict[str, Env],
     options: CycleOptions,
     errors: list[str],
 ) -> tuple[list[str], dict[str, tuple[Rejection, ...]]]:
@@ -115,7 +122,7 @@ def _filter(
     feasible: list[str] = []
     infeasible: dict[str, tuple[Rejection, ...]] = {}
     for info in nodes:
-        env = Env({"pod": pod_view, "node": views[info.name]}, context)
+        env = envs[info.name]
         rejections: list[Rejection] = []
         for index, rule in enumerate(policy.filters):
             if not rule.per_node and index in once:
@@ -141,18 +148,18 @@ def _run_filter(rule: CompiledRule, env: Env, errors: list[str]) -> Rejection | 
         errors.append(str(verdict.error))
     if verdict.passed:
         return None
-    return Rejection(rule.qualified_name, tuple(verdict.reasons), str(verdict.error) if verdict.error else None)
+    return Rejection(
+        rule.qualified_name, tuple(verdict.reasons), str(verdict.error) if verdict.error else None
+    )
 
 
 def _score(
     policy: CompiledPolicy,
-    pod_view: PodView,
-    context: CycleContext,
     feasible: list[str],
-    views: dict[str, NodeView],
+    node_envs: dict[str, Env],
     errors: list[str],
 ) -> dict[str, NodeScore]:
-    envs = [Env({"pod": pod_view, "node": views[name]}, context) for name in feasible]
+    envs = [node_envs[name] for name in feasible]
     raw: dict[str, list[float | None]] = {}
     normalised: dict[str, list[float]] = {}
     for rule in policy.scores:
@@ -172,7 +179,9 @@ def _score(
         normalised[rule.qualified_name] = normalize(rule.normalize or "none", values)
     scores: dict[str, NodeScore] = {}
     for index, name in enumerate(feasible):
-        per_rule = {rule.qualified_name: normalised[rule.qualified_name][index] for rule in policy.scores}
+        per_rule = {
+            rule.qualified_name: normalised[rule.qualified_name][index] for rule in policy.scores
+        }
         total = sum(rule.weight * per_rule[rule.qualified_name] for rule in policy.scores)
         scores[name] = NodeScore(
             total=total,
@@ -182,7 +191,9 @@ def _score(
     return scores
 
 
-def _select(ranking: tuple[str, ...], scores: dict[str, NodeScore], rng: random.Random) -> str | None:
+def _select(
+    ranking: tuple[str, ...], scores: dict[str, NodeScore], rng: random.Random
+) -> str | None:
     if not ranking:
         return None
     best = scores[ranking[0]].total

@@ -23,10 +23,14 @@ def reason_histogram(infeasible: Mapping[str, Sequence[Rejection]]) -> Counter[s
     return counts
 
 
-def histogram_line(num_nodes: int, infeasible: Mapping[str, Sequence[Rejection]], extra: Iterable[str] = ()) -> str:
+def histogram_line(
+    num_nodes: int, infeasible: Mapping[str, Sequence[Rejection]], extra: Iterable[str] = ()
+) -> str:
     counts = reason_histogram(infeasible)
     entries = sorted(f"{count} {reason}" for reason, count in counts.items())
     line = f"0/{num_nodes} nodes are available"
     parts = [", ".join(entries)] if entries else []
     parts.extend(extra)
-    return line + ("".join(f": {p}." if i == 0 else f" {p}." for i, p in enumerate(parts)) if parts else ".")
+    return line + (
+        "".join(f": {p}." if i == 0 else f" {p}." for i, p in enumerate(parts)) if parts else "."
+    )

@@ -63,7 +63,9 @@ class Simulation:
 
 
 def queue_order(pods: Iterable[Pod]) -> list[Pod]:
-    return sorted(pods, key=lambda p: (-p.priority, getattr(p, "creation_timestamp", "") or "", p.key))
+    return sorted(
+        pods, key=lambda p: (-p.priority, getattr(p, "creation_timestamp", "") or "", p.key)
+    )
 
 
 def resource_use(snapshot: ClusterSnapshot) -> dict[str, ResourceUse]:
@@ -75,7 +77,10 @@ def resource_use(snapshot: ClusterSnapshot) -> dict[str, ResourceUse]:
         for name, value in info.requested.items():
             allocated[name] = allocated.get(name, Fraction(0)) + value
     names = sorted(set(allocatable) | set(allocated))
-    return {n: ResourceUse(allocated.get(n, Fraction(0)), allocatable.get(n, Fraction(0))) for n in names}
+    return {
+        n: ResourceUse(allocated.get(n, Fraction(0)), allocatable.get(n, Fraction(0)))
+        for n in names
+    }
 
 
 def gpu_fragmentation(snapshot: ClusterSnapshot, pending: Sequence[Pod]) -> GpuFragmentation:

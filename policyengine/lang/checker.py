@@ -64,8 +64,7 @@ _LITERAL_TYPES: dict[str, Type] = {
 _CONVERSIONS: dict[str, Type] = {"int": INT, "float": FLOAT, "quantity": QUANTITY}
 BUILTINS = frozenset({*AGGREGATES, "len", "abs", "string", *_CONVERSIONS})
 _ORDERING = frozenset({"<", "<=", ">", ">="})
-_ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
-# name -> (parameter types, result type); maps' methods depend on the map, see _map_method.
+# name -> (parameter types, result type); a map's methods depend on the map (_methodcall).
 _STRING_METHODS: dict[str, tuple[tuple[Type, ...], Type]] = {
     "startswith": ((STRING,), BOOL),
     "endswith": ((STRING,), BOOL),
@@ -77,6 +76,7 @@ _STRING_METHODS: dict[str, tuple[tuple[Type, ...], Type]] = {
     "matches": ((STRING,), BOOL),
 }
 _MAP_METHODS = ("keys", "values")
+_PROFILE_NAME = re.compile(r'profile\s+("(?:[^"\\]|\\.)*")')
 # Expressions that need no parentheses as the left of '??'.
 _TIGHT = (n.Literal, n.Name, n.Attribute, n.Index, n.Call, n.MethodCall, n.ListLit, n.MapLit)
 
@@ -93,7 +93,12 @@ class Binding:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The diagnostics and the side tables later stages read (all keyed by ``id(node)``).
+    """The diagnostics and the side tables later stages read.
+
+    ``types`` (every expression), ``bindings`` (every resolved ``Name``), ``calls`` (every
+    schema-function ``Call``), ``patterns`` (every ``matches()`` call with a valid literal),
+    ``per_node`` (every expression of a policy or library) and ``rule_costs`` are keyed by
+    ``id(node)``.
 
     ``let_types`` and ``costs`` are keyed by (policy or library name, let or rule name); a let
     defined twice keeps its first definition. A filter and a score may share a name, so
@@ -220,7 +225,8 @@ def _comparable(left: Type, right: Type) -> bool:
             return _comparable(left.element, right.element)
     if isinstance(left, MapType) and isinstance(right, MapType):
         return _comparable(left.key, right.key) and _comparable(left.value, right.value)
-    return isinstance(left, RecordType) and left == right
+    # Records are not comparable: their runtime objects have no equality the language defines.
+    return False
 
 
 class _Checker:
@@ -247,7 +253,7 @@ class _Checker:
         source = self.sources.get(span.file)
         if source is None:
             return None
-        lines = source.splitlines()
+        lines = source.split("\n")  # as the lexer counts lines (not str.splitlines)
         if not 1 <= span.line <= span.end_line <= len(lines):
             return None
         if span.line == span.end_line:
@@ -266,21 +272,6 @@ class _Checker:
         example = f"({text} ?? {default})" if text and default else None
         self.report(m.may_be_null(found, needed_by, example), _span(expr))
 
-    def expect(
-        self, expr: n.Expr, found: Type, ok: Callable[[Type], bool], needed_by: str
-    ) -> bool | None:
-        """True when ``found`` is acceptable, None when it is DYN (nothing to say), False when
-        it is nullable around an acceptable type (reported here) or simply wrong (the caller
-        reports, with its own message)."""
-        if found == DYN:
-            return None
-        if ok(found):
-            return True
-        if isinstance(found, Nullable) and ok(found.inner):
-            self.null_misuse(expr, found, needed_by)
-            return False
-        return False
-
     def require(
         self,
         expr: n.Expr,
@@ -289,11 +280,18 @@ class _Checker:
         needed_by: str,
         wrong: Callable[[], m.Message],
     ) -> bool:
-        """Like ``expect`` but reports a wrong type too; True unless something was reported."""
-        verdict = self.expect(expr, found, ok, needed_by)
-        if verdict is False and not (isinstance(found, Nullable) and ok(found.inner)):
+        """Check that ``found`` (the type of ``expr``) is accepted by ``ok``; False after a report.
+
+        DYN is accepted silently (an error was reported where it arose). A nullable type whose
+        inner type ``ok`` accepts is PE209 with a ``??`` hint; anything else is ``wrong()``.
+        """
+        if found == DYN or ok(found):
+            return True
+        if isinstance(found, Nullable) and ok(found.inner):
+            self.null_misuse(expr, found, needed_by)
+        else:
             self.report(wrong(), _span(expr))
-        return verdict is not False
+        return False
 
     # --- expressions -------------------------------------------------------------------
 
@@ -433,6 +431,22 @@ class _Checker:
                 self.report(m.not_comparable(op, left, right), _span(expr))
                 return DYN
             return BOOL
+        if DYN in (left, right):
+            return BOOL if op in _ORDERING else DYN
+        # Decide on the types without their nulls first: a null is worth mentioning only when
+        # a default would make the operation valid.
+        bare_left, bare_right = non_null(left), non_null(right)
+        if op in _ORDERING:
+            ordered = (_numeric(bare_left) and _numeric(bare_right)) or (
+                bare_left == bare_right == STRING
+            )
+            outcome: Type | None = BOOL if ordered else None
+        else:
+            outcome = _arithmetic(op, bare_left, bare_right)
+        if outcome is None:
+            report = m.not_comparable if op in _ORDERING else m.bad_operands
+            self.report(report(op, left, right), _span(expr))
+            return DYN
         nulls = [
             (side, found)
             for side, found in ((expr.left, left), (expr.right, right))
@@ -440,22 +454,7 @@ class _Checker:
         ]
         for side, found in nulls:
             self.null_misuse(side, found, f"'{op}'")
-        if nulls:
-            return DYN
-        if op in _ORDERING:
-            if DYN in (left, right):
-                return BOOL
-            if (_numeric(left) and _numeric(right)) or left == right == STRING:
-                return BOOL
-            self.report(m.not_comparable(op, left, right), _span(expr))
-            return DYN
-        if DYN in (left, right):
-            return DYN
-        result = _arithmetic(op, left, right)
-        if result is None:
-            self.report(m.bad_operands(op, left, right), _span(expr))
-            return DYN
-        return result
+        return DYN if nulls else outcome
 
     def _membership(self, expr: n.Binary, left: Type, right: Type) -> Type:
         if right == DYN:
@@ -497,12 +496,13 @@ class _Checker:
         return result
 
     def _join_items(self, kind: str, items: Iterable[n.Expr], scope: _Scope) -> Type | None:
-        """The join of the items' types (DYN when empty), or None after reporting a misfit."""
+        """The join of the items' types (DYN when empty or when one is DYN, as ``join`` has it),
+        or None after reporting a misfit."""
         joined: Type | None = None
         failed = False
         for item in items:
             found = self.expr(item, scope)
-            if failed or found == DYN:
+            if failed:
                 continue
             if joined is None:
                 joined = found
@@ -896,7 +896,11 @@ class _Checker:
                     self.expr(rule.reason, scope)
                 accepts: Callable[[Type], bool] = _filter_body
             else:
-                accepts = _numeric
+                # A null score leaves the node unscored by this rule (as a false guard does),
+                # which is how builtins say kube-scheduler's PreScore skipped the plugin.
+                def accepts(t: Type) -> bool:
+                    return _numeric(t.inner if isinstance(t, Nullable) else t)
+
                 self._normalize(rule)
             self.require(
                 rule.body,
@@ -951,10 +955,10 @@ class _Checker:
         span = profile.span
         source = self.sources.get(span.file)
         if source is not None:
-            lines = source.splitlines()
+            lines = source.split("\n")  # as the lexer counts lines (not str.splitlines)
             if 1 <= span.line <= len(lines):
                 line = lines[span.line - 1]
-                found = re.compile(r'profile\s+("(?:[^"\\]|\\.)*")').match(line, span.column - 1)
+                found = _PROFILE_NAME.match(line, span.column - 1)
                 if found is not None:
                     start, end = found.span(1)
                     return Span(span.file, span.line, start + 1, span.line, end + 1)

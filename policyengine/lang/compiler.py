@@ -26,7 +26,6 @@ from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner
 from policyengine.lang.runtime import (
     Env,
     FilterVerdict,
-    Layout,
     ScoreValue,
     filter_evaluator,
     match_evaluator,
@@ -82,7 +81,6 @@ class Program:
     digest: str
     version: str
     sources: Mapping[str, str] = field(repr=False)
-    layout: Layout = field(repr=False)
     _governors: Mapping[str, tuple[CompiledPolicy, ...]] = field(repr=False)
 
     def governing_policy(self, scheduler_name: str, env: Env) -> CompiledPolicy | None:
@@ -96,7 +94,8 @@ class Program:
         return next((p for p in self.policies if p.name == name), None)
 
     def env(self, roots: Mapping[str, Any] | None = None, context: Any = None, **named: Any) -> Env:
-        return self.layout.env(roots, context, **named)
+        """An ``Env`` for this program's rules (the same as ``Env({**roots, **named}, context)``)."""
+        return Env({**(roots or {}), **named}, context)
 
 
 @dataclass(frozen=True, eq=False)
@@ -238,7 +237,6 @@ class _ProgramBuilder:
             digest=self.unit.digest,
             version=self.unit.version,
             sources=MappingProxyType(dict(self.unit.sources)),
-            layout=self.planner.layout,
             _governors=MappingProxyType(governors),
         )
 

@@ -42,9 +42,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from policyengine.lang.types import Type
+from policyengine.lang.types import QUANTITY, STRING, Type, non_null
 
 AGGREGATE_NAMES = "any, all, count, sum, min or max"
+_CONVERT_QUANTITY = "convert the string first: quantity(text) ?? 0"
 
 
 @dataclass(frozen=True)
@@ -122,14 +123,15 @@ def unknown_method(
 
 
 def bad_operands(op: str, left: Type, right: Type) -> Message:
+    pair = {non_null(left), non_null(right)}
     hint = None
-    if op == "*" and str(left) == str(right) == "quantity":
+    if op == "*" and pair == {QUANTITY}:
         hint = "multiply a quantity by a number; divide two quantities for a ratio"
     elif op == "%":
         hint = "'%' takes two ints"
-    elif {str(left), str(right)} == {"string", "quantity"}:
-        hint = "convert the string first: quantity(text) ?? 0"
-    elif "string" in (str(left), str(right)) and op == "+":
+    elif pair == {STRING, QUANTITY}:
+        hint = _CONVERT_QUANTITY
+    elif op == "+" and STRING in pair:
         hint = "convert the other side first: string(value)"
     return Message("PE204", f"cannot apply '{op}' to {left} and {right}", hint)
 
@@ -139,11 +141,8 @@ def bad_operand(op: str, operand: Type, expected: str) -> Message:
 
 
 def not_comparable(op: str, left: Type, right: Type) -> Message:
-    hint = (
-        "convert the string first: quantity(text) ?? 0"
-        if {str(left), str(right)} == {"string", "quantity"}
-        else None
-    )
+    pair = {non_null(left), non_null(right)}
+    hint = _CONVERT_QUANTITY if pair == {STRING, QUANTITY} else None
     return Message("PE204", f"cannot compare {left} with {right} using '{op}'", hint)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from policyengine.diagnostics import Diagnostic, Severity, Span
 from policyengine.lang import nodes as n
-from policyengine.lang.runtime import Env, EvalError, Layout, format_value, type_name
+from policyengine.lang.runtime import ROOTS, Env, EvalError, format_value, type_name
 from policyengine.lang.schema import Function, Schema
 from policyengine.lang.types import (
     BOOL,
@@ -330,11 +330,7 @@ def _builtin_type(name: str, args: list[Plan]) -> Type:
         for arg in args[1:]:
             joined = join(joined, arg.type) or DYN
         return joined
-    element = (
-        non_null(args[0].type).element
-        if isinstance(non_null(args[0].type), ListType)
-        else _element_type(args[0].type)
-    )
+    element = _element_type(args[0].type)
     if name == "sum":
         return element
     return Nullable(element) if element != DYN else DYN
@@ -374,7 +370,7 @@ class Planner:
         patterns: Mapping[int, re.Pattern[str]] | None = None,
     ):
         self.schema = schema
-        self.layout = Layout.of(schema)
+        ROOTS.register(schema)
         self._types: Mapping[int, Type] = types or {}
         # The checker compiles every matches() pattern to validate it; reuse its objects.
         self._patterns: Mapping[int, re.Pattern[str]] = patterns or {}
@@ -456,7 +452,7 @@ class Planner:
             return let
         root = self.schema.roots.get(expr.id)
         if root is not None:
-            index = self.layout.index[expr.id]
+            index = ROOTS.slot(expr.id)
             return Plan(lambda env: env.values[index], root.type, root.varies_per_node, root=index)
         raise PlanError(expr.span, f"unknown name {expr.id}")
 

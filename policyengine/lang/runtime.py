@@ -6,7 +6,7 @@ verdicts a rule returns (``FilterVerdict``, ``ScoreValue``). A runtime error nev
 rule: the rule evaluators built here catch it and turn it into a ``RuleError`` inside the
 verdict, so one bad node or one buggy domain function cannot take a scheduling cycle down.
 
-Roots live in fixed slots of a list (``Layout`` assigns them once per schema) so that a
+Roots live in fixed slots of a list (``ROOTS`` assigns them, once per name) so that a
 closure reads ``env.values[1]`` instead of looking a name up. ``let`` values are memoised per
 ``Env``; those that do not vary per node sit in a table that ``Env.derive`` shares between the
 environments of one pod, so pod-only work is done once per pod however many nodes are tried.
@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import math
 import threading
-import weakref
 from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from policyengine.diagnostics import Span
 from policyengine.lang.schema import Schema
@@ -28,53 +27,61 @@ from policyengine.quantity import format_quantity
 # --- environment ---------------------------------------------------------------------------
 
 
-class Layout:
-    """Which slot of ``Env.values`` holds which root; one per schema, shared by its programs."""
+class RootSlots:
+    """Where each root lives in ``Env.values``: one process-wide table, only ever appended to.
 
-    __slots__ = ("__weakref__", "index", "names", "varying")
+    Slots are global rather than per schema so that an ``Env`` can be built from root values
+    by name alone (``Env({"pod": p, "node": n}, context)``). A name keeps its slot for the
+    life of the process; a name is "varying" when any schema declares it ``varies_per_node``.
+    """
 
-    _by_schema: ClassVar[weakref.WeakKeyDictionary[Schema, Layout]] = weakref.WeakKeyDictionary()
-    _lock: ClassVar[threading.Lock] = threading.Lock()
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.varying: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
 
-    def __init__(self, schema: Schema):
-        self.names: tuple[str, ...] = tuple(schema.roots)
-        self.index: Mapping[str, int] = {name: i for i, name in enumerate(self.names)}
-        self.varying: frozenset[str] = frozenset(
-            name for name, root in schema.roots.items() if root.varies_per_node
-        )
+    def slot(self, name: str) -> int:
+        slot = self.index.get(name)
+        if slot is None:
+            with self._lock:
+                slot = self.index.setdefault(name, len(self.index))
+        return slot
 
-    @classmethod
-    def of(cls, schema: Schema) -> Layout:
-        with cls._lock:
-            layout = cls._by_schema.get(schema)
-            if layout is None:
-                layout = cls._by_schema[schema] = cls(schema)
-            return layout
+    def register(self, schema: Schema) -> None:
+        """Give every root of ``schema`` a slot (the planner calls this before planning)."""
+        for name in schema.roots:
+            self.slot(name)
+        varying = {name for name, root in schema.roots.items() if root.varies_per_node}
+        if not varying <= self.varying:
+            with self._lock:
+                self.varying = self.varying | varying
 
-    def env(self, roots: Mapping[str, Any] | None = None, context: Any = None, **named: Any) -> Env:
-        """An environment binding the given roots (missing ones are null) and the context."""
-        return Env(self, {**(roots or {}), **named}, context)
+
+ROOTS = RootSlots()
 
 
 class Env:
     """The values one evaluation sees: roots by slot, the context, and memoised lets.
 
     ``memo`` holds lets that vary per node, ``shared`` those that do not; ``locals`` holds
-    comprehension variables. An ``Env`` is used by one thread at a time.
+    comprehension variables. An ``Env`` is used by one thread at a time. Envs derived from one
+    another share ``shared`` and may run on different threads: two racing evaluations of a
+    pod-level let store the same value. A pod-level let may call a function that reads the
+    context; the context is then expected to answer the same for every node of the pod.
+    Roots left out are null.
     """
 
-    __slots__ = ("context", "layout", "locals", "memo", "shared", "values")
+    __slots__ = ("context", "locals", "memo", "shared", "values")
 
-    def __init__(self, layout: Layout, roots: Mapping[str, Any], context: Any = None):
-        values: list[Any] = [None] * len(layout.names)
+    def __init__(self, roots: Mapping[str, Any], context: Any = None):
+        index = ROOTS.index
+        values: list[Any] = [None] * len(index)
         for name, value in roots.items():
-            slot = layout.index.get(name)
+            slot = index.get(name)
             if slot is None:
-                raise ValueError(
-                    f"unknown root {name!r}; the schema declares {', '.join(layout.names)}"
-                )
+                slot = ROOTS.slot(name)
+                values.extend([None] * (slot + 1 - len(values)))
             values[slot] = value
-        self.layout = layout
         self.values = values
         self.context = context
         self.memo: dict[int, Any] = {}
@@ -82,7 +89,8 @@ class Env:
         self.locals: dict[int, Any] = {}
 
     def root(self, name: str) -> Any:
-        return self.values[self.layout.index[name]]
+        slot = ROOTS.index.get(name)
+        return self.values[slot] if slot is not None and slot < len(self.values) else None
 
     def derive(self, context: Any = ..., **roots: Any) -> Env:
         """A copy with some roots (and maybe the context) replaced.
@@ -91,21 +99,29 @@ class Env:
         pod-level lets, so they are computed once for all nodes. Changing a root that does
         not vary per node (another pod) starts afresh.
         """
-        layout = self.layout
-        env = Env.__new__(Env)
-        values = list(self.values)
+        index, varying = ROOTS.index, ROOTS.varying
+        values = self.values.copy()
+        shared = self.shared
         for name, value in roots.items():
-            slot = layout.index.get(name)
+            slot = index.get(name)
             if slot is None:
-                raise ValueError(f"unknown root {name!r}")
+                slot = ROOTS.slot(name)
+            if slot >= len(values):
+                values.extend([None] * (slot + 1 - len(values)))
             values[slot] = value
-        env.layout = layout
+            if name not in varying:
+                shared = {}
+        # Built without __init__: this runs once per node on the scheduler's hot path.
+        env = _new_env(Env)
         env.values = values
         env.context = self.context if context is ... else context
         env.memo = {}
-        env.shared = self.shared if layout.varying.issuperset(roots) else {}
+        env.shared = shared
         env.locals = {}
         return env
+
+
+_new_env = object.__new__
 
 
 # --- errors --------------------------------------------------------------------------------
@@ -320,13 +336,16 @@ def filter_evaluator(
 def score_evaluator(
     rule: str, span: Span, guard: Evaluator | None, body: Evaluator
 ) -> Callable[[Env], ScoreValue]:
-    """The ``score(env)`` of one rule: a float, None when the guard excludes the node."""
+    """The ``score(env)`` of one rule: a float, None when the guard or a null body excludes
+    the node (it is then not scored by this rule, as kube-scheduler's PreScore Skip does)."""
 
     def evaluate(env: Env) -> ScoreValue:
         try:
             if guard is not None and not guard(env):
                 return NOT_SCORED
             value = body(env)
+            if value is None:
+                return NOT_SCORED
             kind = type(value)
             if kind is float:
                 return ScoreValue(value)

@@ -22,7 +22,13 @@ class CycleContext:
 
     __slots__ = ("_prepared", "config", "feasible", "pod", "snapshot", "topology")
 
-    def __init__(self, snapshot: Any, pod: Any, config: Any = DEFAULT_CONFIG, topology: Any = DEFAULT_TOPOLOGY):
+    def __init__(
+        self,
+        snapshot: Any,
+        pod: Any,
+        config: Any = DEFAULT_CONFIG,
+        topology: Any = DEFAULT_TOPOLOGY,
+    ):
         self.snapshot = snapshot
         self.pod = pod
         self.config = config

@@ -88,7 +88,9 @@ def tolerated(taint: Taint, tolerations: list[Toleration]) -> bool:
     return any(t.tolerates(taint) for t in tolerations)
 
 
-def domain_pod_count(ctx: CycleContext, pod: PodView, node: NodeView, key: str, labels: Mapping[str, str]) -> int:
+def domain_pod_count(
+    ctx: CycleContext, pod: PodView, node: NodeView, key: str, labels: Mapping[str, str]
+) -> int:
     """Pods (of the pod's namespace) carrying all ``labels`` on nodes sharing ``node``'s value of
     label ``key``; 0 when the node lacks the label. Computed per (key, labels) once per cycle."""
     value = node.node.labels.get(key)
@@ -116,55 +118,142 @@ def domain_pod_count(ctx: CycleContext, pod: PodView, node: NodeView, key: str, 
 
 def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
     if kind == "filter":
-        return Function(name, _POD_NODE, REASONS, _filter_builtin(plugin), doc, cost=50,
-                        needs_context=True, varies_per_node=True)
-    return Function(name, _POD_NODE, Nullable(INT), _score_builtin(plugin), doc, cost=50,
-                    needs_context=True, varies_per_node=True)
+        return Function(
+            name,
+            _POD_NODE,
+            REASONS,
+            _filter_builtin(plugin),
+            doc,
+            cost=50,
+            needs_context=True,
+            varies_per_node=True,
+        )
+    return Function(
+        name,
+        _POD_NODE,
+        Nullable(INT),
+        _score_builtin(plugin),
+        doc,
+        cost=50,
+        needs_context=True,
+        varies_per_node=True,
+    )
 
 
-def _fn(name: str, params: tuple[Param, ...], returns: Type, impl: Callable[..., Any], doc: str,
-        cost: int = 10, needs_context: bool = False, varies_per_node: bool = False) -> Function:
+def _fn(
+    name: str,
+    params: tuple[Param, ...],
+    returns: Type,
+    impl: Callable[..., Any],
+    doc: str,
+    cost: int = 10,
+    needs_context: bool = False,
+    varies_per_node: bool = False,
+) -> Function:
     return Function(name, params, returns, impl, doc, cost, needs_context, varies_per_node)
 
 
 FUNCTIONS: tuple[Function, ...] = (
-    _fn("considered", _POD_NODE, BOOL, considered,
+    _fn(
+        "considered",
+        _POD_NODE,
+        BOOL,
+        considered,
         "False when kube-scheduler would not filter this node at all: NodeAffinity's PreFilter "
         "left it out (a matchFields on metadata.name names other nodes).",
-        needs_context=True, varies_per_node=True),
-    _kube("taint_toleration_reasons", "TaintToleration", "filter",
-          "kube-scheduler's TaintToleration filter: the first NoSchedule/NoExecute taint the pod does not tolerate."),
-    _kube("node_affinity_reasons", "NodeAffinity", "filter",
-          "kube-scheduler's NodeAffinity filter: nodeSelector and required node affinity."),
-    _kube("node_ports_reasons", "NodePorts", "filter",
-          "kube-scheduler's NodePorts filter: host ports already in use on the node."),
-    _kube("resources_fit_reasons", "NodeResourcesFit", "filter",
-          "kube-scheduler's NodeResourcesFit filter: Too many pods, Insufficient <resource>."),
-    _kube("topology_spread_reasons", "PodTopologySpread", "filter",
-          "kube-scheduler's PodTopologySpread filter (DoNotSchedule constraints)."),
-    _kube("inter_pod_affinity_reasons", "InterPodAffinity", "filter",
-          "kube-scheduler's InterPodAffinity filter, with existing pods' anti-affinity (symmetry)."),
-    _kube("intolerable_taint_count", "TaintToleration", "score",
-          "PreferNoSchedule taints the pod does not tolerate (normalise with reverse)."),
-    _kube("preferred_node_affinity_weight", "NodeAffinity", "score",
-          "Sum of the weights of the preferred node affinity terms the node matches (normalise with max)."),
-    _kube("topology_spread_score", "PodTopologySpread", "score",
-          "PodTopologySpread's raw score; null for nodes it ignores (normalise with pod_topology_spread)."),
-    _kube("inter_pod_affinity_weight", "InterPodAffinity", "score",
-          "InterPodAffinity's raw score, existing pods' terms included (normalise with minmax)."),
-    _kube("least_allocated_score", "NodeResourcesFit", "score",
-          "NodeResourcesFit LeastAllocated over cpu and memory, 0–100."),
-    _kube("balanced_allocation_score", "NodeResourcesBalancedAllocation", "score",
-          "NodeResourcesBalancedAllocation, 0–100."),
-    _kube("image_locality_score", "ImageLocality", "score",
-          "ImageLocality, 0–100."),
-    _fn("tolerated", (Param("taint", TAINT), Param("tolerations", ListType(TOLERATION, bound=64))), BOOL,
-        tolerated, "Whether any of the tolerations tolerates the taint (Kubernetes' matching rules).",
-        cost=64),
-    _fn("domain_pod_count",
-        (*_POD_NODE, Param("key", STRING), Param("labels", MapType(STRING, STRING, bound=16))), INT,
+        needs_context=True,
+        varies_per_node=True,
+    ),
+    _kube(
+        "taint_toleration_reasons",
+        "TaintToleration",
+        "filter",
+        "kube-scheduler's TaintToleration filter: the first NoSchedule/NoExecute taint the pod does not tolerate.",
+    ),
+    _kube(
+        "node_affinity_reasons",
+        "NodeAffinity",
+        "filter",
+        "kube-scheduler's NodeAffinity filter: nodeSelector and required node affinity.",
+    ),
+    _kube(
+        "node_ports_reasons",
+        "NodePorts",
+        "filter",
+        "kube-scheduler's NodePorts filter: host ports already in use on the node.",
+    ),
+    _kube(
+        "resources_fit_reasons",
+        "NodeResourcesFit",
+        "filter",
+        "kube-scheduler's NodeResourcesFit filter: Too many pods, Insufficient <resource>.",
+    ),
+    _kube(
+        "topology_spread_reasons",
+        "PodTopologySpread",
+        "filter",
+        "kube-scheduler's PodTopologySpread filter (DoNotSchedule constraints).",
+    ),
+    _kube(
+        "inter_pod_affinity_reasons",
+        "InterPodAffinity",
+        "filter",
+        "kube-scheduler's InterPodAffinity filter, with existing pods' anti-affinity (symmetry).",
+    ),
+    _kube(
+        "intolerable_taint_count",
+        "TaintToleration",
+        "score",
+        "PreferNoSchedule taints the pod does not tolerate (normalise with reverse).",
+    ),
+    _kube(
+        "preferred_node_affinity_weight",
+        "NodeAffinity",
+        "score",
+        "Sum of the weights of the preferred node affinity terms the node matches (normalise with max).",
+    ),
+    _kube(
+        "topology_spread_score",
+        "PodTopologySpread",
+        "score",
+        "PodTopologySpread's raw score; null for nodes it ignores (normalise with pod_topology_spread).",
+    ),
+    _kube(
+        "inter_pod_affinity_weight",
+        "InterPodAffinity",
+        "score",
+        "InterPodAffinity's raw score, existing pods' terms included (normalise with minmax).",
+    ),
+    _kube(
+        "least_allocated_score",
+        "NodeResourcesFit",
+        "score",
+        "NodeResourcesFit LeastAllocated over cpu and memory, 0–100.",
+    ),
+    _kube(
+        "balanced_allocation_score",
+        "NodeResourcesBalancedAllocation",
+        "score",
+        "NodeResourcesBalancedAllocation, 0–100.",
+    ),
+    _kube("image_locality_score", "ImageLocality", "score", "ImageLocality, 0–100."),
+    _fn(
+        "tolerated",
+        (Param("taint", TAINT), Param("tolerations", ListType(TOLERATION, bound=64))),
+        BOOL,
+        tolerated,
+        "Whether any of the tolerations tolerates the taint (Kubernetes' matching rules).",
+        cost=64,
+    ),
+    _fn(
+        "domain_pod_count",
+        (*_POD_NODE, Param("key", STRING), Param("labels", MapType(STRING, STRING, bound=16))),
+        INT,
         domain_pod_count,
         "Pods of the pod's namespace that carry all the labels, on the nodes that share this node's "
         "value of label key (its topology domain); 0 when the node lacks the label.",
-        cost=100, needs_context=True, varies_per_node=True),
+        cost=100,
+        needs_context=True,
+        varies_per_node=True,
+    ),
 )

@@ -57,13 +57,33 @@ TOLERATION = _record(
 NODE_GPU = _record(
     "NodeGpu",
     "The node's NVIDIA GPUs, from GPU feature discovery labels and allocatable resources.",
-    _field("product", STRING, attrgetter("product"), "nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3 (empty when unknown)."),
-    _field("family", STRING, attrgetter("family"), "nvidia.com/gpu.family, e.g. hopper (empty when unknown)."),
-    _field("memory", QUANTITY, attrgetter("memory"), "Memory of one GPU in bytes (from nvidia.com/gpu.memory, in MiB)."),
+    _field(
+        "product",
+        STRING,
+        attrgetter("product"),
+        "nvidia.com/gpu.product, e.g. NVIDIA-H100-80GB-HBM3 (empty when unknown).",
+    ),
+    _field(
+        "family",
+        STRING,
+        attrgetter("family"),
+        "nvidia.com/gpu.family, e.g. hopper (empty when unknown).",
+    ),
+    _field(
+        "memory",
+        QUANTITY,
+        attrgetter("memory"),
+        "Memory of one GPU in bytes (from nvidia.com/gpu.memory, in MiB).",
+    ),
     _field("count", INT, attrgetter("count"), "GPUs the node can allocate (nvidia.com/gpu)."),
     _field("allocated", INT, attrgetter("allocated"), "GPUs requested by the pods on the node."),
     _field("free", INT, attrgetter("free"), "GPUs still free."),
-    _field("mig_strategy", STRING, attrgetter("mig_strategy"), "nvidia.com/mig.strategy: none, single or mixed."),
+    _field(
+        "mig_strategy",
+        STRING,
+        attrgetter("mig_strategy"),
+        "nvidia.com/mig.strategy: none, single or mixed.",
+    ),
 )
 
 TOPOLOGY = _record(
@@ -73,8 +93,18 @@ TOPOLOGY = _record(
     _field("region", Nullable(STRING), attrgetter("region"), "topology.kubernetes.io/region."),
     _field("hostname", Nullable(STRING), attrgetter("hostname"), "kubernetes.io/hostname."),
     _field("rack", Nullable(STRING), attrgetter("rack"), "The rack label (configurable)."),
-    _field("nvlink_domain", Nullable(STRING), attrgetter("nvlink_domain"), "The NVLink domain label (configurable)."),
-    _field("network_block", Nullable(STRING), attrgetter("block"), "The network block label (configurable)."),
+    _field(
+        "nvlink_domain",
+        Nullable(STRING),
+        attrgetter("nvlink_domain"),
+        "The NVLink domain label (configurable).",
+    ),
+    _field(
+        "network_block",
+        Nullable(STRING),
+        attrgetter("block"),
+        "The network block label (configurable).",
+    ),
 )
 
 POD = _record(
@@ -85,16 +115,57 @@ POD = _record(
     _field("labels", LABELS, lambda v: v.pod.labels, "metadata.labels."),
     _field("annotations", LABELS, lambda v: v.pod.annotations, "metadata.annotations."),
     _field("priority", INT, lambda v: v.pod.priority, "spec.priority (0 when unset)."),
-    _field("priority_class", STRING, lambda v: v.pod.priority_class_name, "spec.priorityClassName."),
-    _field("qos_class", STRING, attrgetter("qos_class"), "Guaranteed, Burstable or BestEffort, as Kubernetes computes it.", cost=2),
+    _field(
+        "priority_class", STRING, lambda v: v.pod.priority_class_name, "spec.priorityClassName."
+    ),
+    _field(
+        "qos_class",
+        STRING,
+        attrgetter("qos_class"),
+        "Guaranteed, Burstable or BestEffort, as Kubernetes computes it.",
+        cost=2,
+    ),
     _field("scheduler_name", STRING, lambda v: v.pod.scheduler_name, "spec.schedulerName."),
-    _field("node_name", STRING, lambda v: v.pod.node_name, "spec.nodeName (empty when the pod names no node)."),
+    _field(
+        "node_name",
+        STRING,
+        lambda v: v.pod.node_name,
+        "spec.nodeName (empty when the pod names no node).",
+    ),
     _field("node_selector", LABELS, attrgetter("node_selector"), "spec.nodeSelector."),
-    _field("requests", RESOURCES, attrgetter("requests"), "Effective requests: containers summed, init containers and sidecars, overhead; a missing resource reads 0.", cost=2),
-    _field("limits", RESOURCES, attrgetter("limits"), "Summed container limits; a missing resource reads 0.", cost=2),
-    _field("tolerations", ListType(TOLERATION, bound=64), lambda v: v.pod.tolerations, "spec.tolerations."),
-    _field("tolerates_unschedulable", BOOL, attrgetter("tolerates_unschedulable"), "Whether the pod tolerates the node.kubernetes.io/unschedulable:NoSchedule taint.", cost=2),
-    _field("host_ports", ListType(INT, bound=64), attrgetter("host_ports"), "Host ports its containers ask for."),
+    _field(
+        "requests",
+        RESOURCES,
+        attrgetter("requests"),
+        "Effective requests: containers summed, init containers and sidecars, overhead; a missing resource reads 0.",
+        cost=2,
+    ),
+    _field(
+        "limits",
+        RESOURCES,
+        attrgetter("limits"),
+        "Summed container limits; a missing resource reads 0.",
+        cost=2,
+    ),
+    _field(
+        "tolerations",
+        ListType(TOLERATION, bound=64),
+        lambda v: v.pod.tolerations,
+        "spec.tolerations.",
+    ),
+    _field(
+        "tolerates_unschedulable",
+        BOOL,
+        attrgetter("tolerates_unschedulable"),
+        "Whether the pod tolerates the node.kubernetes.io/unschedulable:NoSchedule taint.",
+        cost=2,
+    ),
+    _field(
+        "host_ports",
+        ListType(INT, bound=64),
+        attrgetter("host_ports"),
+        "Host ports its containers ask for.",
+    ),
     _field("images", ListType(STRING, bound=32), attrgetter("images"), "Container images."),
     _field("gpu_count", INT, attrgetter("gpu_count"), "Whole GPUs requested (nvidia.com/gpu)."),
 )
@@ -108,13 +179,30 @@ NODE = _record(
     _field("unschedulable", BOOL, lambda v: v.node.unschedulable, "spec.unschedulable (cordoned)."),
     _field("ready", BOOL, lambda v: v.node.ready, "The Ready condition is True."),
     _field("taints", ListType(TAINT, bound=64), lambda v: v.node.taints, "spec.taints."),
-    _field("allocatable", RESOURCES, attrgetter("allocatable"), "status.allocatable; a missing resource reads 0."),
-    _field("capacity", RESOURCES, attrgetter("capacity"), "status.capacity; a missing resource reads 0."),
-    _field("allocated", RESOURCES, attrgetter("allocated"), "Requests of the pods on the node (assumed ones included)."),
+    _field(
+        "allocatable",
+        RESOURCES,
+        attrgetter("allocatable"),
+        "status.allocatable; a missing resource reads 0.",
+    ),
+    _field(
+        "capacity",
+        RESOURCES,
+        attrgetter("capacity"),
+        "status.capacity; a missing resource reads 0.",
+    ),
+    _field(
+        "allocated",
+        RESOURCES,
+        attrgetter("allocated"),
+        "Requests of the pods on the node (assumed ones included).",
+    ),
     _field("free", RESOURCES, attrgetter("free"), "allocatable minus allocated.", cost=2),
     _field("pod_count", INT, attrgetter("pod_count"), "Pods on the node."),
     _field("max_pods", INT, attrgetter("max_pods"), "status.allocatable.pods."),
-    _field("images", ListType(STRING, bound=128), attrgetter("images"), "Images present on the node."),
+    _field(
+        "images", ListType(STRING, bound=128), attrgetter("images"), "Images present on the node."
+    ),
     _field("gpu", NODE_GPU, attrgetter("gpu"), "The node's GPUs.", cost=2),
     _field("topology", TOPOLOGY, attrgetter("topology"), "The node's topology domains.", cost=2),
 )

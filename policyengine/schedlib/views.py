@@ -19,7 +19,7 @@ from policyengine.model.objects import Node, Pod
 from policyengine.model.qos import qos_class
 from policyengine.model.resources import NVIDIA_GPU, pod_requests
 from policyengine.model.snapshot import NodeInfo
-from policyengine.model.taints import TAINT_NODE_UNSCHEDULABLE, NO_SCHEDULE, Taint, tolerates
+from policyengine.model.taints import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Taint, tolerates
 
 _ZERO = Fraction(0)
 
@@ -89,7 +89,11 @@ class NodeView:
     summed requests), which the builtins reproducing kube-scheduler's plugins read directly.
     """
 
-    def __init__(self, info: NodeInfo, topology: model_topology.TopologyConfig = model_topology.DEFAULT_TOPOLOGY):
+    def __init__(
+        self,
+        info: NodeInfo,
+        topology: model_topology.TopologyConfig = model_topology.DEFAULT_TOPOLOGY,
+    ):
         self.info = info
         self.node: Node = info.node
         self._topology_config = topology

@@ -126,7 +126,9 @@ class API:
     # ================================================================ entry point
 
     def handle(self, req: Request) -> Response | WatchResponse:
-        record = Recorded(req.method, req.path, req.query, dict(req.headers), self._record_body(req))
+        record = Recorded(
+            req.method, req.path, req.query, dict(req.headers), self._record_body(req)
+        )
         self.log.add(record)
         try:
             result = self._dispatch(req, record)
@@ -164,7 +166,9 @@ class API:
         record.namespace, record.name = route.namespace, route.name
         # like the apiserver's RequestInfoFactory, a namespace object is "in" its own namespace
         scope_ns = route.name if res.plural == "namespaces" else route.namespace
-        info = RequestInfo(verb, res.plural, res.ident, route.subresource, scope_ns, route.name, res.group)
+        info = RequestInfo(
+            verb, res.plural, res.ident, route.subresource, scope_ns, route.name, res.group
+        )
         injected = self.faults.check(info, self.config.user)
         if injected is not None:
             raise injected
@@ -174,7 +178,7 @@ class API:
         if verb == "watch":
             return self.watch(res, route, req)
         if verb == "list":
-            return Response(200, self.list(res, route, req))
+            return Response(200, self.list_objects(res, route, req))
         if verb == "get":
             return Response(200, self.get(res, route))
         if verb == "create":
@@ -200,7 +204,9 @@ class API:
                 return "watch"
             return "get" if item else "list"
         if method == "POST":
-            if route.subresource == "binding" or (route.resource and route.resource.plural == "bindings" and not item):
+            if route.subresource == "binding" or (
+                route.resource and route.resource.plural == "bindings" and not item
+            ):
                 return "create"
             if item:
                 raise errors.method_not_allowed()
@@ -222,7 +228,11 @@ class API:
     def view(self, res: Resource, obj: JSON, *, item: bool = False) -> JSON:
         """The stored object as ``res``'s API version shows it."""
         if res.key == "events":
-            out = kinds.event_core_to_v1(obj) if res.group == "events.k8s.io" else kinds.core_event_shape(obj)
+            out = (
+                kinds.event_core_to_v1(obj)
+                if res.group == "events.k8s.io"
+                else kinds.core_event_shape(obj)
+            )
         else:
             out = {"kind": res.kind, "apiVersion": res.api_version}
             out.update({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})
@@ -247,8 +257,14 @@ class API:
     def _parse_body(self, res: Resource, req: Request, *, patch: bool = False) -> Any:
         ctype = req.content_type
         raw = req.body or b""
-        if not patch and ctype and ctype not in ("application/json", "application/yaml", "text/yaml", "*/*"):
-            raise errors.unsupported_media(["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])
+        if (
+            not patch
+            and ctype
+            and ctype not in ("application/json", "application/yaml", "text/yaml", "*/*")
+        ):
+            raise errors.unsupported_media(
+                ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
+            )
         text = raw.decode("utf-8", "replace")
         if ctype in ("application/yaml", "text/yaml", "application/apply-patch+yaml"):
             try:
@@ -259,8 +275,12 @@ class API:
             return json.loads(text) if text.strip() else None
         except ValueError as exc:
             excerpt = text if len(text) <= 30 else text[:30] + " ..."
-            at_end = exc.pos >= len(text.rstrip()) if isinstance(exc, json.JSONDecodeError) else True
-            why = "unexpected end of JSON input" if at_end else f"invalid character {text[exc.pos]!r} looking for beginning of value"
+            pos = exc.pos if isinstance(exc, json.JSONDecodeError) else len(text)
+            why = (
+                "unexpected end of JSON input"
+                if pos >= len(text.rstrip())
+                else f"invalid character {text[pos]!r} looking for beginning of value"
+            )
             if patch:
                 raise errors.bad_request(why) from None
             raise errors.bad_request(
@@ -272,14 +292,18 @@ class API:
         body = self._parse_body(res, req)
         kind = expect_kind or res.kind
         if not isinstance(body, dict):
-            raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind})")
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {kind})"
+            )
         want_version = "v1" if expect_kind == "Binding" else res.api_version
         if body.get("apiVersion") and body["apiVersion"] != want_version:
             raise errors.bad_request(
                 f"the API version in the data ({body['apiVersion']}) does not match the expected API version ({want_version})"
             )
         if body.get("kind") and body["kind"] != kind:
-            raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind}): {body['kind']}")
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {kind}): {body['kind']}"
+            )
         body["kind"], body["apiVersion"] = kind, want_version
         if not isinstance(body.get("metadata"), dict):
             body["metadata"] = {}
@@ -302,13 +326,19 @@ class API:
         meta = body["metadata"]
         if res.namespaced:
             if meta.get("namespace") and meta["namespace"] != route.namespace:
-                raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             meta["namespace"] = route.namespace
         dry = req.q("dryRun") == "All"
-        stored = self.create_object(res, body, manager=self._manager(req), seeding=False, dry_run=dry)
+        stored = self.create_object(
+            res, body, manager=self._manager(req), seeding=False, dry_run=dry
+        )
         return Response(201, stored)
 
-    def create_object(self, res: Resource, body: JSON, *, manager: str, seeding: bool, dry_run: bool = False) -> JSON:
+    def create_object(
+        self, res: Resource, body: JSON, *, manager: str, seeding: bool, dry_run: bool = False
+    ) -> JSON:
         obj = copy.deepcopy(body)
         obj["kind"], obj["apiVersion"] = res.kind, res.api_version
         meta = obj.setdefault("metadata", {})
@@ -320,16 +350,36 @@ class API:
         if res.namespaced and self.store.get("namespaces", ("", namespace)) is None:
             if not seeding:
                 raise errors.not_found("namespaces", namespace)
-            self.create_object(lookup("namespaces"), {"metadata": {"name": namespace}}, manager=manager, seeding=True)
+            self.create_object(
+                lookup("namespaces"),
+                {"metadata": {"name": namespace}},
+                manager=manager,
+                seeding=True,
+            )
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + _random_suffix()
         name = meta.get("name", "")
         if not name:
-            raise errors.invalid(res.kind, "", [Cause("metadata.name", "Required value", "name or generateName is required")], res.kind)
+            raise errors.invalid(
+                res.kind,
+                "",
+                [Cause("metadata.name", "Required value", "name or generateName is required")],
+                res.kind,
+            )
         if meta.get("resourceVersion") and not seeding:
-            raise errors.internal_error("resourceVersion should not be set on objects to be created")
+            raise errors.internal_error(
+                "resourceVersion should not be set on objects to be created"
+            )
         kept = {k: meta[k] for k in ("uid", "creationTimestamp") if seeding and meta.get(k)}
-        for drop in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+        for drop in (
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "managedFields",
+        ):
             meta.pop(drop, None)
         now = kinds.utcnow()
         meta["uid"] = kept.get("uid") or str(uuid.uuid4())
@@ -349,8 +399,14 @@ class API:
         if not seeding:
             zero = managedfields.zero_object(res.kind, res.api_version, res.custom)
             obj["metadata"]["managedFields"] = managedfields.record(
-                None, old=zero, new=obj, manager=manager, api_version=res.api_version, subresource="",
-                has_status=res.has_status, now=kinds.fmt_time(now),
+                None,
+                old=zero,
+                new=obj,
+                manager=manager,
+                api_version=res.api_version,
+                subresource="",
+                has_status=res.has_status,
+                now=kinds.fmt_time(now),
             )
         if res.plural == "pods":
             obj = kinds.admit_pod(obj, self._priority_classes())
@@ -364,7 +420,10 @@ class API:
         return self.view(res, stored)
 
     def _priority_classes(self) -> dict[str, JSON]:
-        return {pc["metadata"]["name"]: pc for pc in self.store.items("priorityclasses.scheduling.k8s.io")}
+        return {
+            pc["metadata"]["name"]: pc
+            for pc in self.store.items("priorityclasses.scheduling.k8s.io")
+        }
 
     def _default(self, res: Resource, obj: JSON, *, create: bool, seeding: bool) -> JSON:
         kind = res.kind
@@ -385,7 +444,12 @@ class API:
             labels = obj["metadata"].setdefault("labels", {})
             labels.setdefault("kubernetes.io/metadata.name", obj["metadata"]["name"])
         elif kind == "PodDisruptionBudget" and create and not seeding:
-            obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+            obj["status"] = {
+                "disruptionsAllowed": 0,
+                "currentHealthy": 0,
+                "desiredHealthy": 0,
+                "expectedPods": 0,
+            }
         elif res.custom and create and not seeding:
             obj.pop("status", None)
         return obj
@@ -399,7 +463,9 @@ class API:
         return self.view(res, obj)
 
     def _selectors(self, res: Resource, req: Request, route: Route) -> Callable[[JSON], bool]:
-        labels, fields = selectors.check_selectors(req.q("labelSelector"), req.q("fieldSelector"), res.ident, res.namespaced)
+        labels, fields = selectors.check_selectors(
+            req.q("labelSelector"), req.q("fieldSelector"), res.ident, res.namespaced
+        )
         if route.name:
             fields.append(selectors.FieldRequirement("metadata.name", "=", route.name))
         namespace = route.namespace
@@ -409,24 +475,57 @@ class API:
                 return False
             if labels and not selectors.labels_match(labels, view):
                 return False
-            return not fields or selectors.fields_match(fields, selectors.extract_fields(res.ident, view))
+            return not fields or selectors.fields_match(
+                fields, selectors.extract_fields(res.ident, view)
+            )
 
         return passes
 
     def _check_list_options(self, req: Request) -> tuple[str | None, str | None]:
         rv, match = req.q("resourceVersion"), req.q("resourceVersionMatch")
         if match and not rv:
-            raise errors.invalid_options("ListOptions", [Cause("resourceVersionMatch", "Forbidden", "resourceVersionMatch is forbidden unless resourceVersion is provided")])
+            raise errors.invalid_options(
+                "ListOptions",
+                [
+                    Cause(
+                        "resourceVersionMatch",
+                        "Forbidden",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    )
+                ],
+            )
         if match and match not in ("Exact", "NotOlderThan"):
-            raise errors.invalid_options("ListOptions", [Cause("resourceVersionMatch", "Unsupported value", 'supported values: "Exact", "NotOlderThan"', match, True)])
+            raise errors.invalid_options(
+                "ListOptions",
+                [
+                    Cause(
+                        "resourceVersionMatch",
+                        "Unsupported value",
+                        'supported values: "Exact", "NotOlderThan"',
+                        match,
+                        True,
+                    )
+                ],
+            )
         if match == "Exact" and rv == "0":
-            raise errors.invalid_options("ListOptions", [Cause("resourceVersionMatch", "Forbidden", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')])
+            raise errors.invalid_options(
+                "ListOptions",
+                [
+                    Cause(
+                        "resourceVersionMatch",
+                        "Forbidden",
+                        'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                    )
+                ],
+            )
         if rv:
             try:
                 if int(rv) < 0:
                     raise ValueError
             except ValueError:
-                raise errors.bad_request(f'invalid resource version: strconv.ParseUint: parsing "{rv}": invalid syntax') from None
+                raise errors.bad_request(
+                    f'invalid resource version: strconv.ParseUint: parsing "{rv}": invalid syntax'
+                ) from None
         return rv, match
 
     @staticmethod
@@ -449,7 +548,9 @@ class API:
                 raise ValueError
             return int(data["rv"]), str(data["start"])
         except (ValueError, KeyError, TypeError):
-            raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from None
+            raise errors.bad_request(
+                "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+            ) from None
 
     def _wait_for_cache(self, storage: str, wanted: int) -> None:
         deadline = time.monotonic() + self.config.too_large_rv_wait
@@ -460,7 +561,7 @@ class API:
                     raise errors.too_large_rv(wanted, self.store.cache_rv(storage))
                 self.store.cond.wait(remaining)
 
-    def list(self, res: Resource, route: Route, req: Request) -> JSON:
+    def list_objects(self, res: Resource, route: Route, req: Request) -> JSON:
         rv, match = self._check_list_options(req)
         passes = self._selectors(res, req, route)
         has_selector = bool(req.q("labelSelector") or req.q("fieldSelector"))
@@ -473,7 +574,9 @@ class API:
         paged = limit > 0
         if token:
             if rv:
-                raise errors.bad_request("specifying resource version is not allowed when using continue")
+                raise errors.bad_request(
+                    "specifying resource version is not allowed when using continue"
+                )
             token_rv, start = self.decode_continue(token)
             with self.store.lock:
                 if token_rv == -1:
@@ -516,7 +619,9 @@ class API:
         meta: JSON = {"resourceVersion": str(list_rv)}
         if paged and len(rows) > limit:
             last = rows[limit - 1][0]
-            meta["continue"] = self.encode_continue(list_rv, self._key_str(route, res, last) + "\x00")
+            meta["continue"] = self.encode_continue(
+                list_rv, self._key_str(route, res, last) + "\x00"
+            )
             if not has_selector:
                 meta["remainingItemCount"] = len(rows) - limit
             rows = rows[:limit]
@@ -525,7 +630,12 @@ class API:
             view.pop("kind", None)
             view.pop("apiVersion", None)
             items.append(view)
-        return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta, "items": items}
+        return {
+            "kind": res.list_kind,
+            "apiVersion": res.api_version,
+            "metadata": meta,
+            "items": items,
+        }
 
     def _current(self, res: Resource) -> dict[tuple[str, str], JSON]:
         return {k: v for k, v in self.store.objects.get(res.key, {}).items()}
@@ -539,20 +649,32 @@ class API:
             try:
                 int(rv)
             except ValueError:
-                raise errors.bad_request(f'invalid resource version: strconv.ParseUint: parsing "{rv}": invalid syntax') from None
+                raise errors.bad_request(
+                    f'invalid resource version: strconv.ParseUint: parsing "{rv}": invalid syntax'
+                ) from None
         timeout_text = req.q("timeoutSeconds")
-        timeout = float(timeout_text) if timeout_text else self.config.default_watch_timeout
+        try:
+            timeout = float(timeout_text) if timeout_text else 0.0
+        except ValueError:
+            raise errors.bad_request(f"invalid timeoutSeconds: {timeout_text}") from None
+        if timeout <= 0:
+            timeout = self.config.default_watch_timeout
         bookmarks = _flag(req.q("allowWatchBookmarks"))
         start = None if rv in (None, "", "0") else int(rv)
         info = {"path": req.path, "resource": res.ident, "namespace": route.namespace}
         try:
             initial, watcher = self.store.open_watch(res.key, start, info)
         except WatchExpired as exp:
-            line = dumps({"type": "ERROR", "object": errors.watch_expired(exp.asked, exp.oldest)}) + b"\n"
+            line = (
+                dumps({"type": "ERROR", "object": errors.watch_expired(exp.asked, exp.oldest)})
+                + b"\n"
+            )
             return WatchResponse(iter([line]))
         return WatchResponse(self._stream(res, watcher, initial, passes, timeout, bookmarks))
 
-    def _event_line(self, res: Resource, change: Change, passes: Callable[[JSON], bool]) -> bytes | None:
+    def _event_line(
+        self, res: Resource, change: Change, passes: Callable[[JSON], bool]
+    ) -> bytes | None:
         """The cacher's rule: an object entering the selection is ADDED, leaving it DELETED
         (the previous state at the new RV), staying in it MODIFIED."""
         cur = self.view(res, change.obj) if change.type != "DELETED" else None
@@ -581,7 +703,11 @@ class API:
             if k != "metadata":
                 obj[k] = v
         if res.key == "events" and res.group != "events.k8s.io":
-            obj = {"kind": "Event", "apiVersion": "v1", **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}}
+            obj = {
+                "kind": "Event",
+                "apiVersion": "v1",
+                **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")},
+            }
         return obj
 
     def _next_bookmark(self, now: float, deadline: float) -> float | None:
@@ -632,7 +758,10 @@ class API:
                 if next_bm is not None and now >= next_bm:
                     rv = store.cache_rv(res.key)
                     if rv > watcher.start_rv:  # the cacher never sends a bookmark at the start RV
-                        yield dumps({"type": "BOOKMARK", "object": self.bookmark_object(res, rv)}) + b"\n"
+                        yield (
+                            dumps({"type": "BOOKMARK", "object": self.bookmark_object(res, rv)})
+                            + b"\n"
+                        )
                     next_bm = self._next_bookmark(now, deadline)
         finally:
             store.close_watch(watcher)
@@ -643,10 +772,14 @@ class API:
         body = self._object_body(res, req)
         meta = body["metadata"]
         if meta.get("name") and meta["name"] != route.name:
-            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({route.name})")
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({route.name})"
+            )
         if res.namespaced:
             if meta.get("namespace") and meta["namespace"] != route.namespace:
-                raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             meta["namespace"] = route.namespace
         meta["name"] = route.name
         manager = self._manager(req)
@@ -656,29 +789,59 @@ class API:
             if existing is None:
                 if res.create_on_update and not route.subresource:
                     meta.pop("resourceVersion", None)
-                    return Response(201, self.create_object(res, body, manager=manager, seeding=False, dry_run=dry))
+                    return Response(
+                        201,
+                        self.create_object(res, body, manager=manager, seeding=False, dry_run=dry),
+                    )
                 raise errors.not_found(res.plural, route.name, res.group)
             rv = str(meta.get("resourceVersion") or "")
             if not rv and not res.unconditional_update:
-                cause = Cause("metadata.resourceVersion", "Invalid value", "must be specified for an update", value_text="0x0")
-                raise errors.invalid(errors.qualified(res.plural, res.group), route.name, [cause], res.plural, res.group)
+                cause = Cause(
+                    "metadata.resourceVersion",
+                    "Invalid value",
+                    "must be specified for an update",
+                    value_text="0x0",
+                )
+                raise errors.invalid(
+                    errors.qualified(res.plural, res.group),
+                    route.name,
+                    [cause],
+                    res.plural,
+                    res.group,
+                )
             if rv and rv != existing["metadata"]["resourceVersion"]:
                 raise errors.stale(res.plural, route.name, res.group)
             uid = meta.get("uid")
             if uid and uid != existing["metadata"].get("uid"):
-                raise errors.uid_precondition(res.plural, route.name, res.etcd_key(route.namespace, route.name), uid, existing["metadata"]["uid"], res.group)
+                raise errors.uid_precondition(
+                    res.plural,
+                    route.name,
+                    res.etcd_key(route.namespace, route.name),
+                    uid,
+                    existing["metadata"]["uid"],
+                    res.group,
+                )
             result = self.write_update(res, existing, body, route.subresource, manager, dry_run=dry)
         return Response(200, result)
 
     def patch(self, res: Resource, route: Route, req: Request) -> Response:
         ctype = req.content_type
         if res.custom and ctype == "application/strategic-merge-patch+json":
-            raise errors.unsupported_media(["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"])
+            raise errors.unsupported_media(
+                [
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ]
+            )
         if ctype not in PATCH_TYPES:
             raise errors.unsupported_patch()
         apply = ctype == "application/apply-patch+yaml"
         if apply and not req.q("fieldManager"):
-            raise errors.invalid_options("PatchOptions", [Cause("fieldManager", "Required value", "is required for apply patch")])
+            raise errors.invalid_options(
+                "PatchOptions",
+                [Cause("fieldManager", "Required value", "is required for apply patch")],
+            )
         body = self._parse_body(res, req, patch=True)
         manager = self._manager(req)
         dry = req.q("dryRun") == "All"
@@ -689,7 +852,10 @@ class API:
                     body.setdefault("metadata", {})["name"] = route.name
                     if res.namespaced:
                         body["metadata"]["namespace"] = route.namespace
-                    return Response(201, self.create_object(res, body, manager=manager, seeding=False, dry_run=dry))
+                    return Response(
+                        201,
+                        self.create_object(res, body, manager=manager, seeding=False, dry_run=dry),
+                    )
                 raise errors.not_found(res.plural, route.name, res.group)
             current = self.view(res, existing)
             try:
@@ -703,21 +869,49 @@ class API:
                     patched = strategic_merge_patch(current, body, keyed=not res.custom)
             except PatchError as exc:
                 reason = "BadRequest" if exc.code == 400 else "Invalid"
-                raise APIError(exc.code, errors.status(exc.code, reason, str(exc), {} if exc.code != 400 else None, with_details=exc.code != 400)) from None
+                raise APIError(
+                    exc.code,
+                    errors.status(
+                        exc.code,
+                        reason,
+                        str(exc),
+                        {} if exc.code != 400 else None,
+                        with_details=exc.code != 400,
+                    ),
+                ) from None
             if not isinstance(patched, dict):
                 raise errors.bad_request("the patch did not produce an object")
-            want_rv = (body.get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
+            want_rv = (
+                (body.get("metadata") or {}).get("resourceVersion")
+                if isinstance(body, dict)
+                else None
+            )
             if want_rv and str(want_rv) != existing["metadata"]["resourceVersion"]:
                 raise errors.stale(res.plural, route.name, res.group)
             want_uid = (body.get("metadata") or {}).get("uid") if isinstance(body, dict) else None
             if want_uid and want_uid != existing["metadata"]["uid"]:
-                raise errors.uid_precondition(res.plural, route.name, res.etcd_key(route.namespace, route.name), want_uid, existing["metadata"]["uid"], res.group)
+                raise errors.uid_precondition(
+                    res.plural,
+                    route.name,
+                    res.etcd_key(route.namespace, route.name),
+                    want_uid,
+                    existing["metadata"]["uid"],
+                    res.group,
+                )
             patched.setdefault("metadata", {})
             for keep in ("name", "namespace", "uid", "creationTimestamp"):
                 if keep in current["metadata"]:
                     patched["metadata"][keep] = current["metadata"][keep]
             apply_config = body if apply and isinstance(body, dict) else None
-            result = self.write_update(res, existing, patched, route.subresource, manager, apply_config=apply_config, dry_run=dry)
+            result = self.write_update(
+                res,
+                existing,
+                patched,
+                route.subresource,
+                manager,
+                apply_config=apply_config,
+                dry_run=dry,
+            )
         return Response(200, result)
 
     def write_update(
@@ -740,7 +934,15 @@ class API:
             new = kinds.normalize_times(new)
         old_meta = old_view["metadata"]
         meta = new.setdefault("metadata", {})
-        for keep in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+        for keep in (
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
             if keep in old_meta:
                 meta[keep] = old_meta[keep]
             else:
@@ -752,7 +954,9 @@ class API:
             if status is None:
                 result.pop("status", None)
             else:
-                result["status"] = kinds.order_pod_status(status) if res.plural == "pods" else status
+                result["status"] = (
+                    kinds.order_pod_status(status) if res.plural == "pods" else status
+                )
             new = result
         else:
             if res.has_status and not seeding:
@@ -769,7 +973,9 @@ class API:
                 new["status"] = kinds.default_node_status(new.get("status"))
         if res.generation and not subresource:
             strip = ("metadata", "status", "kind", "apiVersion")
-            if {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old_view.items() if k not in strip}:
+            if {k: v for k, v in new.items() if k not in strip} != {
+                k: v for k, v in old_view.items() if k not in strip
+            }:
                 meta = new["metadata"]
                 meta["generation"] = int(old_meta.get("generation") or 1) + 1
         new["metadata"].pop("managedFields", None)
@@ -779,9 +985,15 @@ class API:
             return old_view
         if not seeding and manager is not None:
             new["metadata"]["managedFields"] = managedfields.record(
-                old_meta.get("managedFields"), old=old_view, new=new, manager=manager,
-                api_version=res.api_version, subresource=subresource, has_status=res.has_status,
-                now=kinds.fmt_time(kinds.utcnow()), apply_config=apply_config,
+                old_meta.get("managedFields"),
+                old=old_view,
+                new=new,
+                manager=manager,
+                api_version=res.api_version,
+                subresource=subresource,
+                has_status=res.has_status,
+                now=kinds.fmt_time(kinds.utcnow()),
+                apply_config=apply_config,
             )
         elif old_meta.get("managedFields"):
             new["metadata"]["managedFields"] = old_meta["managedFields"]
@@ -792,19 +1004,30 @@ class API:
             return self.view(res, internal)
         key = (old_meta.get("namespace", ""), old_meta["name"])
         meta = internal["metadata"]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not meta.get("deletionGracePeriodSeconds"):
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+        ):
             stored = self.store.commit("DELETED", res.key, key, internal, existing)
         else:
             stored = self.store.commit("MODIFIED", res.key, key, internal, existing)
         return self.view(res, stored)
 
-    _POD_MUTABLE = ("activeDeadlineSeconds", "tolerations", "schedulingGates", "terminationGracePeriodSeconds")
+    _POD_MUTABLE = (
+        "activeDeadlineSeconds",
+        "tolerations",
+        "schedulingGates",
+        "terminationGracePeriodSeconds",
+    )
 
     def _check_pod_update(self, old: JSON, new: JSON) -> None:
         def masked(spec: JSON) -> JSON:
             out = {k: v for k, v in (spec or {}).items() if k not in self._POD_MUTABLE}
             for field_name in ("containers", "initContainers"):
-                out[field_name] = [{k: v for k, v in c.items() if k != "image"} for c in out.get(field_name) or []]
+                out[field_name] = [
+                    {k: v for k, v in c.items() if k != "image"} for c in out.get(field_name) or []
+                ]
             return out
 
         if masked(old.get("spec") or {}) != masked(new.get("spec") or {}):
@@ -846,9 +1069,21 @@ class API:
             pre = opts.get("preconditions") or {}
             key = res.etcd_key(route.namespace, route.name)
             if pre.get("uid") and pre["uid"] != existing["metadata"]["uid"]:
-                raise errors.uid_precondition(res.plural, route.name, key, pre["uid"], existing["metadata"]["uid"], res.group)
-            if pre.get("resourceVersion") and pre["resourceVersion"] != existing["metadata"]["resourceVersion"]:
-                raise errors.rv_precondition(res.plural, route.name, key, pre["resourceVersion"], existing["metadata"]["resourceVersion"], res.group)
+                raise errors.uid_precondition(
+                    res.plural, route.name, key, pre["uid"], existing["metadata"]["uid"], res.group
+                )
+            if (
+                pre.get("resourceVersion")
+                and pre["resourceVersion"] != existing["metadata"]["resourceVersion"]
+            ):
+                raise errors.rv_precondition(
+                    res.plural,
+                    route.name,
+                    key,
+                    pre["resourceVersion"],
+                    existing["metadata"]["resourceVersion"],
+                    res.group,
+                )
             if opts.get("dryRun"):
                 return Response(200, self.view(res, existing))
             return Response(200, self.delete_object(res, existing, opts.get("gracePeriodSeconds")))
@@ -860,7 +1095,9 @@ class API:
         if res.plural == "namespaces":
             for storage in sorted({r.key for r in RESOURCES if r.namespaced}):
                 for obj in self.store.items(storage, meta["name"]):
-                    self.store.commit("DELETED", storage, (meta["name"], obj["metadata"]["name"]), obj, obj)
+                    self.store.commit(
+                        "DELETED", storage, (meta["name"], obj["metadata"]["name"]), obj, obj
+                    )
         if res.plural == "pods":
             spec = existing.get("spec") or {}
             phase = (existing.get("status") or {}).get("phase")
@@ -892,7 +1129,15 @@ class API:
         final = self.store.commit("DELETED", res.key, key, existing, existing)
         if res.return_deleted_object:
             return self.view(res, final)
-        return errors.success(None, {"name": meta["name"], **({"group": res.group} if res.group else {}), "kind": res.plural, "uid": meta.get("uid", "")})
+        return errors.success(
+            None,
+            {
+                "name": meta["name"],
+                **({"group": res.group} if res.group else {}),
+                "kind": res.plural,
+                "uid": meta.get("uid", ""),
+            },
+        )
 
     def delete_collection(self, res: Resource, route: Route, req: Request) -> Response:
         passes = self._selectors(res, req, route)
@@ -907,7 +1152,15 @@ class API:
                         out.pop("apiVersion", None)
                         deleted.append(out)
             rv = self.store.rv
-        return Response(200, {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": {"resourceVersion": str(rv)}, "items": deleted})
+        return Response(
+            200,
+            {
+                "kind": res.list_kind,
+                "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(rv)},
+                "items": deleted,
+            },
+        )
 
     def finish_pod_deletion(self, namespace: str, name: str) -> bool:
         """What a kubelet does at the end of a graceful deletion: the final DELETE."""
@@ -925,7 +1178,9 @@ class API:
         body = self._object_body(res, req, expect_kind="Binding")
         meta = body["metadata"]
         if meta.get("namespace") and meta["namespace"] != route.namespace:
-            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         if route.subresource == "binding":
             pod_name = route.name
             if meta.get("name") and meta["name"] != route.name:
@@ -935,14 +1190,39 @@ class API:
         target = body.get("target") or {}
         causes = []
         if target.get("kind") not in (None, "", "Node"):
-            causes.append(Cause("target.kind", "Unsupported value", 'supported values: "Node", "<empty>"', target.get("kind"), True))
+            causes.append(
+                Cause(
+                    "target.kind",
+                    "Unsupported value",
+                    'supported values: "Node", "<empty>"',
+                    target.get("kind"),
+                    True,
+                )
+            )
         if not target.get("name"):
             causes.append(Cause("target.name", "Required value"))
         if causes:
             raise errors.invalid("Binding.core", pod_name, causes, "Binding")
-        return Response(201, self.bind_pod(route.namespace, pod_name, target["name"], uid=meta.get("uid"), annotations=meta.get("annotations")))
+        return Response(
+            201,
+            self.bind_pod(
+                route.namespace,
+                pod_name,
+                target["name"],
+                uid=meta.get("uid"),
+                annotations=meta.get("annotations"),
+            ),
+        )
 
-    def bind_pod(self, namespace: str, name: str, node: str, *, uid: str | None = None, annotations: JSON | None = None) -> JSON:
+    def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        node: str,
+        *,
+        uid: str | None = None,
+        annotations: JSON | None = None,
+    ) -> JSON:
         pods = lookup("pods")
         with self.store.lock:
             existing = self.store.get(pods.key, (namespace, name))
@@ -950,9 +1230,13 @@ class API:
                 raise errors.not_found("pods", name)
             meta = existing["metadata"]
             if uid and uid != meta["uid"]:
-                raise errors.uid_precondition("pods", name, pods.etcd_key(namespace, name), uid, meta["uid"])
+                raise errors.uid_precondition(
+                    "pods", name, pods.etcd_key(namespace, name), uid, meta["uid"]
+                )
             if meta.get("deletionTimestamp"):
-                raise errors.internal_error(f"pod {name} is being deleted, cannot be assigned to a host")
+                raise errors.internal_error(
+                    f"pod {name} is being deleted, cannot be assigned to a host"
+                )
             spec = existing.setdefault("spec", {})
             if spec.get("nodeName"):
                 raise errors.already_bound(name, spec["nodeName"])
@@ -972,7 +1256,12 @@ class API:
             status = updated.setdefault("status", {})
             conditions = list(status.get("conditions") or [])
             now = kinds.fmt_time(kinds.utcnow())
-            new_cond = {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+            new_cond = {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": now,
+            }
             for i, cond in enumerate(conditions):
                 if cond.get("type") == "PodScheduled":
                     if cond.get("status") == "True":
@@ -985,7 +1274,16 @@ class API:
             updated["status"] = kinds.order_pod_status(status)
             stored = self.store.commit("MODIFIED", pods.key, (namespace, name), updated, existing)
             with self._bind_lock:
-                self.bindings.append(Binding(namespace, name, meta["uid"], node, stored["metadata"]["resourceVersion"], time.time()))
+                self.bindings.append(
+                    Binding(
+                        namespace,
+                        name,
+                        meta["uid"],
+                        node,
+                        stored["metadata"]["resourceVersion"],
+                        time.time(),
+                    )
+                )
         return errors.success(201)
 
     # ================================================================ discovery
@@ -995,46 +1293,100 @@ class API:
         if kind in ("healthz", "livez", "readyz"):
             return Response(200, b"ok", content_type="text/plain; charset=utf-8")
         if kind == "version":
-            return Response(200, {
-                "major": "1", "minor": self.config.version.split(".")[1], "gitVersion": self.config.version,
-                "gitCommit": "loopback", "gitTreeState": "clean", "buildDate": "2024-02-14T10:32:39Z",
-                "goVersion": "go1.21.7", "compiler": "gc", "platform": "linux/amd64",
-            })
+            return Response(
+                200,
+                {
+                    "major": "1",
+                    "minor": self.config.version.split(".")[1],
+                    "gitVersion": self.config.version,
+                    "gitCommit": "loopback",
+                    "gitTreeState": "clean",
+                    "buildDate": "2024-02-14T10:32:39Z",
+                    "goVersion": "go1.21.7",
+                    "compiler": "gc",
+                    "platform": "linux/amd64",
+                },
+            )
         if kind == "root":
-            paths = sorted({"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"} | {f"/apis/{g}/{v}" for g, v in GROUP_VERSIONS if g} | {f"/apis/{g}" for g, _ in GROUP_VERSIONS if g})
+            paths = sorted(
+                {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"}
+                | {f"/apis/{g}/{v}" for g, v in GROUP_VERSIONS if g}
+                | {f"/apis/{g}" for g, _ in GROUP_VERSIONS if g}
+            )
             return Response(200, {"paths": paths})
         if kind == "api":
-            return Response(200, {
-                "kind": "APIVersions", "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.server_address}],
-            })
+            return Response(
+                200,
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [
+                        {"clientCIDR": "0.0.0.0/0", "serverAddress": self.server_address}
+                    ],
+                },
+            )
         if kind == "apis":
             groups = [self._group(g) for g in sorted({g for g, _ in GROUP_VERSIONS if g})]
             return Response(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
         if kind == "group":
             if not any(g == route.group for g, _ in GROUP_VERSIONS):
                 raise errors.unknown_path()
-            return Response(200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(route.group)})
+            return Response(
+                200, {"kind": "APIGroup", "apiVersion": "v1", **self._group(route.group)}
+            )
         table = GROUP_VERSIONS[(route.group, route.version)]
         group_version = f"{route.group}/{route.version}" if route.group else route.version
         resources = []
         for res in table.values():
-            verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+            verbs = [
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
             if res.plural == "bindings":
                 verbs = ["create"]
-            entry = {"name": res.plural, "singularName": res.singular, "namespaced": res.namespaced, "kind": res.kind, "verbs": verbs}
+            entry = {
+                "name": res.plural,
+                "singularName": res.singular,
+                "namespaced": res.namespaced,
+                "kind": res.kind,
+                "verbs": verbs,
+            }
             if res.short_names:
                 entry["shortNames"] = list(res.short_names)
             resources.append(entry)
             for sub in sorted(res.subresources):
                 sub_kind = "Binding" if sub == "binding" else res.kind
                 sub_verbs = ["create"] if sub == "binding" else ["get", "patch", "update"]
-                resources.append({"name": f"{res.plural}/{sub}", "singularName": "", "namespaced": res.namespaced, "kind": sub_kind, "verbs": sub_verbs})
-        return Response(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
+                resources.append(
+                    {
+                        "name": f"{res.plural}/{sub}",
+                        "singularName": "",
+                        "namespaced": res.namespaced,
+                        "kind": sub_kind,
+                        "verbs": sub_verbs,
+                    }
+                )
+        return Response(
+            200,
+            {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": group_version,
+                "resources": resources,
+            },
+        )
 
     @staticmethod
     def _group(group: str) -> JSON:
-        versions = [{"groupVersion": f"{group}/{v}", "version": v} for g, v in GROUP_VERSIONS if g == group]
+        versions = [
+            {"groupVersion": f"{group}/{v}", "version": v} for g, v in GROUP_VERSIONS if g == group
+        ]
         return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 

@@ -8,7 +8,7 @@ them verbatim.  Handlers raise :class:`APIError`; the HTTP layer turns it into a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 JSON = dict[str, Any]
 
@@ -100,7 +100,9 @@ def stale(resource: str, name: str, group: str = "") -> APIError:
     return conflict(resource, name, MODIFIED_TEXT, group)
 
 
-def uid_precondition(resource: str, name: str, key: str, want: str, have: str, group: str = "") -> APIError:
+def uid_precondition(
+    resource: str, name: str, key: str, want: str, have: str, group: str = ""
+) -> APIError:
     """The StorageError text etcd3 storage produces for a failed UID precondition."""
     text = (
         f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
@@ -110,7 +112,9 @@ def uid_precondition(resource: str, name: str, key: str, want: str, have: str, g
     return conflict(resource, name, text, group)
 
 
-def rv_precondition(resource: str, name: str, key: str, want: str, have: str, group: str = "") -> APIError:
+def rv_precondition(
+    resource: str, name: str, key: str, want: str, have: str, group: str = ""
+) -> APIError:
     text = (
         f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
         f"AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: {want}, "
@@ -157,10 +161,7 @@ def forbidden(
 ) -> APIError:
     """RBAC's denial, word for word (08-forbidden-403*.json)."""
     full = f"{resource}/{subresource}" if subresource else resource
-    if namespace:
-        where = f'in the namespace "{namespace}"'
-    else:
-        where = "at the cluster scope"
+    where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
     why = f'User "{user}" cannot {verb} resource "{full}" in API group "{group}" {where}'
     subject = qualified(resource, group)
     msg = f'{subject} "{name}" is forbidden: {why}' if name else f"{subject} is forbidden: {why}"
@@ -172,7 +173,7 @@ def forbidden(
 class Cause:
     """One field error: ``field``, the Go ``ErrorType`` text, and the detail."""
 
-    REASONS = {
+    REASONS: ClassVar[dict[str, str]] = {
         "Invalid value": "FieldValueInvalid",
         "Required value": "FieldValueRequired",
         "Forbidden": "FieldValueForbidden",
@@ -207,7 +208,11 @@ class Cause:
         return parts
 
     def as_json(self) -> JSON:
-        return {"reason": self.REASONS.get(self.kind, "FieldValueInvalid"), "message": self.text(), "field": self.field}
+        return {
+            "reason": self.REASONS.get(self.kind, "FieldValueInvalid"),
+            "message": self.text(),
+            "field": self.field,
+        }
 
 
 def _go_value(value: Any) -> str:
@@ -219,7 +224,9 @@ def _go_value(value: Any) -> str:
     return str(value)
 
 
-def invalid(subject: str, name: str, causes: list[Cause], details_kind: str, group: str = "") -> APIError:
+def invalid(
+    subject: str, name: str, causes: list[Cause], details_kind: str, group: str = ""
+) -> APIError:
     """``<Kind> "<name>" is invalid: <field>: <text>`` with ``details.causes`` (08-invalid-422)."""
     if len(causes) == 1:
         summary = f"{causes[0].field}: {causes[0].text()}"
@@ -240,7 +247,9 @@ def invalid_options(kind: str, causes: list[Cause]) -> APIError:
 
 
 def expired(message: str, metadata: JSON | None = None) -> APIError:
-    return APIError(410, status(410, "Expired", message, None, metadata=metadata, with_details=False))
+    return APIError(
+        410, status(410, "Expired", message, None, metadata=metadata, with_details=False)
+    )
 
 
 LIST_TOO_OLD = "The resourceVersion for the provided list is too old."
@@ -255,7 +264,9 @@ CONTINUE_TOO_OLD = (
 
 def watch_expired(asked: int, oldest: int) -> JSON:
     """The object of the single ERROR event a too-old watch gets (03-watch-too-old-rv-410)."""
-    return status(410, "Expired", f"too old resource version: {asked} ({oldest})", None, with_details=False)
+    return status(
+        410, "Expired", f"too old resource version: {asked} ({oldest})", None, with_details=False
+    )
 
 
 def too_large_rv(asked: int, current: int) -> APIError:
@@ -269,7 +280,9 @@ def too_large_rv(asked: int, current: int) -> APIError:
 
 def internal_error(message: str) -> APIError:
     details = {"causes": [{"message": message}]}
-    return APIError(500, status(500, "InternalError", f"Internal error occurred: {message}", details))
+    return APIError(
+        500, status(500, "InternalError", f"Internal error occurred: {message}", details)
+    )
 
 
 def too_many_requests(retry_after: int) -> APIError:
@@ -282,7 +295,9 @@ def too_many_requests(retry_after: int) -> APIError:
     return APIError(429, body, {"Retry-After": str(retry_after)})
 
 
-def service_unavailable(message: str = "the server is currently unable to handle the request") -> APIError:
+def service_unavailable(
+    message: str = "the server is currently unable to handle the request",
+) -> APIError:
     return APIError(503, status(503, "ServiceUnavailable", message, {}))
 
 

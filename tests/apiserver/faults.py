@@ -99,7 +99,15 @@ class Faults:
 
     # -------------------------------------------------------------- arming
 
-    def fail(self, match: Match, *, times: int | None, code: int, retry_after: int | None, message: str | None) -> None:
+    def fail(
+        self,
+        match: Match,
+        *,
+        times: int | None,
+        code: int,
+        retry_after: int | None,
+        message: str | None,
+    ) -> None:
         with self._lock:
             self._failures.append(_Failure(match, times, code, retry_after, message))
 
@@ -124,8 +132,13 @@ class Faults:
             for match, as_user in self._forbidden:
                 if match.matches(info):
                     return errors.forbidden(
-                        as_user or user, info.verb, info.resource, info.subresource, info.group,
-                        info.namespace, info.name,
+                        as_user or user,
+                        info.verb,
+                        info.resource,
+                        info.subresource,
+                        info.group,
+                        info.namespace,
+                        info.name,
                     )
             for failure in self._failures:
                 if failure.remaining == 0 or not failure.match.matches(info):

@@ -16,7 +16,12 @@ import pytest
 
 from .server import LoopbackAPIServer
 
-FAST = {"bookmark_interval": 1.0, "bookmark_lead": 0.2, "too_large_rv_wait": 0.2, "default_watch_timeout": 60.0}
+FAST = {
+    "bookmark_interval": 1.0,
+    "bookmark_lead": 0.2,
+    "too_large_rv_wait": 0.2,
+    "default_watch_timeout": 60.0,
+}
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ chunk at ``timeoutSeconds``, or a cut connection when a test drops the watch.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 import threading
@@ -38,6 +39,12 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
         self._connections: set[socket.socket] = set()
         self._conn_lock = threading.Lock()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hanging up on idle keep-alive connections is normal, not an error."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
     def track(self, conn: socket.socket, add: bool) -> None:
         with self._conn_lock:
             if add:
@@ -50,14 +57,15 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
             conns = list(self._connections)
             self._connections.clear()
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out in separate writes; without TCP_NODELAY every keep-alive
+    # response waits for the client's delayed ACK (~40 ms)
+    disable_nagle_algorithm = True
     server: LoopbackHTTPServer
 
     def setup(self) -> None:
@@ -70,7 +78,7 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             self.server.track(self.connection, False)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
     def do_GET(self) -> None:
@@ -176,10 +184,8 @@ class Handler(BaseHTTPRequestHandler):
             for line in lines:
                 if line is None:
                     self.close_connection = True
-                    try:
+                    with contextlib.suppress(OSError):
                         self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
                     return
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
                 self.wfile.flush()
@@ -187,6 +193,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
+        except Exception:  # a bug while streaming: record it and cut the stream
+            text = traceback.format_exc()
+            self.server.crashes.append(text)
+            print(text, file=sys.stderr)
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
         finally:
             close = getattr(lines, "close", None)
             if close is not None:

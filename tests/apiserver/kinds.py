@@ -20,11 +20,23 @@ from .errors import APIError, Cause, bad_request, invalid
 JSON = dict[str, Any]
 
 MICRO_TIME_KEYS = frozenset({"acquireTime", "renewTime", "eventTime", "lastObservedTime"})
-TIME_KEYS = frozenset({
-    "creationTimestamp", "deletionTimestamp", "lastTransitionTime", "lastProbeTime",
-    "lastHeartbeatTime", "firstTimestamp", "lastTimestamp", "deprecatedFirstTimestamp",
-    "deprecatedLastTimestamp", "startTime", "startedAt", "finishedAt", "time",
-})
+TIME_KEYS = frozenset(
+    {
+        "creationTimestamp",
+        "deletionTimestamp",
+        "lastTransitionTime",
+        "lastProbeTime",
+        "lastHeartbeatTime",
+        "firstTimestamp",
+        "lastTimestamp",
+        "deprecatedFirstTimestamp",
+        "deprecatedLastTimestamp",
+        "startTime",
+        "startedAt",
+        "finishedAt",
+        "time",
+    }
+)
 
 
 def utcnow() -> datetime:
@@ -60,7 +72,9 @@ def normalize_times(value: Any, key: str = "") -> Any:
         try:
             parsed = parse_time(value)
         except ValueError:
-            raise bad_request(f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse') from None
+            raise bad_request(
+                f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse'
+            ) from None
         return fmt_micro(parsed) if key in MICRO_TIME_KEYS else fmt_time(parsed)
     return value
 
@@ -68,9 +82,21 @@ def normalize_times(value: Any, key: str = "") -> Any:
 # ------------------------------------------------------------------------- metadata order
 
 _META_ORDER = (
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields",
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
 )
 
 
@@ -104,12 +130,24 @@ LABEL_MSG = (
 def name_causes(kind: str, name: str) -> list[Cause]:
     if kind == "Namespace":
         if len(name) > 63:
-            return [Cause("metadata.name", "Invalid value", "must be no more than 63 characters", name, True)]
+            return [
+                Cause(
+                    "metadata.name",
+                    "Invalid value",
+                    "must be no more than 63 characters",
+                    name,
+                    True,
+                )
+            ]
         if not _LABEL.match(name):
             return [Cause("metadata.name", "Invalid value", LABEL_MSG, name, True)]
         return []
     if len(name) > 253:
-        return [Cause("metadata.name", "Invalid value", "must be no more than 253 characters", name, True)]
+        return [
+            Cause(
+                "metadata.name", "Invalid value", "must be no more than 253 characters", name, True
+            )
+        ]
     if not _SUBDOMAIN.match(name):
         return [Cause("metadata.name", "Invalid value", SUBDOMAIN_MSG, name, True)]
     return []
@@ -182,7 +220,17 @@ def default_pod(obj: JSON) -> JSON:
         if key in spec:
             ordered[key] = spec[key]
     ordered["dnsPolicy"] = spec.get("dnsPolicy", "ClusterFirst")
-    for key in ("nodeSelector", "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName", "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace"):
+    for key in (
+        "nodeSelector",
+        "serviceAccountName",
+        "serviceAccount",
+        "automountServiceAccountToken",
+        "nodeName",
+        "hostNetwork",
+        "hostPID",
+        "hostIPC",
+        "shareProcessNamespace",
+    ):
         if key in spec:
             ordered[key] = spec[key]
     ordered["securityContext"] = spec.get("securityContext", {})
@@ -191,7 +239,13 @@ def default_pod(obj: JSON) -> JSON:
             ordered[key] = spec[key]
     ordered["schedulerName"] = spec.get("schedulerName", "default-scheduler")
     for key, value in spec.items():
-        if key not in ordered and key not in ("enableServiceLinks", "preemptionPolicy", "priority", "priorityClassName", "tolerations"):
+        if key not in ordered and key not in (
+            "enableServiceLinks",
+            "preemptionPolicy",
+            "priority",
+            "priorityClassName",
+            "tolerations",
+        ):
             ordered[key] = value
     for key in ("tolerations", "priorityClassName", "priority"):
         if key in spec:
@@ -214,7 +268,9 @@ def admit_pod(obj: JSON, priority_classes: dict[str, JSON]) -> JSON:
             for t in tolerations
         )
         if not covered:
-            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
+            tolerations.append(
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            )
     class_name = spec.get("priorityClassName")
     value, policy = 0, "PreemptLowerPriority"
     if class_name:
@@ -227,8 +283,13 @@ def admit_pod(obj: JSON, priority_classes: dict[str, JSON]) -> JSON:
         else:
             from .errors import status
 
-            msg = f"pods \"{obj['metadata'].get('name', '')}\" is forbidden: no PriorityClass with name {class_name} was found"
-            raise APIError(403, status(403, "Forbidden", msg, {"name": obj["metadata"].get("name", ""), "kind": "pods"}))
+            msg = f'pods "{obj["metadata"].get("name", "")}" is forbidden: no PriorityClass with name {class_name} was found'
+            raise APIError(
+                403,
+                status(
+                    403, "Forbidden", msg, {"name": obj["metadata"].get("name", ""), "kind": "pods"}
+                ),
+            )
     else:
         for pc in priority_classes.values():
             if pc.get("globalDefault"):
@@ -237,7 +298,13 @@ def admit_pod(obj: JSON, priority_classes: dict[str, JSON]) -> JSON:
                 spec["priorityClassName"] = pc["metadata"]["name"]
     rebuilt: JSON = {}
     for key, v in spec.items():
-        if key in ("enableServiceLinks", "preemptionPolicy", "priority", "priorityClassName", "tolerations"):
+        if key in (
+            "enableServiceLinks",
+            "preemptionPolicy",
+            "priority",
+            "priorityClassName",
+            "tolerations",
+        ):
             continue
         rebuilt[key] = v
     rebuilt["tolerations"] = tolerations
@@ -294,8 +361,25 @@ def pod_condition(cond: JSON) -> JSON:
 
 def order_pod_status(status: JSON) -> JSON:
     if isinstance(status.get("conditions"), list):
-        status = {**status, "conditions": [pod_condition(c) for c in status["conditions"] if isinstance(c, dict)]}
-    order = ("phase", "conditions", "message", "reason", "nominatedNodeName", "hostIP", "hostIPs", "podIP", "podIPs", "startTime", "initContainerStatuses", "containerStatuses", "qosClass")
+        status = {
+            **status,
+            "conditions": [pod_condition(c) for c in status["conditions"] if isinstance(c, dict)],
+        }
+    order = (
+        "phase",
+        "conditions",
+        "message",
+        "reason",
+        "nominatedNodeName",
+        "hostIP",
+        "hostIPs",
+        "podIP",
+        "podIPs",
+        "startTime",
+        "initContainerStatuses",
+        "containerStatuses",
+        "qosClass",
+    )
     out = {k: status[k] for k in order if k in status}
     for k, v in status.items():
         if k not in out:
@@ -306,8 +390,16 @@ def order_pod_status(status: JSON) -> JSON:
 # ------------------------------------------------------------------------- nodes
 
 _NODE_INFO_KEYS = (
-    "machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
-    "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture",
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
 )
 
 
@@ -325,7 +417,9 @@ def default_node_status(status: JSON | None) -> JSON:
     out: JSON = {}
     for key in ("capacity", "allocatable", "phase"):
         if key in st:
-            out[key] = {k: st[key][k] for k in sorted(st[key])} if isinstance(st[key], dict) else st[key]
+            out[key] = (
+                {k: st[key][k] for k in sorted(st[key])} if isinstance(st[key], dict) else st[key]
+            )
     if conds:
         out["conditions"] = conds
     if "addresses" in st:
@@ -342,8 +436,20 @@ def default_node_status(status: JSON | None) -> JSON:
 # ------------------------------------------------------------------------- events
 
 CORE_EVENT_ORDER = (
-    "involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count",
-    "type", "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance",
+    "involvedObject",
+    "reason",
+    "message",
+    "source",
+    "firstTimestamp",
+    "lastTimestamp",
+    "count",
+    "type",
+    "eventTime",
+    "series",
+    "action",
+    "related",
+    "reportingComponent",
+    "reportingInstance",
 )
 
 
@@ -383,7 +489,10 @@ def event_v1_to_core(ev: JSON) -> JSON:
     core["eventTime"] = ev.get("eventTime")
     series = ev.get("series")
     if series:
-        core["series"] = {"count": series.get("count"), "lastObservedTime": series.get("lastObservedTime")}
+        core["series"] = {
+            "count": series.get("count"),
+            "lastObservedTime": series.get("lastObservedTime"),
+        }
     core["action"] = ev.get("action")
     core["related"] = ev.get("related")
     core["reportingComponent"] = ev.get("reportingController")
@@ -392,11 +501,20 @@ def event_v1_to_core(ev: JSON) -> JSON:
 
 
 def event_core_to_v1(ev: JSON) -> JSON:
-    out: JSON = {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": ev.get("metadata", {})}
+    out: JSON = {
+        "kind": "Event",
+        "apiVersion": "events.k8s.io/v1",
+        "metadata": ev.get("metadata", {}),
+    }
     out["eventTime"] = ev.get("eventTime")
     if ev.get("series"):
         out["series"] = ev["series"]
-    for src, dst in (("reportingComponent", "reportingController"), ("reportingInstance", "reportingInstance"), ("action", "action"), ("reason", "reason")):
+    for src, dst in (
+        ("reportingComponent", "reportingController"),
+        ("reportingInstance", "reportingInstance"),
+        ("action", "action"),
+        ("reason", "reason"),
+    ):
         if ev.get(src):
             out[dst] = ev[src]
     out["regarding"] = ev.get("involvedObject") or {}

@@ -27,12 +27,22 @@ ZERO: dict[str, JSON] = {
     "Pod": {"metadata": {}, "spec": {"containers": None}, "status": {}},
     "Node": {"metadata": {}, "spec": {}, "status": {}},
     "Event@v1": {
-        "metadata": {}, "involvedObject": {}, "source": {}, "firstTimestamp": None,
-        "lastTimestamp": None, "eventTime": None, "reportingComponent": "", "reportingInstance": "",
+        "metadata": {},
+        "involvedObject": {},
+        "source": {},
+        "firstTimestamp": None,
+        "lastTimestamp": None,
+        "eventTime": None,
+        "reportingComponent": "",
+        "reportingInstance": "",
     },
     "Event@events.k8s.io/v1": {
-        "metadata": {}, "eventTime": None, "regarding": {}, "deprecatedSource": {},
-        "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None,
+        "metadata": {},
+        "eventTime": None,
+        "regarding": {},
+        "deprecatedSource": {},
+        "deprecatedFirstTimestamp": None,
+        "deprecatedLastTimestamp": None,
     },
     "Lease": {"metadata": {}, "spec": {}},
     "ConfigMap": {"metadata": {}},
@@ -84,8 +94,9 @@ def _flatten(value: Any, field: str, prefix: Path, out: dict[Path, Any]) -> None
     elif isinstance(value, list):
         keys = [_elem_key(field, item) for item in value]
         if value and all(k is not None for k in keys):
-            for key, item in zip(keys, value, strict=True):
-                path = (*prefix, str(key))
+            for raw_key, item in zip(keys, value, strict=True):
+                key = str(raw_key)
+                path = (*prefix, key)
                 out[path] = _marker(item, field) if not key.startswith("v:") else item
                 if not key.startswith("v:"):
                     _flatten(item, field, path, out)
@@ -123,7 +134,9 @@ def _scoped(obj: JSON, subresource: str, has_status: bool) -> dict[Path, Any]:
     return result
 
 
-def changed_paths(old: JSON, new: JSON, subresource: str, has_status: bool) -> tuple[set[Path], set[Path]]:
+def changed_paths(
+    old: JSON, new: JSON, subresource: str, has_status: bool
+) -> tuple[set[Path], set[Path]]:
     """(paths added or modified in ``new``, paths present in ``new``)."""
     before = _scoped(old, subresource, has_status)
     after = _scoped(new, subresource, has_status)
@@ -137,7 +150,9 @@ def changed_paths(old: JSON, new: JSON, subresource: str, has_status: bool) -> t
 def applied_paths(config: JSON, subresource: str, has_status: bool) -> set[Path]:
     """The set an Apply manager owns: leaves and list elements, not the maps around them."""
     flat = _scoped(config, subresource, has_status)
-    return {p for p, v in flat.items() if not isinstance(v, _Container) or p[-1][:2] in ("k:", "v:")}
+    return {
+        p for p, v in flat.items() if not isinstance(v, _Container) or p[-1][:2] in ("k:", "v:")
+    }
 
 
 def to_fields_v1(paths: set[Path]) -> JSON:
@@ -175,7 +190,13 @@ def from_fields_v1(tree: JSON, prefix: Path = ()) -> set[Path]:
 
 def _sort(entries: list[JSON]) -> list[JSON]:
     def key(e: JSON) -> tuple[str, str, str, str, str]:
-        return (e.get("operation", ""), e.get("time") or "", e.get("manager", ""), e.get("apiVersion", ""), e.get("subresource", ""))
+        return (
+            e.get("operation", ""),
+            e.get("time") or "",
+            e.get("manager", ""),
+            e.get("apiVersion", ""),
+            e.get("subresource", ""),
+        )
 
     return sorted(entries, key=key)
 
@@ -195,7 +216,9 @@ def record(
     """The managedFields after ``manager`` turned ``old`` into ``new``."""
     changed, present = changed_paths(old, new, subresource, has_status)
     operation = "Apply" if apply_config is not None else "Update"
-    owned = applied_paths(apply_config, subresource, has_status) if apply_config is not None else set()
+    owned = (
+        applied_paths(apply_config, subresource, has_status) if apply_config is not None else set()
+    )
     result: list[JSON] = []
     mine: JSON | None = None
     scopes: dict[str, set[Path]] = {subresource: present}

@@ -77,13 +77,11 @@ def strategic_merge_patch(target: Any, patch: Any, keyed: bool = True) -> Any:
 def _strip(value: Any) -> Any:
     """A patch value inserted where nothing existed: drop directives and nulls."""
     if isinstance(value, dict):
-        return {
-            k: _strip(v)
-            for k, v in value.items()
-            if v is not None and not k.startswith("$")
-        }
+        return {k: _strip(v) for k, v in value.items() if v is not None and not k.startswith("$")}
     if isinstance(value, list):
-        return [_strip(v) for v in value if not (isinstance(v, dict) and v.get("$patch") == "delete")]
+        return [
+            _strip(v) for v in value if not (isinstance(v, dict) and v.get("$patch") == "delete")
+        ]
     return value
 
 
@@ -116,7 +114,9 @@ def _smp_map(original: JSON, patch: JSON, keyed: bool) -> Any:
             else:
                 result[key] = merged
         elif isinstance(value, list):
-            result[key] = _smp_list(key, current if isinstance(current, list) else [], value, keyed, orders.get(key))
+            result[key] = _smp_list(
+                key, current if isinstance(current, list) else [], value, keyed, orders.get(key)
+            )
         else:
             result[key] = copy.deepcopy(value)
     for key, values in removals.items():
@@ -146,11 +146,15 @@ def _apply_order(field: str, items: list[Any], order: list[Any]) -> list[Any]:
     return [item for _, item in ranked]
 
 
-def _smp_list(field: str, original: list[Any], patch: list[Any], keyed: bool, order: list[Any] | None) -> list[Any]:
+def _smp_list(
+    field: str, original: list[Any], patch: list[Any], keyed: bool, order: list[Any] | None
+) -> list[Any]:
     if not keyed:
         return _strip(patch)
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
-        return [_strip(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")]
+        return [
+            _strip(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "replace")
+        ]
     if field in PRIMITIVE_MERGE:
         merged = list(original)
         for item in patch:
@@ -183,7 +187,9 @@ def _smp_list(field: str, original: list[Any], patch: list[Any], keyed: bool, or
     return result
 
 
-def _merge_sorted(left: list[tuple[str, Any]], right: list[tuple[str, Any]], server_order: list[str]) -> list[Any]:
+def _merge_sorted(
+    left: list[tuple[str, Any]], right: list[tuple[str, Any]], server_order: list[str]
+) -> list[Any]:
     """apimachinery's ``mergeSortedSlice``: server-only items keep their place relative to
     patched items that already existed; new patch items come first when in doubt."""
     out: list[Any] = []

@@ -53,11 +53,15 @@ class Resource:
         return "status" in self.subresources
 
     def etcd_key(self, namespace: str, name: str) -> str:
-        base = f"/registry/{self.group}/{self.plural}" if self.custom else f"/registry/{self.plural}"
+        base = (
+            f"/registry/{self.group}/{self.plural}" if self.custom else f"/registry/{self.plural}"
+        )
         return f"{base}/{namespace}/{name}" if namespace else f"{base}/{name}"
 
 
-def _r(group: str, version: str, plural: str, kind: str, namespaced: bool, **kw: object) -> Resource:
+def _r(
+    group: str, version: str, plural: str, kind: str, namespaced: bool, **kw: object
+) -> Resource:
     singular = kind.lower()
     return Resource(group, version, plural, kind, namespaced, singular=singular, **kw)  # type: ignore[arg-type]
 
@@ -68,8 +72,14 @@ RESOURCES: tuple[Resource, ...] = (
     _r("", "v1", "namespaces", "Namespace", False, short_names=("ns",), subresources=STATUS),
     _r("", "v1", "nodes", "Node", False, short_names=("no",), subresources=STATUS),
     _r(
-        "", "v1", "pods", "Pod", True, short_names=("po",),
-        subresources=frozenset({"status", "binding"}), return_deleted_object=True,
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        True,
+        short_names=("po",),
+        subresources=frozenset({"status", "binding"}),
+        return_deleted_object=True,
     ),
     _r("", "v1", "bindings", "Binding", True),
     _r("", "v1", "events", "Event", True, short_names=("ev",), create_on_update=True),
@@ -77,10 +87,35 @@ RESOURCES: tuple[Resource, ...] = (
     _r("", "v1", "services", "Service", True, short_names=("svc",), subresources=STATUS),
     _r("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, subresources=STATUS),
     _r("", "v1", "persistentvolumes", "PersistentVolume", False, subresources=STATUS),
-    _r("", "v1", "replicationcontrollers", "ReplicationController", True, subresources=STATUS, generation=True),
+    _r(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        True,
+        subresources=STATUS,
+        generation=True,
+    ),
     _r("events.k8s.io", "v1", "events", "Event", True, storage="events", create_on_update=True),
-    _r("coordination.k8s.io", "v1", "leases", "Lease", True, unconditional_update=False, create_on_update=True),
-    _r("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",), subresources=STATUS, generation=True),
+    _r(
+        "coordination.k8s.io",
+        "v1",
+        "leases",
+        "Lease",
+        True,
+        unconditional_update=False,
+        create_on_update=True,
+    ),
+    _r(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        True,
+        short_names=("pdb",),
+        subresources=STATUS,
+        generation=True,
+    ),
     _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
     _r("apps", "v1", "replicasets", "ReplicaSet", True, subresources=STATUS, generation=True),
     _r("apps", "v1", "statefulsets", "StatefulSet", True, subresources=STATUS, generation=True),
@@ -89,8 +124,16 @@ RESOURCES: tuple[Resource, ...] = (
     _r("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
     _r("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
     _r(
-        "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True, short_names=("pg", "pgs"),
-        subresources=STATUS, unconditional_update=False, generation=True, custom=True,
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "podgroups",
+        "PodGroup",
+        True,
+        short_names=("pg", "pgs"),
+        subresources=STATUS,
+        unconditional_update=False,
+        generation=True,
+        custom=True,
         return_deleted_object=True,
     ),
 )
@@ -166,7 +209,12 @@ def parse_path(path: str) -> Route | None:
         if not rest:
             return None
     namespace = ""
-    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] in table and table[rest[2]].namespaced:
+    if (
+        rest[0] == "namespaces"
+        and len(rest) >= 3
+        and rest[2] in table
+        and table[rest[2]].namespaced
+    ):
         namespace = rest[1]
         rest = rest[2:]
     res = table.get(rest[0])
@@ -176,7 +224,9 @@ def parse_path(path: str) -> Route | None:
         return None
     if not res.namespaced and namespace:
         return None
-    route = Route(resource=res, namespace=namespace, watch_path=watch_path, group=group, version=version)
+    route = Route(
+        resource=res, namespace=namespace, watch_path=watch_path, group=group, version=version
+    )
     if len(rest) >= 2:
         route.name = rest[1]
     if len(rest) >= 3:

@@ -56,7 +56,9 @@ _CMP_RE = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|=|!=|>|<)\s*([A-Za-z0-9_.-]*
 
 def _split_top(text: str) -> list[str]:
     """Split on commas that are not inside parentheses."""
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -77,7 +79,9 @@ def parse_label_selector(text: str | None) -> list[LabelRequirement]:
     reqs: list[LabelRequirement] = []
     for raw in _split_top(text):
         if not raw.strip():
-            raise bad_request(f"unable to parse requirement: found '', expected: identifier in {text!r}")
+            raise bad_request(
+                f"unable to parse requirement: found '', expected: identifier in {text!r}"
+            )
         m = _CMP_RE.match(raw)
         if m:
             key, op, value = m.groups()
@@ -131,7 +135,7 @@ def parse_field_selector(text: str | None, supported: set[str]) -> list[FieldReq
             raise bad_request(f"invalid selector: '{text}'; can't understand '{raw}'")
         field, op, value = m.group(1).strip(), m.group(2), _unescape(m.group(3))
         if field not in supported:
-            raise bad_request(f'field label not supported: {field}')
+            raise bad_request(f"field label not supported: {field}")
         reqs.append(FieldRequirement(field, "!=" if op == "!=" else "=", value))
     return reqs
 
@@ -170,18 +174,39 @@ def _extractor(*paths: str) -> Callable[[JSON], dict[str, str]]:
 
 
 _POD_FIELDS = (
-    "spec.nodeName", "spec.schedulerName", "spec.restartPolicy", "spec.serviceAccountName",
-    "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
+    "spec.nodeName",
+    "spec.schedulerName",
+    "spec.restartPolicy",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
 )
 _CORE_EVENT_FIELDS = (
-    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
 )
 _V1_EVENT_FIELDS = (
-    "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
-    "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath", "reason",
-    "reportingController", "type",
+    "regarding.kind",
+    "regarding.namespace",
+    "regarding.name",
+    "regarding.uid",
+    "regarding.apiVersion",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+    "reason",
+    "reportingController",
+    "type",
 )
 
 FIELD_LABELS: dict[str, tuple[str, ...]] = {
@@ -211,7 +236,9 @@ def supported_fields(resource_id: str, namespaced: bool) -> set[str]:
     return base | set(field_labels(resource_id))
 
 
-def check_selectors(label_selector: str | None, field_selector: str | None, resource_id: str, namespaced: bool) -> tuple[list[LabelRequirement], list[FieldRequirement]]:
+def check_selectors(
+    label_selector: str | None, field_selector: str | None, resource_id: str, namespaced: bool
+) -> tuple[list[LabelRequirement], list[FieldRequirement]]:
     try:
         labels = parse_label_selector(label_selector)
     except APIError:

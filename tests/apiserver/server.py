@@ -9,6 +9,8 @@ the fault injector; this module only decides what a test gets to call.
 
 from __future__ import annotations
 
+import builtins
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -28,18 +30,27 @@ from .store import Store
 
 JSON = dict[str, Any]
 T = TypeVar("T")
+# aliases, because the ``list`` method shadows the builtin inside the class body
+Objects = list[JSON]
+Records = list[Recorded]
+Bindings = list[Binding]
 
 BOOTSTRAP_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 def _to_dict(obj: Any) -> JSON:
+    """A dict, or a ``kubernetes.client`` model (kind inferred from ``V1ConfigMap`` & co)."""
     if isinstance(obj, dict):
         return obj
     to_dict = getattr(obj, "to_dict", None)
     if callable(to_dict):
         from kubernetes.client import ApiClient
 
-        return ApiClient().sanitize_for_serialization(obj)
+        body: JSON = ApiClient().sanitize_for_serialization(obj)
+        m = re.match(r"^(?:[A-Z][a-z]+)?V\d+(?:alpha\d+|beta\d+)?([A-Z]\w*)$", type(obj).__name__)
+        if m and not body.get("kind"):
+            body["kind"] = m.group(1)
+        return body
     raise TypeError(f"cannot store {type(obj).__name__}; pass a dict or a kubernetes model")
 
 
@@ -47,7 +58,7 @@ def _resource_for(obj: JSON) -> Resource:
     kind = obj.get("kind")
     if not kind:
         raise ValueError("object needs a kind to be seeded")
-    api_version = obj.get("apiVersion", "v1")
+    api_version = obj.get("apiVersion") or ""
     group = api_version.split("/")[0] if "/" in api_version else ""
     if group:
         try:
@@ -105,8 +116,10 @@ class LoopbackAPIServer:
         self._port = self._httpd.server_address[1]
         self.api.server_address = f"{self._host}:{self._port}"
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-            name=f"loopback-apiserver-{self._port}", daemon=True,
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"loopback-apiserver-{self._port}",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -129,7 +142,12 @@ class LoopbackAPIServer:
     def __enter__(self) -> LoopbackAPIServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     @property
@@ -151,7 +169,9 @@ class LoopbackAPIServer:
 
     # ================================================================ client wiring
 
-    def kubeconfig(self, path: str | Path, *, namespace: str = "default", context: str = "loopback") -> Path:
+    def kubeconfig(
+        self, path: str | Path, *, namespace: str = "default", context: str = "loopback"
+    ) -> Path:
         """Write a kubeconfig for this server and return its path."""
         user: JSON = {"token": self.config.token or "loopback-token"}
         doc = {
@@ -159,7 +179,12 @@ class LoopbackAPIServer:
             "kind": "Config",
             "clusters": [{"name": context, "cluster": {"server": self.url}}],
             "users": [{"name": context, "user": user}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": context, "namespace": namespace},
+                }
+            ],
             "current-context": context,
             "preferences": {},
         }
@@ -224,15 +249,18 @@ class LoopbackAPIServer:
         field_selector: str | None = None,
     ) -> list[JSON]:
         res = lookup(kind)
-        query: dict[str, list[str]] = {}
+        query: dict[str, builtins.list[str]] = {}
         if label_selector:
             query["labelSelector"] = [label_selector]
         if field_selector:
             query["fieldSelector"] = [field_selector]
         req = Request("GET", "", query, {})
         route = Route(resource=res, namespace=namespace or "")
-        result = self.api.list(res, route, req)
-        return [self.api.view(res, {**item, "kind": res.kind, "apiVersion": res.api_version}) for item in result["items"]]
+        result = self.api.list_objects(res, route, req)
+        return [
+            self.api.view(res, {**item, "kind": res.kind, "apiVersion": res.api_version})
+            for item in result["items"]
+        ]
 
     def update(self, obj: Any) -> JSON:
         """Replace an object directly, status included (a MODIFIED event, no preconditions)."""
@@ -240,7 +268,9 @@ class LoopbackAPIServer:
         res = _resource_for(body)
         meta = body.get("metadata") or {}
         with self.store.lock:
-            existing = self.store.get(res.key, (meta.get("namespace", "") if res.namespaced else "", meta["name"]))
+            existing = self.store.get(
+                res.key, (meta.get("namespace", "") if res.namespaced else "", meta["name"])
+            )
             if existing is None:
                 raise errors.not_found(res.plural, meta["name"], res.group)
             return self.api.write_update(res, existing, body, "", None, seeding=True)
@@ -256,7 +286,9 @@ class LoopbackAPIServer:
             view["status"] = {**(view.get("status") or {}), **status}
             return self.api.write_update(res, existing, view, "status", None, seeding=True)
 
-    def delete(self, kind: str, namespace: str | None, name: str, *, grace_period_seconds: int | None = 0) -> JSON | None:
+    def delete(
+        self, kind: str, namespace: str | None, name: str, *, grace_period_seconds: int | None = 0
+    ) -> JSON | None:
         """Delete directly.  The default grace 0 removes even a bound pod at once; pass
         ``None`` for the API's graceful behaviour.  Returns None when nothing was there."""
         res = lookup(kind)
@@ -270,7 +302,7 @@ class LoopbackAPIServer:
         """Bind a pod directly, with the apiserver's binding rules (raises APIError)."""
         self.api.bind_pod(namespace, name, node)
 
-    def bindings(self) -> list[Binding]:
+    def bindings(self) -> Bindings:
         """Every successful binding (HTTP or direct), in order."""
         with self.api._bind_lock:
             return list(self.api.bindings)
@@ -279,7 +311,9 @@ class LoopbackAPIServer:
         """``{"ns/pod": node}`` for every successful binding."""
         return {f"{b.namespace}/{b.name}": b.node for b in self.bindings()}
 
-    def events(self, *, reason: str | None = None, regarding: str | None = None, core: bool = False) -> list[JSON]:
+    def events(
+        self, *, reason: str | None = None, regarding: str | None = None, core: bool = False
+    ) -> Objects:
         """Stored Events (events.k8s.io/v1 view, or core/v1 with ``core=True``)."""
         res = lookup("events" if core else "events.events.k8s.io")
         out = []
@@ -298,7 +332,9 @@ class LoopbackAPIServer:
         count = 0
         for pod in self.store.items("pods"):
             if pod["metadata"].get("deletionTimestamp"):
-                count += self.api.finish_pod_deletion(pod["metadata"]["namespace"], pod["metadata"]["name"])
+                count += self.api.finish_pod_deletion(
+                    pod["metadata"]["namespace"], pod["metadata"]["name"]
+                )
         return count
 
     def _graceful_delete(self, res: Resource, namespace: str, name: str) -> None:
@@ -322,7 +358,7 @@ class LoopbackAPIServer:
         name: str | None = None,
         method: str | None = None,
         status: int | None = None,
-    ) -> list[Recorded]:
+    ) -> Records:
         """Recorded requests matching every given filter, oldest first."""
         plural = _plural(resource)
         out = []
@@ -347,8 +383,12 @@ class LoopbackAPIServer:
     def count(self, **filters: Any) -> int:
         return len(self.requests(**filters))
 
-    def binding_requests(self) -> list[Recorded]:
-        return [r for r in self.requests(verb="create") if r.subresource == "binding" or r.resource == "bindings"]
+    def binding_requests(self) -> Records:
+        return [
+            r
+            for r in self.requests(verb="create")
+            if r.subresource == "binding" or r.resource == "bindings"
+        ]
 
     def clear_requests(self) -> None:
         self.log.clear()
@@ -360,7 +400,9 @@ class LoopbackAPIServer:
             key = lookup(resource).key
             return sum(1 for w in self.store.watchers if w.storage == key)
 
-    def wait_for(self, predicate: Callable[[], T], timeout: float = 5.0, interval: float = 0.01) -> T:
+    def wait_for(
+        self, predicate: Callable[[], T], timeout: float = 5.0, interval: float = 0.01
+    ) -> T:
         """Poll ``predicate`` until it returns something truthy; raise TimeoutError otherwise."""
         deadline = time.monotonic() + timeout
         while True:
@@ -397,7 +439,13 @@ class LoopbackAPIServer:
     def fail_always(self, *, code: int = 500, **match: Any) -> None:
         retry_after = match.pop("retry_after", None)
         message = match.pop("message", None)
-        m = Match(match.get("verb"), _plural(match.get("resource")), match.get("subresource"), match.get("namespace"), match.get("name"))
+        m = Match(
+            match.get("verb"),
+            _plural(match.get("resource")),
+            match.get("subresource"),
+            match.get("namespace"),
+            match.get("name"),
+        )
         self.faults.fail(m, times=None, code=code, retry_after=retry_after, message=message)
 
     def throttle_next(self, n: int = 1, *, retry_after: int = 1, **match: Any) -> None:
@@ -419,7 +467,13 @@ class LoopbackAPIServer:
 
     def delay(self, seconds: float, *, times: int | None = None, **match: Any) -> None:
         """Sleep ``seconds`` before serving matching requests (the request still succeeds)."""
-        m = Match(match.get("verb"), _plural(match.get("resource")), match.get("subresource"), match.get("namespace"), match.get("name"))
+        m = Match(
+            match.get("verb"),
+            _plural(match.get("resource")),
+            match.get("subresource"),
+            match.get("namespace"),
+            match.get("name"),
+        )
         self.faults.delay(m, seconds, times)
 
     def delay_binds(self, seconds: float, *, times: int | None = None) -> None:

@@ -107,7 +107,14 @@ class Store:
                 table.pop(key, None)
             else:
                 table[key] = stored
-            change = Change(self.rv, type_, storage, key, stored, copy.deepcopy(prev) if prev is not None else None)
+            change = Change(
+                self.rv,
+                type_,
+                storage,
+                key,
+                stored,
+                copy.deepcopy(prev) if prev is not None else None,
+            )
             self.history.append(change)
             self._history_rvs.append(self.rv)
             self.last_rv[storage] = self.rv
@@ -138,7 +145,9 @@ class Store:
 
     # ------------------------------------------------------------------ watches
 
-    def open_watch(self, storage: str, start_rv: int | None, info: JSON | None = None) -> tuple[list[Change], Watcher]:
+    def open_watch(
+        self, storage: str, start_rv: int | None, info: JSON | None = None
+    ) -> tuple[list[Change], Watcher]:
         """Register a watcher and return what it must send first.
 
         ``start_rv=None`` means "from now, with the current state as ADDED events";
@@ -147,7 +156,14 @@ class Store:
         with self.lock:
             if start_rv is None:
                 initial = [
-                    Change(int(obj["metadata"]["resourceVersion"]), "ADDED", storage, key, copy.deepcopy(obj), None)
+                    Change(
+                        int(obj["metadata"]["resourceVersion"]),
+                        "ADDED",
+                        storage,
+                        key,
+                        copy.deepcopy(obj),
+                        None,
+                    )
                     for key, obj in sorted(self.objects.get(storage, {}).items())
                 ]
                 watcher = Watcher(storage, self.cache_rv(storage), info=dict(info or {}))

@@ -22,9 +22,15 @@ import pytest
 from . import wire
 from .server import LoopbackAPIServer
 
-pytestmark = pytest.mark.skipif(wire.capture_dir() is None, reason="k8s-wire captures not available")
+pytestmark = pytest.mark.skipif(
+    wire.capture_dir() is None, reason="k8s-wire captures not available"
+)
 
-UA = {"User-Agent": "k8s-wire-capture/1.0", "Accept": "application/json", "Content-Type": "application/json"}
+UA = {
+    "User-Agent": "k8s-wire-capture/1.0",
+    "Accept": "application/json",
+    "Content-Type": "application/json",
+}
 POD_ADMISSION_FIELDS = ("tolerations", "priority", "preemptionPolicy")
 
 
@@ -41,7 +47,9 @@ class Post:
 @dataclass
 class Replay:
     capture: str
-    subs: dict[str, str] = field(default_factory=dict)  # captured text -> template ({uid:x}, {rv:x})
+    subs: dict[str, str] = field(
+        default_factory=dict
+    )  # captured text -> template ({uid:x}, {rv:x})
     path: str | None = None
     mask_also: frozenset[str] = frozenset()
     remember_rv: str | None = None  # captured RV of the response object, mapped to ours
@@ -70,7 +78,9 @@ class Run:
 def from_list(capture: str, index: int) -> JSON:
     """A create request rebuilt from an object the capture listed."""
     item = copy.deepcopy(wire.load(capture)["response"]["body_json"]["items"][index])
-    meta = {k: item["metadata"][k] for k in ("name", "namespace", "labels") if k in item["metadata"]}
+    meta = {
+        k: item["metadata"][k] for k in ("name", "namespace", "labels") if k in item["metadata"]
+    }
     kind = wire.load(capture)["response"]["body_json"]["kind"][: -len("List")]
     body: JSON = {"apiVersion": "v1", "kind": kind, "metadata": meta}
     if kind == "Pod":
@@ -88,7 +98,12 @@ def simple_pod(name: str, cpu: str | None = "100m", labels: JSON | None = None) 
     meta: JSON = {"name": name, "namespace": "default"}
     if labels:
         meta["labels"] = labels
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [container]},
+    }
 
 
 def run_steps(server: LoopbackAPIServer, steps: list[Step]) -> list[str]:
@@ -106,7 +121,9 @@ def run_steps(server: LoopbackAPIServer, steps: list[Step]) -> list[str]:
             if step.remember_uid:
                 run.subs[step.remember_uid] = created["metadata"]["uid"]
             if step.remember_rv:
-                run.subs[f'"resourceVersion":"{step.remember_rv}"'] = f'"resourceVersion":"{created["metadata"]["resourceVersion"]}"'
+                run.subs[f'"resourceVersion":"{step.remember_rv}"'] = (
+                    f'"resourceVersion":"{created["metadata"]["resourceVersion"]}"'
+                )
         else:
             check_replay(run, step)
     return run.failures
@@ -120,7 +137,9 @@ def check_replay(run: Run, step: Replay) -> None:
     want = cap["response"]
     where = step.capture
     if reply.status != want["status"]:
-        run.failures.append(f"{where}: status {reply.status} != {want['status']}: {reply.body[:400]!r}")
+        run.failures.append(
+            f"{where}: status {reply.status} != {want['status']}: {reply.body[:400]!r}"
+        )
         return
     if reply.headers.get("Content-Type") != "application/json":
         run.failures.append(f"{where}: Content-Type {reply.headers.get('Content-Type')!r}")
@@ -128,12 +147,16 @@ def check_replay(run: Run, step: Replay) -> None:
         if name not in reply.headers:
             run.failures.append(f"{where}: missing response header {name}")
     if not wire.same_framing(cap, reply):
-        run.failures.append(f"{where}: framing chunked={reply.chunked}, capture body {len(want['body'])} bytes")
+        run.failures.append(
+            f"{where}: framing chunked={reply.chunked}, capture body {len(want['body'])} bytes"
+        )
     if "body" in want:
         expected = wire.mask(wire.expected_body(cap, subs), step.mask_also)
         actual = wire.mask(reply.json(), step.mask_also)
         if expected != actual:
-            run.failures.append(f"{where}: body differs\n  want {json.dumps(expected)}\n  got  {json.dumps(actual)}")
+            run.failures.append(
+                f"{where}: body differs\n  want {json.dumps(expected)}\n  got  {json.dumps(actual)}"
+            )
         if step.remember_rv:
             rv = reply.json()["metadata"]["resourceVersion"]
             run.subs[f'"resourceVersion":"{step.remember_rv}"'] = f'"resourceVersion":"{rv}"'
@@ -143,7 +166,9 @@ def check_replay(run: Run, step: Replay) -> None:
         expected_lines = [wire.mask(e, step.mask_also) for e in want["events_json"]]
         actual_lines = [wire.mask(e, step.mask_also) for e in reply.lines()]
         if expected_lines != actual_lines:
-            run.failures.append(f"{where}: watch lines differ\n  want {json.dumps(expected_lines)}\n  got  {json.dumps(actual_lines)}")
+            run.failures.append(
+                f"{where}: watch lines differ\n  want {json.dumps(expected_lines)}\n  got  {json.dumps(actual_lines)}"
+            )
 
 
 def _fmt(run: Run) -> dict[str, Any]:
@@ -168,9 +193,15 @@ SCENARIOS: dict[str, list[Step]] = {
         Replay("01-list-pods-rv0.json"),
         Replay("01-list-pods-fieldselector.json"),
         Replay("01-list-pods-limit1.json"),
-        Replay("03-watch-no-rv.json", path="/api/v1/namespaces/default/pods?watch=1&resourceVersion=&allowWatchBookmarks=true&timeoutSeconds=1"),
+        Replay(
+            "03-watch-no-rv.json",
+            path="/api/v1/namespaces/default/pods?watch=1&resourceVersion=&allowWatchBookmarks=true&timeoutSeconds=0.5",
+        ),
         Replay("03-list-rv-exact-without-rv-422.json"),
-        Replay("03-watch-too-large-rv.json", path="/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv_plus}&timeoutSeconds=1"),
+        Replay(
+            "03-watch-too-large-rv.json",
+            path="/api/v1/namespaces/default/pods?watch=1&resourceVersion={rv_plus}&timeoutSeconds=0.5",
+        ),
     ],
     "errors": [
         Replay("00-create-pod.json"),
@@ -184,9 +215,17 @@ SCENARIOS: dict[str, list[Step]] = {
         Replay("08-notfound-unknown-path-404.json"),
         Replay("02-delete-pod-404.json"),
         Replay("02-delete-with-body-options.json"),
-        Do(lambda run: run.server.forbid(verb="delete", resource="namespaces", user="system:kube-scheduler")),
+        Do(
+            lambda run: run.server.forbid(
+                verb="delete", resource="namespaces", user="system:kube-scheduler"
+            )
+        ),
         Replay("08-forbidden-403.json"),
-        Do(lambda run: run.server.forbid(verb="create", resource="pods", user="system:kube-scheduler")),
+        Do(
+            lambda run: run.server.forbid(
+                verb="create", resource="pods", user="system:kube-scheduler"
+            )
+        ),
         Replay("08-forbidden-403-create-pod.json"),
         Do(lambda run: run.server.require_token("secret")),
         Replay("08-unauthorized-401.json"),
@@ -201,8 +240,16 @@ SCENARIOS: dict[str, list[Step]] = {
         Replay("02-delete-pod-404.json"),
     ],
     "binding": [
-        Post("/api/v1/namespaces/default/pods", simple_pod("pod-b"), remember_uid="1d168d37-d389-4c23-9f25-ca803d8912f7"),
-        Post("/api/v1/namespaces/default/pods", simple_pod("pod-b2"), remember_uid="35578bb4-279d-4dc5-a418-0f35c49100d5"),
+        Post(
+            "/api/v1/namespaces/default/pods",
+            simple_pod("pod-b"),
+            remember_uid="1d168d37-d389-4c23-9f25-ca803d8912f7",
+        ),
+        Post(
+            "/api/v1/namespaces/default/pods",
+            simple_pod("pod-b2"),
+            remember_uid="35578bb4-279d-4dc5-a418-0f35c49100d5",
+        ),
         Replay("04-binding-201.json"),
         Replay("04-get-pod-after-binding.json", mask_also=frozenset({"lastTransitionTime"})),
         Replay("04-binding-again-409.json"),
@@ -233,7 +280,11 @@ SCENARIOS: dict[str, list[Step]] = {
         Replay("06-post-events-v1-missing-eventtime-422.json"),
     ],
     "leases": [
-        Replay("07-lease-create.json", remember_rv="330", remember_uid="77f03dd1-f22e-42f4-ae56-14e4873c6580"),
+        Replay(
+            "07-lease-create.json",
+            remember_rv="330",
+            remember_uid="77f03dd1-f22e-42f4-ae56-14e4873c6580",
+        ),
         Replay("07-lease-get.json"),
         Replay("07-lease-update-200.json"),
         Replay("07-lease-update-stale-409.json"),
@@ -256,10 +307,29 @@ def _watch_actions(server: LoopbackAPIServer, client: wire.RawClient) -> None:
     """The actions of 02-watch-pods-*.json, rebuilt from the events they produced."""
     server.wait_for(lambda: server.open_watches("pods") >= 1)
     steps: list[tuple[str, str, str | None, Any]] = [
-        ("POST", "/api/v1/namespaces/default/pods", "application/json", simple_pod("pod-w", labels={"app": "w"})),
-        ("PATCH", "/api/v1/namespaces/default/pods/pod-w", "application/merge-patch+json", {"metadata": {"labels": {"tier": "x"}}}),
-        ("POST", "/api/v1/namespaces/default/pods/pod-w/binding", "application/json",
-         {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "pod-w"}, "target": {"kind": "Node", "name": "node-a"}}),
+        (
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            "application/json",
+            simple_pod("pod-w", labels={"app": "w"}),
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/pods/pod-w",
+            "application/merge-patch+json",
+            {"metadata": {"labels": {"tier": "x"}}},
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/pods/pod-w/binding",
+            "application/json",
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": "pod-w"},
+                "target": {"kind": "Node", "name": "node-a"},
+            },
+        ),
         ("DELETE", "/api/v1/namespaces/default/pods/pod-w", None, None),
         ("DELETE", "/api/v1/namespaces/default/pods/pod-w?gracePeriodSeconds=0", None, None),
         ("POST", "/api/v1/namespaces/default/pods", "application/json", simple_pod("pod-u")),
@@ -275,11 +345,11 @@ def _watch_actions(server: LoopbackAPIServer, client: wire.RawClient) -> None:
 
 @pytest.mark.parametrize("capture", ["02-watch-pods-ns.json", "02-watch-pods-all-long.json"])
 def test_watch_capture(capture: str, apiserver_factory: Callable[..., LoopbackAPIServer]) -> None:
-    server = apiserver_factory(bookmark_interval=60.0, bookmark_lead=0.3)
+    server = apiserver_factory(bookmark_interval=60.0, bookmark_lead=0.4)
     client = wire.RawClient(server.host, server.port)
     cap = wire.load(capture)
     base = cap["request"]["path"].split("?")[0]
-    path = f"{base}?watch=1&resourceVersion={server.resource_version}&allowWatchBookmarks=true&timeoutSeconds=2"
+    path = f"{base}?watch=1&resourceVersion={server.resource_version}&allowWatchBookmarks=true&timeoutSeconds=1"
     actor = threading.Thread(target=_watch_actions, args=(server, client))
     actor.start()
     reply = client.send("GET", path, cap["request"]["headers"])
@@ -293,7 +363,9 @@ def test_watch_capture(capture: str, apiserver_factory: Callable[..., LoopbackAP
     ]
     bookmarks = [e for e in got if e["type"] == "BOOKMARK"]
     assert bookmarks, "a bookmark is due before the timeout"
-    last_rv = [e for e in got if e["type"] != "BOOKMARK"][-1]["object"]["metadata"]["resourceVersion"]
+    last_rv = [e for e in got if e["type"] != "BOOKMARK"][-1]["object"]["metadata"][
+        "resourceVersion"
+    ]
     template = next(e for e in want if e["type"] == "BOOKMARK")
     for bookmark in bookmarks:
         assert wire.mask(bookmark) == wire.mask(template)
@@ -307,9 +379,15 @@ def test_watch_too_old_gets_the_captured_error_event(apiserver: LoopbackAPIServe
     for i in range(3):
         apiserver.create(simple_pod(f"old-{i}"))
     oldest = apiserver.expire_history()
-    reply = client.send("GET", "/api/v1/namespaces/default/pods?watch=1&resourceVersion=2&allowWatchBookmarks=true&timeoutSeconds=10", cap["request"]["headers"])
+    reply = client.send(
+        "GET",
+        "/api/v1/namespaces/default/pods?watch=1&resourceVersion=2&allowWatchBookmarks=true&timeoutSeconds=10",
+        cap["request"]["headers"],
+    )
     assert reply.status == 200 and reply.chunked
-    want = wire.expected_body({"response": {"body": cap["response"]["body_lines"][0]}}, {"229": "2", "310": str(oldest)})
+    want = wire.expected_body(
+        {"response": {"body": cap["response"]["body_lines"][0]}}, {"229": "2", "310": str(oldest)}
+    )
     assert reply.lines() == [want]
     assert reply.body.endswith(b"\n")
 
@@ -318,15 +396,32 @@ def test_lists_after_compaction_match_captures(apiserver: LoopbackAPIServer) -> 
     client = wire.RawClient(apiserver.host, apiserver.port)
     apiserver.create(simple_pod("pod-1"))
     apiserver.create(simple_pod("pod-2"))
-    token = client.send("GET", "/api/v1/namespaces/default/pods?limit=1").json()["metadata"]["continue"]
+    token = client.send("GET", "/api/v1/namespaces/default/pods?limit=1").json()["metadata"][
+        "continue"
+    ]
     old_rv = apiserver.resource_version
-    apiserver.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bump", "namespace": "default"}})
+    apiserver.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "bump", "namespace": "default"},
+        }
+    )
     apiserver.expire_history()
 
-    exact = client.replay(wire.load("03-list-too-old-rv-exact.json"), {"resourceVersion=240": f"resourceVersion={old_rv}"})
-    assert (exact.status, exact.json()) == (410, wire.expected_body(wire.load("03-list-too-old-rv-exact.json")))
+    exact = client.replay(
+        wire.load("03-list-too-old-rv-exact.json"),
+        {"resourceVersion=240": f"resourceVersion={old_rv}"},
+    )
+    assert (exact.status, exact.json()) == (
+        410,
+        wire.expected_body(wire.load("03-list-too-old-rv-exact.json")),
+    )
 
-    newer = client.replay(wire.load("03-list-old-rv-notolderthan-200.json"), {"resourceVersion=229": f"resourceVersion={old_rv}"})
+    newer = client.replay(
+        wire.load("03-list-old-rv-notolderthan-200.json"),
+        {"resourceVersion=229": f"resourceVersion={old_rv}"},
+    )
     assert newer.status == 200
     assert [i["metadata"]["name"] for i in newer.json()["items"]] == ["pod-1", "pod-2"]
 
@@ -334,8 +429,15 @@ def test_lists_after_compaction_match_captures(apiserver: LoopbackAPIServer) -> 
     stale = client.send("GET", f"/api/v1/namespaces/default/pods?limit=1&continue={token}")
     assert stale.status == 410
     assert wire.mask(stale.json()) == wire.mask(wire.expected_body(cap))
-    assert wire.decode_continue(stale.json()["metadata"]["continue"]) == {"v": "meta.k8s.io/v1", "rv": -1, "start": "pod-1\x00"}
-    rest = client.send("GET", f"/api/v1/namespaces/default/pods?limit=1&continue={stale.json()['metadata']['continue']}")
+    assert wire.decode_continue(stale.json()["metadata"]["continue"]) == {
+        "v": "meta.k8s.io/v1",
+        "rv": -1,
+        "start": "pod-1\x00",
+    }
+    rest = client.send(
+        "GET",
+        f"/api/v1/namespaces/default/pods?limit=1&continue={stale.json()['metadata']['continue']}",
+    )
     assert [i["metadata"]["name"] for i in rest.json()["items"]] == ["pod-2"]
 
 
@@ -344,7 +446,13 @@ def test_list_ahead_of_watch_cache_is_504(apiserver: LoopbackAPIServer) -> None:
     client = wire.RawClient(apiserver.host, apiserver.port)
     apiserver.create(simple_pod("pod-1"))
     pods_rv = apiserver.resource_version
-    apiserver.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bump", "namespace": "default"}})
+    apiserver.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "bump", "namespace": "default"},
+        }
+    )
     quorum_rv = int(client.send("GET", "/api/v1/pods").json()["metadata"]["resourceVersion"])
     assert quorum_rv == apiserver.resource_version > pods_rv
     reply = client.replay(cap, {"resourceVersion=240": f"resourceVersion={quorum_rv}"})
@@ -354,7 +462,9 @@ def test_list_ahead_of_watch_cache_is_504(apiserver: LoopbackAPIServer) -> None:
     far = wire.load("03-list-too-large-rv.json")
     reply = client.replay(far, {"100303": str(quorum_rv + 100000)})
     assert reply.status == 504
-    assert reply.json() == wire.expected_body(far, {"100303": str(quorum_rv + 100000), "229": str(pods_rv)})
+    assert reply.json() == wire.expected_body(
+        far, {"100303": str(quorum_rv + 100000), "229": str(pods_rv)}
+    )
 
 
 SCHEDULER_TRAFFIC = "06-kube-scheduler-client-requests.txt"
@@ -379,25 +489,52 @@ def test_kube_scheduler_traffic_replays(apiserver: LoopbackAPIServer) -> None:
     bodies = _scheduler_bodies()
     uids: dict[str, str] = {}
     for name in ("pod-1", "pod-2", "pod-big", "pod-s", "pod-s2", "pod-s3"):
-        reply = client.send("POST", "/api/v1/namespaces/default/pods", UA, json.dumps(simple_pod(name, "64" if name == "pod-big" else "100m")))
+        reply = client.send(
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            UA,
+            json.dumps(simple_pod(name, "64" if name == "pod-big" else "100m")),
+        )
         uids[name] = reply.json()["metadata"]["uid"]
-    headers = {"User-Agent": "kube-scheduler/v1.28.7 (linux/amd64) kubernetes/c8dcb00/scheduler", "Accept": "application/json, */*"}
+    headers = {
+        "User-Agent": "kube-scheduler/v1.28.7 (linux/amd64) kubernetes/c8dcb00/scheduler",
+        "Accept": "application/json, */*",
+    }
     for method, path, body in bodies:
         text = json.dumps(body)
         for ref in ("metadata", "regarding"):
-            pod = body[ref]["name"] if ref == "metadata" and body.get("kind") == "Binding" else (body.get("regarding") or {}).get("name")
+            pod = (
+                body[ref]["name"]
+                if ref == "metadata" and body.get("kind") == "Binding"
+                else (body.get("regarding") or {}).get("name")
+            )
             if pod in uids and (body.get(ref) or {}).get("uid"):
                 text = text.replace(body[ref]["uid"], uids[pod])
-        ctype = "application/strategic-merge-patch+json" if method == "PATCH" else "application/json"
+        ctype = (
+            "application/strategic-merge-patch+json" if method == "PATCH" else "application/json"
+        )
         reply = client.send(method, path, {**headers, "Content-Type": ctype}, text)
         assert reply.status == (200 if method == "PATCH" else 201), (path, reply.body)
     assert apiserver.bound_nodes() == {
-        "default/pod-1": "node-b", "default/pod-2": "node-b", "default/pod-s": "node-a",
-        "default/pod-s2": "node-a", "default/pod-s3": "node-b",
+        "default/pod-1": "node-b",
+        "default/pod-2": "node-b",
+        "default/pod-s": "node-a",
+        "default/pod-s2": "node-a",
+        "default/pod-s3": "node-b",
     }
     masked = frozenset({"lastTransitionTime"})
-    subs = {old: uids[name] for name, old in (("pod-big", "35b75940-f501-47bd-a11b-ce9dad9f131f"), ("pod-1", "a4276460-b0bc-4657-8e0b-c9a87ef4740b"))}
-    for capture in ("06-scheduler-failedscheduling-events-v1.json", "06-scheduler-scheduled-event-core.json", "06-unschedulable-pod-status.json"):
+    subs = {
+        old: uids[name]
+        for name, old in (
+            ("pod-big", "35b75940-f501-47bd-a11b-ce9dad9f131f"),
+            ("pod-1", "a4276460-b0bc-4657-8e0b-c9a87ef4740b"),
+        )
+    }
+    for capture in (
+        "06-scheduler-failedscheduling-events-v1.json",
+        "06-scheduler-scheduled-event-core.json",
+        "06-unschedulable-pod-status.json",
+    ):
         cap = wire.load(capture)
         reply = client.replay(cap, subs)
         assert reply.status == 200
@@ -406,7 +543,10 @@ def test_kube_scheduler_traffic_replays(apiserver: LoopbackAPIServer) -> None:
         if capture == "06-unschedulable-pod-status.json":
             # pod-big was created here with the capture client's manager, the scheduler's is ours
             assert got["status"] == want["status"]
-            assert [m["manager"] for m in got["metadata"]["managedFields"]] == ["k8s-wire-capture", "kube-scheduler"]
+            assert [m["manager"] for m in got["metadata"]["managedFields"]] == [
+                "k8s-wire-capture",
+                "kube-scheduler",
+            ]
             assert got["metadata"]["managedFields"][1] == want["metadata"]["managedFields"][1]
         else:
             assert got == want

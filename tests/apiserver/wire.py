@@ -68,10 +68,20 @@ class RawClient:
     timeout: float = 10.0
     extra_headers: dict[str, str] = field(default_factory=dict)
 
-    def send(self, method: str, path: str, headers: list[list[str]] | dict[str, str] | None = None, body: str | bytes | None = None) -> Reply:
+    def send(
+        self,
+        method: str,
+        path: str,
+        headers: list[list[str]] | dict[str, str] | None = None,
+        body: str | bytes | None = None,
+    ) -> Reply:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
         try:
-            hdrs = dict(headers or {}) if not isinstance(headers, list) else dict((k, v) for k, v in headers)
+            hdrs = (
+                dict(headers or {})
+                if not isinstance(headers, list)
+                else dict((k, v) for k, v in headers)
+            )
             hdrs.update(self.extra_headers)
             hdrs.setdefault("Connection", "close")
             payload = body.encode() if isinstance(body, str) else body
@@ -84,7 +94,9 @@ class RawClient:
         finally:
             conn.close()
 
-    def replay(self, capture: JSON, subs: dict[str, str] | None = None, path: str | None = None) -> Reply:
+    def replay(
+        self, capture: JSON, subs: dict[str, str] | None = None, path: str | None = None
+    ) -> Reply:
         req = capture["request"]
         body = req.get("body")
         target = path or req["path"]
@@ -138,4 +150,8 @@ def same_framing(capture: JSON, reply: Reply, margin: int = 64) -> bool:
 
 
 def header_names(capture: JSON) -> list[str]:
-    return [name for name, _ in capture["response"]["headers"] if name not in ("Connection", "Content-Length", "Transfer-Encoding")]
+    return [
+        name
+        for name, _ in capture["response"]["headers"]
+        if name not in ("Connection", "Content-Length", "Transfer-Encoding")
+    ]

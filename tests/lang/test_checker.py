@@ -15,6 +15,8 @@ from fractions import Fraction
 
 import pytest
 from fake_schema import SCHEMA
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from policyengine.diagnostics import render
 from policyengine.lang import nodes as n
@@ -238,6 +240,15 @@ DIAGNOSTICS = [
               filter f { widget.name + 1 == "" }
                          ^^^^^^^^^^^^^^^
             hint: convert the other side first: string(value)
+        """,
+    ),
+    Case(
+        "PE204 records are not comparable",
+        ["filter f { widget.parts == [] or (widget.parts[0] ?? null) == widget.parts[1] }"],
+        """
+        t.sched:2:36: error PE204: cannot compare Part? with Part? using '=='
+              filter f { widget.parts == [] or (widget.parts[0] ?? null) == widget.parts[1] }
+                                               ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
         """,
     ),
     Case(
@@ -560,11 +571,11 @@ DIAGNOSTICS = [
         """,
     ),
     Case(
-        "PE209 nullable score body",
-        ['score s { widget.capacity["gpu"] }'],
+        "PE209 arithmetic on a nullable score value",
+        ['score s { widget.capacity["gpu"] * 2 }'],
         """
-        t.sched:2:13: error PE209: this value may be null (quantity?); a score needs a value
-              score s { widget.capacity["gpu"] }
+        t.sched:2:13: error PE209: this value may be null (quantity?); '*' needs a value
+              score s { widget.capacity["gpu"] * 2 }
                         ^^^^^^^^^^^^^^^^^^^^^^
             hint: give it a default with '??': (widget.capacity["gpu"] ?? 0)
         """,
@@ -1147,15 +1158,59 @@ def test_per_node() -> None:
 
 
 def test_check_expression_reports_with_its_source() -> None:
-    checked = check_expression("widget.colour + 1", SCHEMA)
-    assert [render(d, "widget.colour + 1") for d in checked.diagnostics] == [
+    checked = check_expression('widget.colour + "x"', SCHEMA)
+    assert [render(d, 'widget.colour + "x"') for d in checked.diagnostics] == [
         textwrap.dedent(
             """
             <expr>:1:1: error PE209: this value may be null (string?); '+' needs a value
-                widget.colour + 1
+                widget.colour + "x"
                 ^^^^^^^^^^^^^
                 hint: give it a default with '??': (widget.colour ?? "")
             """
         ).strip("\n")
     ]
     assert str(checked.type) == "dyn"
+
+
+# --- robustness --------------------------------------------------------------------------
+
+_ATOMS = st.sampled_from(
+    [
+        "1", "2.5", "2Gi", '"a"', "true", "null", "widget", "order", "widget.parts",
+        "widget.labels", "widget.colour", "order.tags", "widget.count", "widget.capacity",
+        "[]", "{}", "[1, 2]", '{"k": 1}', "nope",
+    ]
+)  # fmt: skip
+
+
+def _grow(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    binary = st.sampled_from(["+", "-", "*", "/", "%", "==", "<", "in", "and", "or", "??"])
+    return st.one_of(
+        st.builds(lambda a, op, b: f"({a} {op} {b})", inner, binary, inner),
+        st.builds(lambda a: f"(not {a})", inner),
+        st.builds(lambda a, b: f"{a}[{b}]", inner, inner),
+        st.builds(lambda a, b: f"{a}.{b}", inner, st.sampled_from(["name", "size", "keys()"])),
+        st.builds(lambda c, a, b: f"(if {c} then {a} else {b})", inner, inner, inner),
+        st.builds(
+            lambda f, a: f"{f}({a})",
+            st.sampled_from(["len", "any", "sum", "min", "int", "string", "abs", "fits"]),
+            inner,
+        ),
+        st.builds(lambda e, xs: f"[{e} for x in {xs}]", inner, inner),
+        st.builds(lambda e, xs: f"count({e} for x in {xs} if x)", inner, inner),
+    )
+
+
+@given(st.recursive(_ATOMS, _grow, max_leaves=5))
+@settings(max_examples=300, deadline=None)
+def test_the_checker_never_raises(source: str) -> None:
+    try:
+        checked = check_expression(source, SCHEMA)
+    except ValueError:  # a syntax error: the generator is looser than the grammar
+        assume(False)
+        return
+    assert all(d.code.startswith("PE2") for d in checked.diagnostics)
+    # One diagnostic per node at most: a cascade would report the same place twice.
+    places = [(d.span.line, d.span.column, d.span.end_column) for d in checked.diagnostics]
+    assert len(places) == len(set(places))
+    assert checked.cost >= 1

@@ -189,10 +189,16 @@ def _gaps(line: str) -> list[int]:
 
 @st.composite
 def roughened(draw: st.DrawFn, text: str) -> tuple[str, list[str]]:
-    """``text`` with random line breaks, blank lines and comments; and the comments, in order."""
+    """``text`` with lines joined and broken, blank lines and comments; and the comments."""
     out: list[str] = []
     comments: list[str] = []
-    for line in text.split("\n"):
+    lines: list[str] = []
+    for line in text.split("\n"):  # some lines joined first: statements sharing a line
+        if lines and draw(st.integers(0, 3)) == 0:
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
+    for line in lines:
         gaps = _gaps(line)
         pieces: list[str] = []
         start = 0

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from policyengine.lang import planner as planner_module
 from policyengine.lang.parser import parse_expression
 from policyengine.lang.planner import PlanError, Planner
-from policyengine.lang.runtime import Env, EvalError, Layout, format_value
+from policyengine.lang.runtime import Env, EvalError, format_value
 from policyengine.lang.types import BOOL, INT, QUANTITY, STRING, ListType
 from policyengine.quantity import parse_quantity
 from tests.lang.fake_schema import PROBING_SCHEMA as SCHEMA
@@ -57,7 +57,7 @@ def widget(**fields: Any) -> dict[str, Any]:
 def env_for(context: Any = None, **roots: Any) -> Env:
     roots.setdefault("order", order())
     roots.setdefault("widget", widget())
-    return Layout.of(SCHEMA).env(roots, context if context is not None else {})
+    return Env(roots, context if context is not None else {})
 
 
 def evaluate(source: str, env: Env | None = None) -> Any:

@@ -19,7 +19,7 @@ from policyengine.model.plugins import KUBE_1_28
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
 
-CASES_DIR = Path("/work/shared/kube-scheduler-cases")
+CASES_DIR = Path(__file__).resolve().parent.parent / "data" / "kube-scheduler-cases"
 CASES = sorted(CASES_DIR.glob("c*.yaml")) if CASES_DIR.is_dir() else []
 
 # kube-scheduler logs VolumeBinding too; it has nothing to do without volumes.

@@ -10,7 +10,7 @@ from policyengine.model.errors import ModelError
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot_io import load_snapshot, parse_snapshot_text
 
-KUBECTL = Path("/work/shared/k8s-wire/kubectl-get-nodes-pods.yaml")
+KUBECTL = Path(__file__).resolve().parent.parent / "data" / "k8s-wire" / "kubectl-get-nodes-pods.yaml"
 
 
 @pytest.mark.skipif(not KUBECTL.exists(), reason="wire sample not available")
