@@ -388,12 +388,21 @@ def _with_trailing(lines: list[str], comments: Sequence[n.Comment]) -> list[str]
 
 @dataclass(frozen=True)
 class _Entry:
-    """Printed lines standing for source lines ``first``..``last`` (for blank-line keeping)."""
+    """Printed lines standing for source lines ``first``..``last`` (for blank-line keeping).
+
+    At the top level, ``item`` is the item the entry is or leads (None for comments at the
+    end of the file), since blank lines there depend on which items meet.
+    """
 
     first: int
     last: int
     lines: list[str]
     item: n.Item | None = None
+    is_item: bool = False
+
+
+# Prints one child of a block, given the comments that belong to it and its depth.
+_Render = Callable[[Sequence[n.Comment], int], list[str]]
 
 
 # --- printing ------------------------------------------------------------------------------
@@ -420,30 +429,23 @@ class _Printer:
     def file(self, items: Sequence[n.Item], comments: Sequence[n.Comment]) -> str:
         placement = _distribute(comments, [item.span for item in items], None)
         entries: list[_Entry] = []
-        leads: list[n.Item | None] = []  # the item each entry belongs to, for blank lines
         for k, item in enumerate(items):
             for comment in placement.before[k]:
-                entries.append(_Entry(comment.span.line, comment.span.line, [comment.text]))
-                leads.append(item)
-            entries.append(
-                _Entry(
-                    item.span.line, item.span.end_line, self.item(item, placement.inside[k]), item
-                )
-            )
-            leads.append(item)
+                entries.append(_Entry(comment.span.line, comment.span.line, [comment.text], item))
+            lines = self.item(item, placement.inside[k])
+            entries.append(_Entry(item.span.line, item.span.end_line, lines, item, is_item=True))
         for comment in placement.end:
             entries.append(_Entry(comment.span.line, comment.span.line, [comment.text]))
-            leads.append(None)
-        lines: list[str] = []
-        for position, entry in enumerate(entries):
-            if position:
-                previous = entries[position - 1]
-                if previous.item is not None and not (
-                    isinstance(previous.item, n.Import) and isinstance(leads[position], n.Import)
-                ):
-                    lines.append("")  # items are always one blank line apart
-                elif self._blank_between(previous.last, entry.first):
-                    lines.append("")
+        lines = []
+        for previous, entry in zip([None, *entries], entries, strict=False):
+            if previous is None:
+                pass
+            elif previous.is_item and not (
+                isinstance(previous.item, n.Import) and isinstance(entry.item, n.Import)
+            ):
+                lines.append("")  # items are one blank line apart, imports may stay together
+            elif self._blank_between(previous.last, entry.first):
+                lines.append("")
             lines.extend(entry.lines)
         return "\n".join(lines) + "\n" if lines else ""
 
@@ -474,7 +476,7 @@ class _Printer:
         self,
         head: str,
         span: Span,
-        children: Sequence[tuple[Span, Callable[[Sequence[n.Comment], int], list[str]]]],
+        children: Sequence[tuple[Span, _Render]],
         comments: Sequence[n.Comment],
         depth: int,
     ) -> list[str]:
@@ -496,7 +498,9 @@ class _Printer:
         closing = _with_trailing([f"{pad}}}"], placement.closing)
         return opening + self._join(entries) + closing
 
-    def _block(self, head: str, block: n.Policy, comments: Sequence[n.Comment], depth: int):
+    def _block(
+        self, head: str, block: n.Policy, comments: Sequence[n.Comment], depth: int
+    ) -> list[str]:
         children = [
             (statement.span, self._statement_renderer(statement)) for statement in block.body
         ]
@@ -513,7 +517,7 @@ class _Printer:
         if profile.policies and inner_comments == 0 and len(compact) <= WIDTH:
             return _with_trailing([f"{head} {{", compact, "}"], placement.closing)
 
-        def entry(name: str, span: Span) -> Callable[[Sequence[n.Comment], int], list[str]]:
+        def entry(name: str, span: Span) -> _Render:
             return lambda cs, depth: self._leaf(
                 [INDENT * depth + f"policies {quote(name)}"], span, cs, depth
             )
@@ -525,9 +529,7 @@ class _Printer:
 
     # statements
 
-    def _statement_renderer(
-        self, statement: n.Statement
-    ) -> Callable[[Sequence[n.Comment], int], list[str]]:
+    def _statement_renderer(self, statement: n.Statement) -> _Render:
         def render(comments: Sequence[n.Comment], depth: int) -> list[str]:
             if isinstance(statement, n.Use) and statement.adjustments:
                 return self._use(statement, comments, depth)
@@ -536,7 +538,7 @@ class _Printer:
         return render
 
     def _use(self, use: n.Use, comments: Sequence[n.Comment], depth: int) -> list[str]:
-        def adjustment(item: n.Disable | n.Reweight):
+        def adjustment(item: n.Disable | n.Reweight) -> _Render:
             text = (
                 f"disable {item.rule}"
                 if isinstance(item, n.Disable)
@@ -559,7 +561,9 @@ class _Printer:
             case n.Overcommit(resource=resource, ratio=ratio, ratio_text=text):
                 return [f"{pad}overcommit {_resource(resource)} {text or ratio}"]
             case n.Filter(name=name, guard=guard, body=body, reason=reason):
-                head = f"filter {name}" + (f" when {print_expr(guard)}" if guard else "")
+                head = f"filter {name}"
+                if guard is not None:
+                    head += f" when {print_expr(guard)}"
                 tail = f" reason {_quote_template(reason)}" if reason is not None else ""
                 return self._rule(head, body, tail, depth)
             case n.Score(name=name, weight=weight, normalize=normalize, guard=guard, body=body):

@@ -1,0 +1,1 @@
+"""policyengine's benchmark suite: ``python -m benchmarks [SCENARIO ...]`` (see README.md here)."""
