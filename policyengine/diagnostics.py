@@ -92,7 +92,7 @@ def render(diagnostic: Diagnostic, source: str | None = None) -> str:
     d = diagnostic
     lines = [f"{d.span}: {d.severity} {d.code}: {d.message}"]
     if source is not None:
-        text_lines = source.splitlines()
+        text_lines = source.split("\n")
         if 1 <= d.span.line <= len(text_lines):
             text = text_lines[d.span.line - 1].expandtabs(1)
             start = max(d.span.column, 1)

@@ -7,7 +7,10 @@ permission bits. A file that does not parse is reported and left alone while the
 still formatted; the run then exits 2.
 
 Exit codes: 0 nothing to do or all written, 1 ``--check`` found files that would change,
-2 a syntax, input/output or usage error (whatever else happened).
+2 a syntax, input/output or usage error (whatever else happened). ``--diff`` alone shows and
+exits 0, as ``black --diff`` does; ``--check --diff`` shows and exits 1. ``--check`` lists the
+files on stdout (``would reformat PATH``), the summary goes to stderr, and stdin mode prints
+no summary, so that editors can pipe through it.
 """
 
 from __future__ import annotations

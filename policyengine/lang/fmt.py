@@ -6,27 +6,34 @@ by position against the spans of the items and statements (see ``_distribute``).
 
 Layout rules (the README's "Formatting" section repeats them):
 
-* 2-space indentation, one statement per line, no trailing blanks, one final newline.
+* 2-space indentation, one statement per line, no trailing blanks, LF line endings and one
+  final newline.
 * One blank line between top-level items (consecutive imports may stay together); inside a
   block, blank lines are kept where there were some, at most one, never right after ``{`` or
   before ``}``.
 * A rule stays on one line (``filter x when g { body } reason "…"``) when that fits in 100
   columns; otherwise its body goes on its own indented line(s) and ``}`` (followed by the
   reason, if any) closes it. A body that still does not fit and is an ``and``/``or`` chain is
-  broken one operand per line, each continuation line starting with its operator. Other long
-  expressions stay on one line.
+  broken one operand per line, each continuation line starting with its operator; an operand
+  that is itself a long chain breaks the same way, one indent deeper (inside ``(`` and ``)``
+  on lines of their own when it is parenthesised). Other long expressions stay on one line.
 * Parentheses only where precedence needs them, with one exception for readability: a
-  conditional used as the condition or the ``then`` branch of another one keeps them.
+  conditional used as the condition or the ``then`` branch of another one keeps them. A
+  double negation is written ``- -x``.
 * Number and quantity literals, and string literals, keep their spelling (the tree records it
   and compares it); strings the tree keeps only as values — names of policies and profiles,
-  import paths, reason templates — are re-escaped canonically, and a reason's literal braces
-  are written ``{{`` / ``}}``.
-* ``use lib { … }`` puts one ``disable``/``weight`` per line; a profile lists its policies on
-  one ``policies`` line when that fits and it has no comments inside, else one per line.
+  import paths, reason templates — are re-escaped canonically: ``\\"`` ``\\\\`` ``\\n`` ``\\t``
+  ``\\r``, other invisible characters as ``\\uXXXX``, the rest as they are; a reason's literal
+  braces are written ``{{`` / ``}}``.
+* ``use lib { … }`` puts one ``disable``/``weight`` per line (``use lib {}`` is ``use lib``);
+  a profile lists its policies on one ``policies`` line when that fits and no comment stands
+  inside it, else one ``policies "name"`` line each; an empty block is ``{}``.
 * Comments: an own-line comment stays above what follows it (or at the end of its block); a
-  comment after code stays at the end of the line where its statement ends. A comment that
-  stood anywhere else inside a statement — in the middle of a multi-line expression, between a
-  rule's ``}`` and its ``reason`` — moves to just above that statement.
+  comment after code stays at the end of the line where its statement ends (after ``{`` on a
+  policy's, library's, profile's or ``use``'s first line, it stays there). A comment that stood
+  anywhere else inside a statement — after a multi-line rule's ``{``, inside its body, in the
+  middle of a multi-line expression, between a rule's ``}`` and its ``reason`` — moves, in
+  order, to just above that statement.
 
 The result is checked before it is returned: it must parse to a tree equal to the original,
 with the same comments in the same order; if not, the file is left alone and a diagnostic

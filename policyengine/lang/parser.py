@@ -116,7 +116,7 @@ _COMMENT_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*')
 
 def _comments(source: str, path: str) -> tuple[n.Comment, ...]:
     comments = []
-    for line_no, line in enumerate(source.splitlines(), start=1):
+    for line_no, line in enumerate(source.split("\n"), start=1):
         for match in _COMMENT_SCAN.finditer(line):
             if match.group().startswith("#"):
                 column = match.start() + 1
@@ -202,7 +202,7 @@ def _describe(error: UnexpectedInput, text: str, path: str) -> Diagnostic:
     token = error.token
     expected = set(error.accepts or error.expected or ())
     if token.type == "$END":
-        lines = text.splitlines() or [""]
+        lines = text.rstrip("\n").split("\n")
         line, column = len(lines), len(lines[-1]) + 1
         return Diagnostic(
             "PE102",

@@ -31,6 +31,7 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
+    request_queue_size = 128  # informers and binders connect in bursts
 
     def __init__(self, address: tuple[str, int], api: API) -> None:
         super().__init__(address, Handler)

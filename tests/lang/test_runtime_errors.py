@@ -206,7 +206,6 @@ SCORE_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("score boom { explode() }", {}, "explode() raised RuntimeError: boom", "explode()"),
     ('score text { probe("high") }', {}, "a score is a number, not string", 'probe("high")'),
-    ("score nothing { probe(null) }", {}, "a score is a number, not null", "probe(null)"),
     (
         "score guarded when widget.count / 0 > 1 { 1 }",
         {},
@@ -292,3 +291,10 @@ def test_a_getter_that_raises_is_reported_not_raised() -> None:
     verdict = compiled.filter(env(program, widget=object()))  # no .get at all
     assert verdict.error is not None
     assert verdict.error.message.startswith("reading .name failed: AttributeError")
+
+
+def test_a_null_score_leaves_the_node_unscored() -> None:
+    """Null is how a score says "not this node" (kube-scheduler's PreScore Skip), not an error."""
+    program, compiled = compile_rule("score nothing { probe(null) }")
+    value = compiled.score(env(program))
+    assert value == ScoreValue(None, None)
