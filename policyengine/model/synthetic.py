@@ -474,7 +474,7 @@ def _make_nodes(spec: ClusterSpec, rand: _Rand, clock: _Clock) -> list[_NodeStat
 
     width = max(4, len(str(n)))
     counters: dict[str, int] = {}
-    resources: dict[tuple[NodeShape, int], tuple[dict[str, str], dict[str, str]]] = {}
+    resources: dict[tuple[NodeShape, int], tuple[dict[str, str], dict[str, str], list[int]]] = {}
     nodes: list[_NodeState] = []
     for i, (model, shape, rack, clique) in enumerate(layout):
         kind = model.short if model else "cpu"
@@ -534,8 +534,9 @@ def _make_nodes(spec: ClusterSpec, rand: _Rand, clock: _Clock) -> list[_NodeStat
             for effect in (NO_SCHEDULE, NO_EXECUTE):
                 taints.append({"effect": effect, "key": _UNREACHABLE_TAINT, "timeAdded": stamp})
         if (shape, gpus) not in resources:
-            resources[shape, gpus] = _node_resources(shape, gpus)
-        capacity, allocatable = resources[shape, gpus]
+            capacity, allocatable = _node_resources(shape, gpus)
+            resources[shape, gpus] = (capacity, allocatable, _units(allocatable))
+        capacity, allocatable, free = resources[shape, gpus]
         ip = f"172.{16 + (i >> 16)}.{(i >> 8) & 255}.{(i & 255) or 1}"
         pod_prefix = f"10.{64 + ((i >> 8) & 63)}.{i & 255}"
         node_spec: dict[str, Any] = {
@@ -601,7 +602,7 @@ def _make_nodes(spec: ClusterSpec, rand: _Rand, clock: _Clock) -> list[_NodeStat
                 blocking_taints=blocking,
                 gpu_product=model.product if model else "",
                 gpus=gpus,
-                free=_units(allocatable),
+                free=list(free),
                 images={
                     "registry.k8s.io/pause:3.9": 321_520,
                     f"registry.k8s.io/kube-proxy:{spec.kubelet_version}": 28_960_000,
@@ -629,9 +630,10 @@ class _Shape:
     need: list[int]  # ledger units, pods = 1
     qos: str
     image: str
+    tolerations: tuple[tuple[tuple[str, Any], ...], ...]
 
 
-def _pod_shape(t: PodTemplate) -> _Shape:
+def _pod_shape(t: PodTemplate, spec: ClusterSpec) -> _Shape:
     requests: dict[str, str] = {}
     if t.cpu is not None:
         requests["cpu"] = t.cpu
@@ -667,7 +669,7 @@ def _pod_shape(t: PodTemplate) -> _Shape:
         TRAINING: f"nvcr.io/nvidia/pytorch:24.01-py3-{t.name}",
         BATCH: f"registry.example.com/batch/{t.name}:2.0.1",
     }[t.kind]
-    return _Shape(t, containers, total, qos, t.image or default_image)
+    return _Shape(t, containers, total, qos, t.image or default_image, _tolerations(t, spec))
 
 
 @dataclass(slots=True)
@@ -733,7 +735,8 @@ def _units_for(mix: Sequence[PodTemplate], total: int, rand: _Rand, names: _Name
     return units
 
 
-def _tolerations(t: PodTemplate, spec: ClusterSpec) -> list[dict[str, Any]]:
+def _tolerations(t: PodTemplate, spec: ClusterSpec) -> tuple[tuple[tuple[str, Any], ...], ...]:
+    """The pod's tolerations as item tuples; each pod gets its own dicts built from them."""
     out: list[dict[str, Any]] = []
     if t.tolerates_gpu_taint and spec.gpu_taint is not None:
         g = spec.gpu_taint
@@ -743,7 +746,7 @@ def _tolerations(t: PodTemplate, spec: ClusterSpec) -> list[dict[str, Any]]:
         out.append(
             {"effect": NO_EXECUTE, "key": key, "operator": "Exists", "tolerationSeconds": 300}
         )
-    return out
+    return tuple(tuple(d.items()) for d in out)
 
 
 def _pod(
@@ -812,7 +815,7 @@ def _pod(
         "serviceAccount": "default",
         "serviceAccountName": "default",
         "terminationGracePeriodSeconds": 30,
-        "tolerations": _tolerations(t, spec),
+        "tolerations": [dict(items) for items in shape.tolerations],
     }
     if t.priority_class:
         pod_spec["priorityClassName"] = t.priority_class
@@ -996,7 +999,7 @@ def generate(spec: ClusterSpec, seed: int = 0) -> list[dict[str, Any]]:
 
     def shape_of(t: PodTemplate) -> _Shape:
         if t not in shapes:
-            shapes[t] = _pod_shape(t)
+            shapes[t] = _pod_shape(t, spec)
         return shapes[t]
 
     clock.tick(3600)  # the workloads arrive after the nodes
