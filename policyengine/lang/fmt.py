@@ -60,7 +60,6 @@ __all__ = [
     "format_source",
     "print_expr",
     "quote",
-    "scan_comments",
 ]
 
 
@@ -89,8 +88,8 @@ def format_source(source: str, path: str = "<input>") -> FormatResult:
 
 
 def format_file(file: n.SourceFile) -> str:
-    """The canonical text of a parsed file; its ``source`` supplies comments and blank lines."""
-    return _Printer(file.source).file(file.items, scan_comments(file.source, file.path))
+    """The canonical text of a parsed file (its ``source`` tells where the blank lines were)."""
+    return _Printer(file.source).file(file.items, file.comments)
 
 
 def _verify(original: n.SourceFile, text: str, path: str) -> Diagnostic | None:
@@ -99,8 +98,7 @@ def _verify(original: n.SourceFile, text: str, path: str) -> Diagnostic | None:
         reparsed.ok
         and reparsed.file is not None
         and reparsed.file == original
-        and [c.text for c in scan_comments(text, path)]
-        == [c.text for c in scan_comments(original.source, path)]
+        and [c.text for c in reparsed.file.comments] == [c.text for c in original.comments]
     )
     if same:
         return None
@@ -112,28 +110,6 @@ def _verify(original: n.SourceFile, text: str, path: str) -> Diagnostic | None:
         Span(path, 1, 1, 1, 2),
         "this is a bug in policyengine fmt; please report it with the file",
     )
-
-
-# --- comments ------------------------------------------------------------------------------
-
-_COMMENT_SCAN = re.compile(r'"(?:[^"\\\n]|\\.)*"|#[^\n]*')
-
-
-def scan_comments(source: str, path: str) -> tuple[n.Comment, ...]:
-    """The comments of ``source``, with lines counted as the lexer counts them (at "\\n" only).
-
-    ``SourceFile.comments`` is not used: the parser splits lines with ``str.splitlines``, which
-    also breaks at \\f, \\v, U+2028 and the like, so a comment holding one loses its tail and
-    such a character in a string shifts every later comment's line.
-    """
-    comments = []
-    for number, line in enumerate(source.split("\n"), start=1):
-        for match in _COMMENT_SCAN.finditer(line):
-            if match.group().startswith("#"):
-                span = Span(path, number, match.start() + 1, number, match.end() + 1)
-                own_line = not line[: match.start()].strip()
-                comments.append(n.Comment(match.group().rstrip(), span, own_line))
-    return tuple(comments)
 
 
 # --- strings -------------------------------------------------------------------------------

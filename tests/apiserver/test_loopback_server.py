@@ -768,6 +768,7 @@ def test_each_pod_is_bound_exactly_once_under_concurrency(
     for i in range(10):
         apiserver.create(pod(f"p{i}"))
     results: list[int] = []
+    unexpected: list[str] = []
 
     def bind(name: str, target: str) -> None:
         try:
@@ -777,6 +778,9 @@ def test_each_pod_is_bound_exactly_once_under_concurrency(
             results.append(resp.status)
         except ApiException as exc:
             results.append(exc.status)
+        except Exception as exc:  # surfaced by the assertion below
+            results.append(-1)
+            unexpected.append(repr(exc))
 
     threads = [
         threading.Thread(target=bind, args=(f"p{i}", f"n{j}")) for i in range(10) for j in range(2)
@@ -785,6 +789,7 @@ def test_each_pod_is_bound_exactly_once_under_concurrency(
         t.start()
     for t in threads:
         t.join()
+    assert not unexpected
     assert sorted(results) == [201] * 10 + [409] * 10
     assert sorted(b.name for b in apiserver.bindings()) == sorted(f"p{i}" for i in range(10))
     assert len(apiserver.binding_requests()) == 20

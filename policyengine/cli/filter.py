@@ -1,0 +1,47 @@
+"""``policyengine filter``: which nodes could take a pod, and why each other one cannot.
+
+Every filter rule of the governing policy runs on every node (no early exit), so the answer
+lists every rule and reason that rejects a node — what an operator needs to fix a placement.
+Finding no feasible node is an answer, not a failure: the exit status is 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from policyengine.cli import common, render
+
+FORMATS = ("table", "json")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "filter",
+        help="which nodes pass a pod's filter rules, and why the others do not",
+        description="Run every filter rule of the policy governing POD on every node of the "
+        "snapshot. JSON: {\"pod\", \"feasible\": [node...], \"infeasible\": {node: "
+        "[{\"rule\", \"reason\"}...]}}. Exit status: 0 answered (even with no feasible node), "
+        "2 bad input.",
+    )
+    common.add_policy_option(parser)
+    common.add_cluster_option(parser)
+    common.add_pod_option(parser)
+    common.add_engine_options(parser)
+    common.add_format_option(parser, FORMATS)
+    parser.set_defaults(run=run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    setup = common.setup("filter", args)
+    decision = setup.decide()
+    if args.format == "json":
+        if decision.policy is None:
+            print(f"policyengine filter: {decision.message}", file=sys.stderr)
+        print(render.to_json(render.filter_document(decision)))
+    else:
+        print(render.filter_table(decision, setup.target.snapshot.node_names))
+    return common.EXIT_OK
+
+
+run = common.guarded("filter", _run)

@@ -1,0 +1,490 @@
+"""Views of a ``Decision`` and a ``Simulation``: the JSON contracts, YAML, and tables for people.
+
+Every offline command prints through these functions, so ``filter``, ``score``, ``explain`` and
+``simulate`` show the same data the same way: the JSON documents of DESIGN.md section 4 are
+built here once, and the tables are read off the same values. Renderers are pure functions
+from data to text; nothing here evaluates a rule or reads a file.
+
+Numbers in JSON are JSON numbers, integers when integral; fractional scores are rounded to six
+decimals (float noise such as ``66.66666666666667`` versus ``66.666667`` carries no meaning).
+Resource amounts in JSON are in base units: CPU in cores, memory and storage in bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.simulate import Simulation
+from policyengine.model.resources import CPU, NVIDIA_GPU, PODS
+from policyengine.quantity import format_quantity
+
+_DECIMALS = 6
+_BINARY_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_BYTE_RESOURCES = ("memory", "ephemeral-storage")
+NONE = "-"
+
+# --- numbers and values --------------------------------------------------------------------
+
+
+def number(value: float | Fraction | int) -> int | float:
+    """A JSON number: an int when integral, else a float rounded to six decimals."""
+    if isinstance(value, int):
+        return value
+    rounded = round(float(value), _DECIMALS)
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def fmt(value: float | Fraction | int | None) -> str:
+    """A number for a table: whole when integral, else two decimals."""
+    if value is None:
+        return NONE
+    as_float = float(value)
+    rounded = round(as_float, 2)
+    return str(int(rounded)) if rounded.is_integer() else f"{rounded:.2f}"
+
+
+def amount(resource: str, value: Fraction | int) -> str:
+    """A resource amount for people: cores for CPU, binary units for bytes, counts otherwise."""
+    value = Fraction(value)
+    if resource == CPU:
+        return fmt(value)
+    if resource in _BYTE_RESOURCES or resource.startswith("hugepages-"):
+        for suffix, factor in _BINARY_UNITS:
+            if abs(value) >= factor:
+                return f"{fmt(value / factor)}{suffix}"
+        return fmt(value)
+    if value.denominator == 1:
+        return str(value.numerator)
+    return format_quantity(value)
+
+
+def show_value(value: Any) -> str:
+    """A value a rule saw, spelt as the policy language would write it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Fraction):
+        return format_quantity(value)
+    if isinstance(value, int | float):
+        return fmt(value) if isinstance(value, float) else str(value)
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{show_value(k)}: {show_value(v)}" for k, v in value.items())
+        return "{" + inner + "}"
+    if isinstance(value, set | frozenset):
+        return "{" + ", ".join(sorted(show_value(v) for v in value)) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(show_value(v) for v in value) + "]"
+    return str(value)
+
+
+def to_json(document: Any) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def to_yaml(document: Any) -> str:
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True).rstrip("\n")
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Aligned columns under a header; two spaces between columns, no trailing blanks."""
+    body = [list(headers), *(list(row) for row in rows)]
+    widths = [max(len(row[i]) for row in body) for i in range(len(headers))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in body
+    )
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+# --- filter --------------------------------------------------------------------------------
+
+
+def rejection_reasons(rejection: Rejection) -> tuple[str, ...]:
+    """A rejection's reasons; one always exists, so every rejecting rule shows up."""
+    if rejection.reasons:
+        return tuple(rejection.reasons)
+    if rejection.error:
+        return (rejection.error,)
+    return (f"rejected by {rejection.rule}",)
+
+
+def filter_document(decision: Decision) -> dict[str, Any]:
+    """``{"pod", "feasible": [node…], "infeasible": {node: [{"rule", "reason"}…]}}``."""
+    return {
+        "pod": decision.pod,
+        "feasible": list(decision.feasible),
+        "infeasible": {
+            node: [
+                {"rule": rejection.rule, "reason": reason}
+                for rejection in rejections
+                for reason in rejection_reasons(rejection)
+            ]
+            for node, rejections in decision.infeasible.items()
+        },
+    }
+
+
+def heading(decision: Decision) -> str:
+    if decision.policy is None:
+        return f"Pod {decision.pod}: {decision.message}"
+    return f"Pod {decision.pod}: policy {decision.policy}, version {decision.version}"
+
+
+def filter_table(decision: Decision, node_order: Sequence[str]) -> str:
+    """One row per node (in snapshot order) and, for a rejected node, per rule and reason."""
+    lines = [heading(decision)]
+    if decision.policy is None:
+        return lines[0]
+    rows: list[list[str]] = []
+    feasible = set(decision.feasible)
+    for node in node_order:
+        if node in feasible:
+            rows.append([node, "feasible", "", ""])
+            continue
+        first = True
+        for rejection in decision.infeasible.get(node, ()):
+            for reason in rejection_reasons(rejection):
+                rows.append([node if first else "", "rejected" if first else "", rejection.rule, reason])
+                first = False
+    lines.append(table(("NODE", "RESULT", "RULE", "REASON"), rows))
+    if decision.feasible:
+        lines.append(f"{len(decision.feasible)} of {plural(decision.num_nodes, 'node')} feasible")
+    else:
+        lines.append(decision.message)
+    return "\n".join(lines)
+
+
+# --- score ---------------------------------------------------------------------------------
+
+
+def score_document(decision: Decision) -> dict[str, Any]:
+    """``{"pod", "scores": {node: {"total", "rules": {rule: score}}}, "ranking": [node…]}``.
+
+    Nodes appear in ranking order (best first); rule scores are normalised, 0–100.
+    """
+    return {
+        "pod": decision.pod,
+        "scores": {
+            node: {
+                "total": number(decision.scores[node].total),
+                "rules": {rule: number(v) for rule, v in decision.scores[node].rules.items()},
+            }
+            for node in decision.ranking
+        },
+        "ranking": list(decision.ranking),
+    }
+
+
+def score_table(decision: Decision, weights: Mapping[str, int]) -> str:
+    """One row per feasible node, best first: rank, total, then each rule's normalised score."""
+    lines = [heading(decision)]
+    if decision.policy is None:
+        return lines[0]
+    if not decision.ranking:
+        lines.append(f"no feasible node to score: {decision.message}")
+        return "\n".join(lines)
+    rules = list(weights)
+    rows = [
+        [str(rank), node, fmt(decision.scores[node].total)]
+        + [fmt(decision.scores[node].rules.get(rule)) for rule in rules]
+        for rank, node in enumerate(decision.ranking, start=1)
+    ]
+    lines.append(table(("RANK", "NODE", "TOTAL", *rules), rows))
+    if rules:
+        shown = ", ".join(f"{rule} {weight}" for rule, weight in weights.items())
+        lines.append(f"total = sum of weight × score; weights: {shown}")
+    if decision.node is not None:
+        lines.append(f"selected: {decision.node}")
+    return "\n".join(lines)
+
+
+# --- explain -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shortage:
+    """A resource the node lacks for the pod (a ``node_resources_fit``-style reason)."""
+
+    resource: str
+    requested: Fraction
+    free: Fraction
+    allocatable: Fraction
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """The infeasible node closest to fitting: fewest rejecting rules, then fewest reasons."""
+
+    node: str
+    rejections: tuple[Rejection, ...]
+    shortages: tuple[Shortage, ...] = ()
+    equally_near: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuleReport:
+    """One rule's verdict on one node and the values that decided it."""
+
+    rule: str
+    kind: str  # "filter" or "score"
+    verdict: str
+    reasons: tuple[str, ...] = ()
+    observations: tuple[tuple[str, str], ...] = ()  # (expression, value as text)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    node: str
+    feasible: bool
+    rules: tuple[RuleReport, ...]
+    traced: bool  # whether the values that decided each rule are known
+    rank: int | None = None
+    total: float | None = None
+    scores: Mapping[str, float] = field(default_factory=dict)
+    raw: Mapping[str, float | None] = field(default_factory=dict)
+    weights: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    decision: Decision
+    profile: str
+    filter_counts: tuple[tuple[str, int], ...]  # every filter rule and the nodes it rejected
+    nearest: Nearest | None = None
+    node: NodeReport | None = None
+    profile_policies: tuple[str, ...] = ()
+    top: int = 5
+
+
+def _explain_head(e: Explanation) -> list[str]:
+    d = e.decision
+    if d.node is not None:
+        total = fmt(d.scores[d.node].total)
+        status = f"schedulable: would be placed on {d.node} (score {total})"
+    else:
+        status = "unschedulable"
+    lines = [f"Pod {d.pod}: {status}"]
+    if d.policy is None:
+        listed = ", ".join(e.profile_policies) or "none"
+        lines.append(f"  {d.message} (its policies: {listed})")
+        lines.append(f"Policy version {d.version}")
+        return lines
+    if d.node is None:
+        lines.append(f"  {d.message}")
+    lines.append(f"Governed by policy {d.policy} (profile {e.profile}), version {d.version}")
+    return lines
+
+
+def _explain_filters(e: Explanation) -> list[str]:
+    d = e.decision
+    if not e.filter_counts:
+        return ["The policy has no filter rules."]
+    rows = [[rule, f"{count} of {d.num_nodes}"] for rule, count in e.filter_counts]
+    return [f"Filters ({plural(len(d.feasible), 'node')} of {d.num_nodes} pass all):",
+            _indent(table(("RULE", "REJECTED"), rows))]
+
+
+def _explain_ranking(e: Explanation) -> list[str]:
+    d = e.decision
+    rows = [[str(i), node, fmt(d.scores[node].total)] for i, node in enumerate(d.ranking[: e.top], 1)]
+    more = len(d.ranking) - e.top
+    lines = [f"Ranking ({plural(len(d.ranking), 'feasible node')}):", _indent(table(("RANK", "NODE", "TOTAL"), rows))]
+    if more > 0:
+        lines.append(f"  … and {more} more")
+    return lines
+
+
+def _shortage_line(s: Shortage) -> str:
+    short = s.requested - max(s.free, Fraction(0))
+    return (
+        f"{s.resource}: requests {amount(s.resource, s.requested)}, "
+        f"free {amount(s.resource, s.free)} of {amount(s.resource, s.allocatable)} allocatable "
+        f"(short by {amount(s.resource, short)})"
+    )
+
+
+def _explain_nearest(n: Nearest) -> list[str]:
+    lines = [
+        f"What would make it fit: the nearest node is {n.node} "
+        f"(rejected by {plural(len(n.rejections), 'rule')}):"
+    ]
+    for rejection in n.rejections:
+        for reason in rejection_reasons(rejection):
+            lines.append(f"  {rejection.rule}: {reason}")
+    for shortage in n.shortages:
+        lines.append(f"    {_shortage_line(shortage)}")
+    if n.equally_near:
+        lines.append(f"  Equally near: {', '.join(n.equally_near)}")
+    return lines
+
+
+def _explain_node(r: NodeReport) -> list[str]:
+    if r.feasible:
+        lines = [f"Node {r.node}: feasible, rank {r.rank}, total {fmt(r.total)}"]
+    else:
+        rejecting = sum(1 for rule in r.rules if rule.kind == "filter" and rule.reasons)
+        lines = [f"Node {r.node}: rejected by {plural(rejecting, 'filter')}"]
+    rows: list[list[str]] = []
+    for rule in r.rules:
+        detail = "; ".join(rule.reasons)
+        if rule.kind == "score" and rule.rule in r.scores:
+            weight = r.weights.get(rule.rule, 1)
+            score = r.scores[rule.rule]
+            detail = f"{fmt(score)} × {weight} = {fmt(score * weight)} (raw {fmt(r.raw.get(rule.rule))})"
+        rows.append([rule.rule, rule.kind, rule.verdict, detail])
+        for text, value in rule.observations:
+            rows.append(["", "", "", f"{text} = {value}"])
+        if rule.error:
+            rows.append(["", "", "", f"error: {rule.error}"])
+    lines.append(_indent(table(("RULE", "KIND", "VERDICT", "DETAIL"), rows)))
+    if not r.traced:
+        lines.append("  (the values each rule read are not available in this build)")
+    return lines
+
+
+def explain_text(e: Explanation) -> str:
+    sections = [_explain_head(e)]
+    if e.decision.policy is not None:
+        sections.append(_explain_filters(e))
+        if e.decision.ranking:
+            sections.append(_explain_ranking(e))
+        elif e.nearest is not None:
+            sections.append(_explain_nearest(e.nearest))
+    if e.node is not None:
+        sections.append(_explain_node(e.node))
+    if e.decision.errors:
+        sections.append(["Rule errors:", *(f"  {error}" for error in e.decision.errors)])
+    return "\n\n".join("\n".join(section) for section in sections)
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+# --- simulate ------------------------------------------------------------------------------
+
+
+def placement_reason(decision: Decision) -> str:
+    return decision.message
+
+
+def _pod_count(simulation: Simulation) -> int:
+    return sum(len(info.pods) for info in simulation.snapshot.nodes)
+
+
+def simulation_summary(simulation: Simulation) -> dict[str, Any]:
+    """The ``summary`` object of ``simulate --format json``; see the module docstring."""
+    after_pods = _pod_count(simulation)
+    # The engine's resource totals come from pod requests, which never name ``pods``; what a
+    # node's ``pods`` allocatable bounds is the number of pods on it, so count those instead.
+    pods_allocated = {"before": after_pods - simulation.scheduled, "after": after_pods}
+    resources: dict[str, Any] = {}
+    for name in sorted(set(simulation.before) | set(simulation.after)):
+        before = simulation.before.get(name)
+        after = simulation.after.get(name)
+        allocatable = (after or before).allocatable if (after or before) else Fraction(0)
+        used_before = before.allocated if before else Fraction(0)
+        used_after = after.allocated if after else Fraction(0)
+        if name == PODS:
+            used_before, used_after = pods_allocated["before"], pods_allocated["after"]
+        if not allocatable and not used_before and not used_after:
+            continue
+        resources[name] = {
+            "allocatable": number(allocatable),
+            "allocated_before": number(used_before),
+            "allocated_after": number(used_after),
+        }
+    fragmentation = simulation.fragmentation
+    return {
+        "pods": len(simulation.decisions),
+        "scheduled": simulation.scheduled,
+        "unschedulable": simulation.unschedulable,
+        "nodes": simulation.snapshot.num_nodes,
+        "policy_version": simulation.policy_version,
+        "seed": simulation.seed,
+        "resources": resources,
+        "gpu_fragmentation": {
+            "largest_pending_request": fragmentation.largest_request,
+            "free_gpus": fragmentation.free_gpus,
+            "fragmented_gpus": fragmentation.fragmented_gpus,
+        },
+    }
+
+
+def simulation_document(simulation: Simulation) -> dict[str, Any]:
+    """``{"placements": [{"pod", "node", "reason"}…], "summary": {…}}``, in queue order."""
+    return {
+        "placements": [
+            {"pod": d.pod, "node": d.node, "reason": placement_reason(d)}
+            for d in simulation.decisions
+        ],
+        "summary": simulation_summary(simulation),
+    }
+
+
+def _percent(used: float, allocatable: float) -> str:
+    return f" ({round(100 * used / allocatable)}%)" if allocatable else ""
+
+
+def simulation_table(simulation: Simulation) -> str:
+    """Placements, then the unschedulable pods with reasons, then the summary."""
+    placed = [d for d in simulation.decisions if d.node is not None]
+    failed = [d for d in simulation.decisions if d.node is None]
+    sections: list[str] = []
+    if placed:
+        rows = [
+            [d.pod, d.node or NONE, d.policy or NONE, fmt(d.scores[d.node].total) if d.node in d.scores else NONE]
+            for d in placed
+        ]
+        sections.append(f"Placed ({len(placed)}):\n" + table(("POD", "NODE", "POLICY", "SCORE"), rows))
+    if failed:
+        rows = [[d.pod, d.policy or NONE, d.message] for d in failed]
+        sections.append(
+            f"Unschedulable ({len(failed)}):\n" + table(("POD", "POLICY", "REASON"), rows)
+        )
+    if not simulation.decisions:
+        sections.append("No pending pods to place.")
+    summary = simulation_summary(simulation)
+    head = (
+        f"Summary: {plural(summary['pods'], 'pending pod')}, {summary['scheduled']} scheduled, "
+        f"{summary['unschedulable']} unschedulable, on {plural(summary['nodes'], 'node')}; "
+        f"policy version {summary['policy_version']}, seed {summary['seed']}"
+    )
+    rows = []
+    for name, use in summary["resources"].items():
+        allocatable = use["allocatable"]
+        before, after = use["allocated_before"], use["allocated_after"]
+        rows.append(
+            [
+                name,
+                amount(name, Fraction(allocatable)),
+                amount(name, Fraction(before)) + _percent(before, allocatable),
+                amount(name, Fraction(after)) + _percent(after, allocatable),
+            ]
+        )
+    parts = [head]
+    if rows:
+        parts.append(table(("RESOURCE", "ALLOCATABLE", "ALLOCATED BEFORE", "ALLOCATED AFTER"), rows))
+    gpu = summary["gpu_fragmentation"]
+    if gpu["largest_pending_request"] or gpu["free_gpus"] or NVIDIA_GPU in summary["resources"]:
+        parts.append(
+            f"GPU fragmentation: {gpu['fragmented_gpus']} of {gpu['free_gpus']} free GPUs are on "
+            f"nodes that cannot host the largest pending request "
+            f"({plural(gpu['largest_pending_request'], 'GPU')})"
+        )
+    sections.append("\n".join(parts))
+    return "\n\n".join(sections)
