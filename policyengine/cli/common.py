@@ -37,6 +37,7 @@ from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
 KUBE_VERSIONS: dict[str, SchedulerConfig] = {"current": DEFAULT_CONFIG, "1.28": KUBE_1_28}
 DEFAULT_NAMESPACE = "default"
+DEMO_SEED = 0
 EXIT_OK = 0
 EXIT_INPUT = 2
 _CLOSE_NAMES = 3
@@ -126,7 +127,7 @@ def guarded(command: str, body: Callable[[argparse.Namespace], int]) -> Callable
             for diagnostic in error.diagnostics:
                 print(render(diagnostic, error.sources.get(diagnostic.span.file)), file=sys.stderr)
                 print(file=sys.stderr)
-            print(f"policyengine {command}: {error}; nothing was scheduled", file=sys.stderr)
+            print(f"policyengine {command}: {error}; nothing was evaluated", file=sys.stderr)
         except (InputError, ModelError) as error:
             print(f"policyengine {command}: {error}", file=sys.stderr)
         return EXIT_INPUT
@@ -207,7 +208,10 @@ def demo_cluster() -> Cluster:
         raise InputError(
             "the demo cluster is not available in this build; pass --cluster SNAP"
         ) from None
-    return cluster_from(parse_objects(synthetic.demo(), "demo"))
+    preset = synthetic.demo()
+    # ``demo()`` describes the cluster; ``generate`` makes its objects (always the same ones).
+    objects = preset if isinstance(preset, list) else synthetic.generate(preset, seed=DEMO_SEED)
+    return cluster_from(parse_objects(objects, "demo"))
 
 
 # --- the pod -------------------------------------------------------------------------------
@@ -236,13 +240,14 @@ def _not_found(key: str, cluster: Cluster) -> InputError:
     keys = sorted(cluster.pods)
     if not keys:
         return InputError(f"pod {key} not found: the snapshot holds no pods")
-    names = {k.split("/", 1)[1]: k for k in keys}
-    close = difflib.get_close_matches(key, keys, n=_CLOSE_NAMES, cutoff=0.5)
-    close += [
-        names[n]
-        for n in difflib.get_close_matches(key.split("/", 1)[1], list(names), _CLOSE_NAMES, 0.5)
-        if names[n] not in close
-    ]
+    name = key.split("/", 1)[1]
+    by_name: dict[str, list[str]] = {}
+    for k in keys:
+        by_name.setdefault(k.split("/", 1)[1], []).append(k)
+    # The same name in another namespace first, then names that are spelt alike.
+    close = list(by_name.get(name, ()))
+    for similar in difflib.get_close_matches(name, list(by_name), _CLOSE_NAMES, 0.6):
+        close.extend(k for k in by_name[similar] if k not in close)
     if close:
         hint = f"close names: {', '.join(close[:_CLOSE_NAMES])}"
     else:

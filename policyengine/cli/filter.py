@@ -20,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "filter",
         help="which nodes pass a pod's filter rules, and why the others do not",
         description="Run every filter rule of the policy governing POD on every node of the "
-        "snapshot. JSON: {\"pod\", \"feasible\": [node...], \"infeasible\": {node: "
-        "[{\"rule\", \"reason\"}...]}}. Exit status: 0 answered (even with no feasible node), "
+        'snapshot. JSON: {"pod", "feasible": [node...], "infeasible": {node: '
+        '[{"rule", "reason"}...]}}. Exit status: 0 answered (even with no feasible node), '
         "2 bad input.",
     )
     common.add_policy_option(parser)

@@ -20,6 +20,10 @@ from policyengine import __version__
 COMMAND_MODULES = (
     "policyengine.cli.lint",
     "policyengine.cli.fmt",
+    "policyengine.cli.filter",
+    "policyengine.cli.score",
+    "policyengine.cli.explain",
+    "policyengine.cli.simulate",
 )
 
 

@@ -26,7 +26,14 @@ from policyengine.model.resources import CPU, NVIDIA_GPU, PODS
 from policyengine.quantity import format_quantity
 
 _DECIMALS = 6
-_BINARY_UNITS = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_BINARY_UNITS = (
+    ("Ei", 2**60),
+    ("Pi", 2**50),
+    ("Ti", 2**40),
+    ("Gi", 2**30),
+    ("Mi", 2**20),
+    ("Ki", 2**10),
+)
 _BYTE_RESOURCES = ("memory", "ephemeral-storage")
 NONE = "-"
 
@@ -42,12 +49,11 @@ def number(value: float | Fraction | int) -> int | float:
 
 
 def fmt(value: float | Fraction | int | None) -> str:
-    """A number for a table: whole when integral, else two decimals."""
+    """A number for a table: whole when integral, else at most two decimals (3.5, 66.67)."""
     if value is None:
         return NONE
-    as_float = float(value)
-    rounded = round(as_float, 2)
-    return str(int(rounded)) if rounded.is_integer() else f"{rounded:.2f}"
+    rounded = round(float(value), 2)
+    return str(int(rounded)) if rounded.is_integer() else f"{rounded:.2f}".rstrip("0")
 
 
 def amount(resource: str, value: Fraction | int) -> str:
@@ -157,7 +163,9 @@ def filter_table(decision: Decision, node_order: Sequence[str]) -> str:
         first = True
         for rejection in decision.infeasible.get(node, ()):
             for reason in rejection_reasons(rejection):
-                rows.append([node if first else "", "rejected" if first else "", rejection.rule, reason])
+                rows.append(
+                    [node if first else "", "rejected" if first else "", rejection.rule, reason]
+                )
                 first = False
     lines.append(table(("NODE", "RESULT", "RULE", "REASON"), rows))
     if decision.feasible:
@@ -294,15 +302,30 @@ def _explain_filters(e: Explanation) -> list[str]:
     if not e.filter_counts:
         return ["The policy has no filter rules."]
     rows = [[rule, f"{count} of {d.num_nodes}"] for rule, count in e.filter_counts]
-    return [f"Filters ({plural(len(d.feasible), 'node')} of {d.num_nodes} pass all):",
-            _indent(table(("RULE", "REJECTED"), rows))]
+    return [
+        f"Filters ({plural(len(d.feasible), 'node')} of {d.num_nodes} pass all):",
+        _indent(table(("RULE", "REJECTED"), rows)),
+    ]
 
 
 def _explain_ranking(e: Explanation) -> list[str]:
+    """The best nodes; the selected one is marked (equal totals are broken by the seed)."""
     d = e.decision
-    rows = [[str(i), node, fmt(d.scores[node].total)] for i, node in enumerate(d.ranking[: e.top], 1)]
-    more = len(d.ranking) - e.top
-    lines = [f"Ranking ({plural(len(d.ranking), 'feasible node')}):", _indent(table(("RANK", "NODE", "TOTAL"), rows))]
+    shown = list(d.ranking[: e.top])
+    if d.node is not None and d.node not in shown:
+        shown.append(d.node)
+    rows = [
+        [str(d.ranking.index(node) + 1), node, fmt(d.scores[node].total)]
+        + (["selected"] if node == d.node else [])
+        for node in shown
+    ]
+    lines = [
+        f"Ranking ({plural(len(d.ranking), 'feasible node')}):",
+        _indent(
+            table(("RANK", "NODE", "TOTAL", ""), [row + [""] * (4 - len(row)) for row in rows])
+        ),
+    ]
+    more = len(d.ranking) - len(shown)
     if more > 0:
         lines.append(f"  … and {more} more")
     return lines
@@ -344,7 +367,9 @@ def _explain_node(r: NodeReport) -> list[str]:
         if rule.kind == "score" and rule.rule in r.scores:
             weight = r.weights.get(rule.rule, 1)
             score = r.scores[rule.rule]
-            detail = f"{fmt(score)} × {weight} = {fmt(score * weight)} (raw {fmt(r.raw.get(rule.rule))})"
+            raw = r.raw.get(rule.rule)
+            shown = f"raw {fmt(raw)}" if raw is not None else "the rule left the node unscored"
+            detail = f"{fmt(score)} × {weight} = {fmt(score * weight)} ({shown})"
         rows.append([rule.rule, rule.kind, rule.verdict, detail])
         for text, value in rule.observations:
             rows.append(["", "", "", f"{text} = {value}"])
@@ -447,10 +472,17 @@ def simulation_table(simulation: Simulation) -> str:
     sections: list[str] = []
     if placed:
         rows = [
-            [d.pod, d.node or NONE, d.policy or NONE, fmt(d.scores[d.node].total) if d.node in d.scores else NONE]
+            [
+                d.pod,
+                d.node or NONE,
+                d.policy or NONE,
+                fmt(d.scores[d.node].total) if d.node in d.scores else NONE,
+            ]
             for d in placed
         ]
-        sections.append(f"Placed ({len(placed)}):\n" + table(("POD", "NODE", "POLICY", "SCORE"), rows))
+        sections.append(
+            f"Placed ({len(placed)}):\n" + table(("POD", "NODE", "POLICY", "SCORE"), rows)
+        )
     if failed:
         rows = [[d.pod, d.policy or NONE, d.message] for d in failed]
         sections.append(
@@ -478,7 +510,9 @@ def simulation_table(simulation: Simulation) -> str:
         )
     parts = [head]
     if rows:
-        parts.append(table(("RESOURCE", "ALLOCATABLE", "ALLOCATED BEFORE", "ALLOCATED AFTER"), rows))
+        parts.append(
+            table(("RESOURCE", "ALLOCATABLE", "ALLOCATED BEFORE", "ALLOCATED AFTER"), rows)
+        )
     gpu = summary["gpu_fragmentation"]
     if gpu["largest_pending_request"] or gpu["free_gpus"] or NVIDIA_GPU in summary["resources"]:
         parts.append(

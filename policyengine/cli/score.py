@@ -20,8 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "score",
         help="each score rule's normalised value and the weighted total per feasible node",
         description="Score the feasible nodes for POD with the governing policy's score rules. "
-        "JSON: {\"pod\", \"scores\": {node: {\"total\", \"rules\": {rule: score}}}, "
-        "\"ranking\": [node...]}. Exit status: 0 answered, 2 bad input.",
+        'JSON: {"pod", "scores": {node: {"total", "rules": {rule: score}}}, '
+        '"ranking": [node...]}. Exit status: 0 answered, 2 bad input.',
     )
     common.add_policy_option(parser)
     common.add_cluster_option(parser)

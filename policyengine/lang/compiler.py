@@ -59,6 +59,13 @@ class CompiledRule:
     per_node: bool
     filter: Callable[[Env], FilterVerdict] = field(repr=False)
     score: Callable[[Env], ScoreValue] = field(repr=False)
+    # What the reference evaluator and ``explain``'s traces need to walk the rule's tree
+    # (``lang.reference``, ``lang.trace``): the rule as written, the policy or library whose
+    # lets it sees, the checker's side tables and the source texts the spans point into.
+    source: n.Filter | n.Score | None = field(default=None, repr=False)
+    owner: n.Policy | None = field(default=None, repr=False)
+    checked: CheckResult | None = field(default=None, repr=False)
+    sources: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +89,8 @@ class Program:
     version: str
     sources: Mapping[str, str] = field(repr=False)
     _governors: Mapping[str, tuple[CompiledPolicy, ...]] = field(repr=False)
+    # The checker's side tables (types, bindings, calls, patterns), for the reference evaluator.
+    checked: CheckResult | None = field(default=None, repr=False)
 
     def governing_policy(self, scheduler_name: str, env: Env) -> CompiledPolicy | None:
         """The first policy of the scheduler's profile whose ``match`` holds for the pod."""
@@ -213,6 +222,8 @@ class _ProgramBuilder:
             checked.patterns if checked is not None else None,
         )
         self.costs: Mapping[int, RuleCost] = checked.rule_costs if checked is not None else {}
+        self.checked = checked
+        self.sources: Mapping[str, str] = MappingProxyType(dict(self.unit.sources))
         self.problems: list[Diagnostic] = []
         # A library rule used by several policies is planned once.
         self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool]] = {}
@@ -236,8 +247,9 @@ class _ProgramBuilder:
             profiles=MappingProxyType(profiles),
             digest=self.unit.digest,
             version=self.unit.version,
-            sources=MappingProxyType(dict(self.unit.sources)),
+            sources=self.sources,
             _governors=MappingProxyType(governors),
+            checked=self.checked,
         )
 
     def _policy(self, linked: LinkedPolicy) -> CompiledPolicy | None:
@@ -283,6 +295,10 @@ class _ProgramBuilder:
             per_node=per_node,
             filter=filter_fn,
             score=score_fn,
+            source=rule,
+            owner=linked.owner,
+            checked=self.checked,
+            sources=self.sources,
         )
 
     def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool]:

@@ -13,10 +13,13 @@ Layout rules (the README's "Formatting" section repeats them):
   before ``}``.
 * A rule stays on one line (``filter x when g { body } reason "…"``) when that fits in 100
   columns; otherwise its body goes on its own indented line(s) and ``}`` (followed by the
-  reason, if any) closes it. A body that still does not fit and is an ``and``/``or`` chain is
-  broken one operand per line, each continuation line starting with its operator; an operand
-  that is itself a long chain breaks the same way, one indent deeper (inside ``(`` and ``)``
-  on lines of their own when it is parenthesised). Other long expressions stay on one line.
+  reason, if any) closes it. A body that still does not fit and is an operator chain
+  (``and``, ``or``, ``+``, ``??``, a comparison, …) is broken one operand per line, each
+  continuation line starting with its operator; an operand that is itself a long chain
+  breaks the same way, one indent deeper (inside ``(`` and ``)`` on lines of their own when
+  it is parenthesised). Other long expressions (calls, literals, guards) stay on one line.
+* ``let`` and ``match`` stay on one line when they fit; a longer operator chain there breaks
+  after the first operand, continuation lines one indent deeper, led by their operator.
 * Parentheses only where precedence needs them, with one exception for readability: a
   conditional used as the condition or the ``then`` branch of another one keeps them. A
   double negation is written ``- -x``.
@@ -25,9 +28,10 @@ Layout rules (the README's "Formatting" section repeats them):
   import paths, reason templates — are re-escaped canonically: ``\\"`` ``\\\\`` ``\\n`` ``\\t``
   ``\\r``, other invisible characters as ``\\uXXXX``, the rest as they are; a reason's literal
   braces are written ``{{`` / ``}}``.
-* ``use lib { … }`` puts one ``disable``/``weight`` per line (``use lib {}`` is ``use lib``);
-  a profile lists its policies on one ``policies`` line when that fits and no comment stands
-  inside it, else one ``policies "name"`` line each; an empty block is ``{}``.
+* ``use lib { … }`` keeps a single ``disable``/``weight`` inline (``use lib { disable x }``)
+  when that fits and no comment stands inside, else puts one per line; ``use lib {}`` is
+  ``use lib``. A profile lists its policies on one ``policies`` line when that fits and no
+  comment stands inside it, else one ``policies "name"`` line each. An empty block is ``{}``.
 * Comments: an own-line comment stays above what follows it (or at the end of its block); a
   comment after code stays at the end of the line where its statement ends (after ``{`` on a
   policy's, library's, profile's or ``use``'s first line, it stays there). A comment that stood
@@ -267,47 +271,68 @@ def _comprehension(comp: n.Comprehension) -> str:
     return text
 
 
-def _is_chain(expr: n.Expr) -> bool:
-    return isinstance(expr, n.Binary) and expr.op in ("and", "or")
+def _spine(expr: n.Binary) -> tuple[list[n.Expr], list[str], list[int]]:
+    """A run of operators of one level as operands, operators and each operand's minimum level.
 
-
-def _chain_operands(expr: n.Binary) -> list[n.Expr]:
-    """``a or b or c`` (left-nested) as [a, b, c]; a right operand of the same op stays whole."""
+    ``a - b + c`` (left-nested) gives [a, b, c] and [-, +]; ``a ?? b ?? c`` (right-nested) gives
+    [a, b, c] too; a comparison has just its two sides.
+    """
+    level = _level(expr)
+    left_min, right_min = _operand_levels(expr)
+    if level == CMP:
+        return [expr.left, expr.right], [expr.op], [left_min, right_min]
     operands: list[n.Expr] = []
+    ops: list[str] = []
     node: n.Expr = expr
-    while isinstance(node, n.Binary) and node.op == expr.op:
+    if level == COAL:
+        while isinstance(node, n.Binary) and _level(node) == level:
+            operands.append(node.left)
+            ops.append(node.op)
+            node = node.right
+        return [*operands, node], ops, [left_min] * len(operands) + [right_min]
+    while isinstance(node, n.Binary) and _level(node) == level:
         operands.append(node.right)
+        ops.append(node.op)
         node = node.left
     operands.append(node)
-    return operands[::-1]
+    return operands[::-1], ops[::-1], [left_min] + [right_min] * len(ops)
 
 
-def _body_lines(expr: n.Expr, depth: int) -> list[str]:
-    """A rule body at ``depth`` indents: one line if it fits, else a chain one operand a line."""
+def _block_lines(expr: n.Expr, depth: int) -> list[str]:
+    """An expression whose lines all start at ``depth``: a rule's body, a parenthesised chain.
+
+    It stays on one line if that fits; otherwise a binary operator chain (``and``, ``or``,
+    ``+``, ``??``, …) goes one operand a line, each continuation led by its operator.
+    """
     pad = INDENT * depth
     flat = print_expr(expr)
-    if len(pad) + len(flat) <= WIDTH or not isinstance(expr, n.Binary) or not _is_chain(expr):
+    if len(pad) + len(flat) <= WIDTH or not isinstance(expr, n.Binary):
         return [pad + flat]
-    left_min, right_min = _operand_levels(expr)
-    lines: list[str] = []
-    for position, operand in enumerate(_chain_operands(expr)):
-        prefix = "" if position == 0 else f"{expr.op} "
-        minimum = left_min if position == 0 else right_min
-        lines.extend(_operand_lines(operand, depth, prefix, minimum))
+    return _spine_lines(expr, depth, pad)
+
+
+def _spine_lines(expr: n.Binary, depth: int, lead: str) -> list[str]:
+    operands, ops, minimums = _spine(expr)
+    pad = INDENT * depth
+    lines = _hanging(operands[0], depth + 1, lead, minimums[0])
+    for op, operand, minimum in zip(ops, operands[1:], minimums[1:], strict=True):
+        lines.extend(_hanging(operand, depth + 1, f"{pad}{op} ", minimum))
     return lines
 
 
-def _operand_lines(operand: n.Expr, depth: int, prefix: str, minimum: int) -> list[str]:
-    pad = INDENT * depth
-    flat = print_expr(operand, minimum)
-    if len(pad) + len(prefix) + len(flat) <= WIDTH or not _is_chain(operand):
-        return [pad + prefix + flat]
-    inner = _body_lines(operand, depth + 1)
-    if _level(operand) < minimum:  # a parenthesised chain opens and closes on its own lines
-        return [pad + prefix + "(", *inner, pad + ")"]
-    # A chain of the other operator without parentheses (`a and b` inside `or`): its
-    # continuation lines are indented one step more than its first.
-    return [pad + prefix + inner[0].lstrip(), *inner[1:]]
+def _hanging(expr: n.Expr, depth: int, lead: str, minimum: int = COND) -> list[str]:
+    """``lead`` then ``expr``; if it must break, its continuation lines start at ``depth``.
+
+    An operand that is itself a chain thus breaks one indent deeper than the chain holding it,
+    so that ``a and b`` inside ``or`` still reads as one operand; a parenthesised one opens and
+    closes its parentheses on lines of their own.
+    """
+    flat = print_expr(expr, minimum)
+    if len(lead) + len(flat) <= WIDTH or not isinstance(expr, n.Binary):
+        return [lead + flat]
+    if _level(expr) < minimum:
+        return [lead + "(", *_block_lines(expr, depth), INDENT * (depth - 1) + ")"]
+    return _spine_lines(expr, depth, lead)
 
 
 # --- comments ------------------------------------------------------------------------------
@@ -521,14 +546,22 @@ class _Printer:
         return render
 
     def _use(self, use: n.Use, comments: Sequence[n.Comment], depth: int) -> list[str]:
-        def adjustment(item: n.Disable | n.Reweight) -> _Render:
-            text = (
-                f"disable {item.rule}"
-                if isinstance(item, n.Disable)
-                else f"weight {item.rule} {item.weight}"
-            )
-            return lambda cs, d: self._leaf([INDENT * d + text], item.span, cs, d)
+        def text(item: n.Disable | n.Reweight) -> str:
+            if isinstance(item, n.Disable):
+                return f"disable {item.rule}"
+            return f"weight {item.rule} {item.weight}"
 
+        def adjustment(item: n.Disable | n.Reweight) -> _Render:
+            return lambda cs, d: self._leaf([INDENT * d + text(item)], item.span, cs, d)
+
+        head = f"{INDENT * depth}use {use.library}"
+        spans = [item.span for item in use.adjustments]
+        placement = _distribute(comments, spans, use.span)
+        if len(use.adjustments) == 1 and len(comments) == len(placement.closing):
+            # One adjustment reads well inline; two would run together with no separator.
+            line = f"{head} {{ {text(use.adjustments[0])} }}"
+            if len(line) <= WIDTH:
+                return _with_trailing([line], placement.closing)
         children = [(item.span, adjustment(item)) for item in use.adjustments]
         return self._container(f"use {use.library}", use.span, children, comments, depth)
 
@@ -536,9 +569,9 @@ class _Printer:
         pad = INDENT * depth
         match statement:
             case n.Match(expr=expr):
-                return [f"{pad}match {print_expr(expr)}"]
+                return _hanging(expr, depth + 1, f"{pad}match ")
             case n.Let(name=name, expr=expr):
-                return [f"{pad}let {name} = {print_expr(expr)}"]
+                return _hanging(expr, depth + 1, f"{pad}let {name} = ")
             case n.Use(library=library):
                 return [f"{pad}use {library}"]
             case n.Overcommit(resource=resource, ratio=ratio, ratio_text=text):
@@ -565,4 +598,4 @@ class _Printer:
         one_line = f"{pad}{head} {{ {print_expr(body)} }}{tail}"
         if len(one_line) <= WIDTH:
             return [one_line]
-        return [f"{pad}{head} {{", *_body_lines(body, depth + 1), f"{pad}}}{tail}"]
+        return [f"{pad}{head} {{", *_block_lines(body, depth + 1), f"{pad}}}{tail}"]

@@ -28,16 +28,16 @@ from __future__ import annotations
 
 import calendar
 import hashlib
+import json
 import math
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
-
-import yaml
 
 from policyengine.model.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint
 from policyengine.quantity import format_quantity, parse_quantity
@@ -723,12 +723,21 @@ class _Names:
                 return name
 
 
+def _group_size(sizes: tuple[int, ...], left: int, rand: _Rand) -> int:
+    """A drawn group size, bent so that the template's last group is not left undersized."""
+    lo, hi = min(sizes), max(sizes)
+    if left <= hi:
+        return left  # the last group; smaller than ``lo`` only if the quota itself is
+    size = rand.choice(sizes)
+    return size if left - size >= lo else left - lo
+
+
 def _units_for(mix: Sequence[PodTemplate], total: int, rand: _Rand, names: _Names) -> list[_Unit]:
     counts = _apportion([t.weight for t in mix], total)
     units: list[_Unit] = []
     for t, count in zip(mix, counts, strict=True):
         while count > 0:
-            size = min(rand.choice(t.group_sizes), count) if t.group_sizes else 1
+            size = _group_size(t.group_sizes, count, rand) if t.group_sizes else 1
             group = names.job(t) if t.group_sizes or t.kind in (TRAINING, BATCH) else ""
             units.append(_Unit(t, size, names.app(t), group))
             count -= size
@@ -901,8 +910,8 @@ class _Placer:
         self.spec = spec
         self.nodes = nodes
         self.rand = rand
-        self.by_zone: dict[str, list[list[int]]] = {}  # template -> eligible nodes per zone
-        self.flat: dict[str, list[int]] = {}  # template -> eligible nodes
+        self.by_zone: dict[PodTemplate, list[list[int]]] = {}  # eligible nodes per zone
+        self.flat: dict[PodTemplate, list[int]] = {}  # eligible nodes
         self.zone_counts: dict[str, list[int]] = {}  # app -> its pods per zone
         self.hosts: dict[str, set[int]] = {}  # app -> nodes holding one (anti-affinity)
         self.has_cpu_nodes = any(n.gpus == 0 for n in nodes)
@@ -925,16 +934,14 @@ class _Placer:
         return n.gpus == 0 or not self.has_cpu_nodes
 
     def _pools(self, t: PodTemplate) -> list[list[int]]:
-        if t.name not in self.by_zone:
+        if t not in self.by_zone:
             zones: list[list[int]] = [[] for _ in self.spec.zones]
             for i, n in enumerate(self.nodes):
                 if self._eligible(t, n):
                     zones[n.zone].append(i)
-            self.by_zone[t.name] = zones
-            self.flat[t.name] = [i for z in zones for i in z]
-        if t.zone_spread:
-            return self.by_zone[t.name]
-        return [self.flat[t.name]]
+            self.by_zone[t] = zones
+            self.flat[t] = [i for z in zones for i in z]
+        return self.by_zone[t] if t.zone_spread else [self.flat[t]]
 
     def place(self, shape: _Shape, app: str) -> _NodeState | None:
         t = shape.template
@@ -1089,24 +1096,101 @@ def _pod_group(
     }
 
 
-class _KubectlDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """kubectl never writes anchors; generated objects may share sub-structures."""
+# YAML writing. PyYAML's representer takes ~20 s for the basic benchmark's 15,000 objects, so
+# the generator writes the small subset of YAML that API objects need itself, in kubectl's
+# layout (keys sorted, sequences not indented under their key, double quotes when needed).
+# A string is written plain only when no YAML 1.1 or 1.2 reader could take it for anything but
+# a string; everything else is quoted (JSON's escapes are valid YAML escapes).
+_PLAIN = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./@+: -]*")
+_TYPED = re.compile(
+    r"""(?x)
+    (?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE
+      |on|On|ON|off|Off|OFF|null|Null|NULL)$
+    | [-+]?[0-9][0-9_:.]*(?:[eE][-+]?[0-9]+)?$
+    | 0[xXoObB][0-9a-fA-F_]+$
+    | [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}
+    """
+)
+# Characters YAML does not allow raw in a double-quoted scalar, or reads as line breaks.
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+
+def _quote(text: str) -> str:
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        if (
+            _PLAIN.fullmatch(value)
+            and not _TYPED.match(value)
+            and ": " not in value
+            and not value.endswith((" ", ":"))
+        ):
+            return value
+        return _quote(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, Mapping):
+        return "{}"  # only empty ones reach here
+    if isinstance(value, (list, tuple)):
+        return "[]"
+    raise TypeError(f"cannot write {type(value).__name__} {value!r} as YAML")
+
+
+def _mapping(d: Mapping[Any, Any], indent: str, out: list[str], lead: str) -> None:
+    pad = lead
+    for key in sorted(d, key=str):
+        value = d[key]
+        k = _scalar(key)
+        if isinstance(value, Mapping) and value:
+            out.append(f"{pad}{k}:")
+            _mapping(value, indent + "  ", out, indent + "  ")
+        elif isinstance(value, (list, tuple)) and value:
+            out.append(f"{pad}{k}:")
+            _sequence(value, indent, out, indent)
+        else:
+            out.append(f"{pad}{k}: {_scalar(value)}")
+        pad = indent
+
+
+def _sequence(items: Sequence[Any], indent: str, out: list[str], lead: str) -> None:
+    pad = lead
+    for item in items:
+        if isinstance(item, Mapping) and item:
+            _mapping(item, indent + "  ", out, pad + "- ")
+        elif isinstance(item, (list, tuple)) and item:
+            _sequence(item, indent + "  ", out, pad + "- ")
+        else:
+            out.append(f"{pad}- {_scalar(item)}")
+        pad = indent
 
 
 def to_kubectl_yaml(objects: Iterable[Mapping[str, Any]]) -> str:
-    """A ``kind: List`` document, keys sorted, as ``kubectl get ... -o yaml`` prints it."""
+    """A ``kind: List`` document laid out as ``kubectl get ... -o yaml`` prints it."""
     doc = {
         "apiVersion": "v1",
         "items": list(objects),
         "kind": "List",
         "metadata": {"resourceVersion": ""},
     }
-    return yaml.dump(
-        doc, Dumper=_KubectlDumper, sort_keys=True, default_flow_style=False, width=1 << 16
-    )
+    out: list[str] = []
+    _mapping(doc, "", out, "")
+    out.append("")
+    return "\n".join(out)
 
 
 # ---------------------------------------------------------------------------- presets

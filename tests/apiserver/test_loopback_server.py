@@ -1343,7 +1343,9 @@ def test_load_kubectl_snapshot(apiserver: LoopbackAPIServer, core: client.CoreV1
 # ------------------------------------------------------------------------------ a real client loop
 
 
-def test_official_informer_survives_dropped_watches_and_410(apiserver: LoopbackAPIServer, core: client.CoreV1Api) -> None:
+def test_official_informer_survives_dropped_watches_and_410(
+    apiserver: LoopbackAPIServer, core: client.CoreV1Api
+) -> None:
     from kubernetes.informer import ERROR, SharedInformer
 
     apiserver.create(pod("a"))
@@ -1358,13 +1360,25 @@ def test_official_informer_survives_dropped_watches_and_410(apiserver: LoopbackA
     try:
         apiserver.wait_for(lambda: names() == {"a"} and apiserver.open_watches("pods") == 1)
         apiserver.drop_watches("pods")  # connection cut: the informer re-watches from its RV
-        apiserver.wait_for(lambda: apiserver.count(verb="watch", resource="pods") == 2 and apiserver.open_watches("pods") == 1)
+        apiserver.wait_for(
+            lambda: (
+                apiserver.count(verb="watch", resource="pods") == 2
+                and apiserver.open_watches("pods") == 1
+            )
+        )
         apiserver.create(pod("b"))
         apiserver.wait_for(lambda: names() == {"a", "b"})
-        apiserver.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bump", "namespace": NS}})
+        apiserver.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bump", "namespace": NS}}
+        )
         apiserver.expire_history()
         apiserver.drop_watches("pods")  # the re-watch is now too old: 410, then a relist
-        apiserver.wait_for(lambda: apiserver.count(verb="list", resource="pods") == 2 and apiserver.open_watches("pods") == 1)
+        apiserver.wait_for(
+            lambda: (
+                apiserver.count(verb="list", resource="pods") == 2
+                and apiserver.open_watches("pods") == 1
+            )
+        )
         apiserver.create(pod("c"))
         apiserver.wait_for(lambda: names() == {"a", "b", "c"})
     finally:

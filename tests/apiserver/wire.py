@@ -18,16 +18,11 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-_CANDIDATES = (
-    Path(__file__).resolve().parents[1] / "data" / "k8s-wire",
-    Path(__file__).resolve().parents[2] / "k8s-wire",
-    Path("/work/shared/k8s-wire"),
-)
+_CANDIDATES = (Path(__file__).resolve().parents[1] / "data" / "k8s-wire",)
 
 
 def capture_dir() -> Path | None:
-    """Where the captures are: ``$POLICYENGINE_K8S_WIRE``, ``tests/data/k8s-wire``, or the
-    shared reference folder."""
+    """Where the captures are: ``$POLICYENGINE_K8S_WIRE``, else ``tests/data/k8s-wire``."""
     env = os.environ.get("POLICYENGINE_K8S_WIRE")
     if env:
         return Path(env)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import pytest
-from fake_schema import SCHEMA
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from policyengine.lang.link import link
 from policyengine.lang.loader import Unit, load_texts
 from policyengine.lang.schema import Root, Schema
 from policyengine.lang.types import QUANTITY, STRING, MapType
+from tests.lang.fake_schema import SCHEMA
 
 PATH = "t.sched"
 

@@ -8,7 +8,6 @@ Bounds come from ``fake_schema``: ``widget.parts`` holds at most 8, ``order.tags
 from __future__ import annotations
 
 import pytest
-from fake_schema import SCHEMA
 
 from policyengine.lang import nodes as n
 from policyengine.lang.checker import check, check_expression
@@ -16,6 +15,7 @@ from policyengine.lang.cost import RuleCost
 from policyengine.lang.loader import load_texts
 from policyengine.lang.schema import Function, Param, Root, Schema
 from policyengine.lang.types import INT, Field, RecordType
+from tests.lang.fake_schema import SCHEMA
 
 # A root with a costly field and a costly function, to see the declared costs used.
 GAUGE = RecordType(

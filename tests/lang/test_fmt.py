@@ -22,6 +22,12 @@ def _text(block: str) -> str:
     return textwrap.dedent(block).lstrip("\n")
 
 
+def _comments(source: str) -> list[str]:
+    result = parse(source, "<test>")
+    assert result.file is not None, result.diagnostics
+    return [c.text for c in result.file.comments]
+
+
 # (id, input, expected output); dedented, first newline dropped.
 CASES: list[tuple[str, str, str]] = [
     # --- files and items -------------------------------------------------------------------
@@ -122,7 +128,7 @@ CASES: list[tuple[str, str, str]] = [
         """,
     ),
     (
-        "use in its canonical forms",
+        "use in its canonical forms: one adjustment inline, more one a line",
         """
         policy "p" {
           use kube
@@ -140,9 +146,7 @@ CASES: list[tuple[str, str, str]] = [
             disable x
             weight y 2
           }
-          use other {
-            weight z 7
-          }
+          use other { weight z 7 }
         }
         """,
     ),
@@ -281,6 +285,52 @@ CASES: list[tuple[str, str, str]] = [
                 or node.labels["zone-override-number-two"] == "yes"
               )
           }
+        }
+        """,
+    ),
+    (
+        "any operator chain breaks in a rule body: arithmetic, coalescing, comparison",
+        """
+        policy "p" {
+          score near weight 2 { domain_pod_count(pod, node, "nvidia.com/gpu.clique", {"job": job}) * 2 + domain_pod_count(pod, node, "topology.kubernetes.io/rack", {"job": job}) - 1 }
+          score c { pod.annotations["gpu.ai/model-override"] ?? pod.node_selector["nvidia.com/gpu.product"] ?? "any-model" }
+          filter d { node.allocatable["example.com/a-very-long-extended-resource-name"] >= pod.requests["example.com/a-very-long-extended-resource-name"] }
+        }
+        """,
+        """
+        policy "p" {
+          score near weight 2 {
+            domain_pod_count(pod, node, "nvidia.com/gpu.clique", {"job": job}) * 2
+            + domain_pod_count(pod, node, "topology.kubernetes.io/rack", {"job": job})
+            - 1
+          }
+          score c {
+            pod.annotations["gpu.ai/model-override"]
+            ?? pod.node_selector["nvidia.com/gpu.product"]
+            ?? "any-model"
+          }
+          filter d {
+            node.allocatable["example.com/a-very-long-extended-resource-name"]
+            >= pod.requests["example.com/a-very-long-extended-resource-name"]
+          }
+        }
+        """,
+    ),
+    (
+        "a long let or match breaks after its first operand",
+        """
+        policy "p" {
+          match pod.labels["workload.ai/kind"] == "training" and pod.namespace in ["ml-research", "ml-production"]
+          let wanted_model = pod.annotations["gpu.ai/model"] ?? pod.node_selector["nvidia.com/gpu.product"] ?? "any"
+        }
+        """,
+        """
+        policy "p" {
+          match pod.labels["workload.ai/kind"] == "training"
+            and pod.namespace in ["ml-research", "ml-production"]
+          let wanted_model = pod.annotations["gpu.ai/model"]
+            ?? pod.node_selector["nvidia.com/gpu.product"]
+            ?? "any"
         }
         """,
     ),
@@ -627,9 +677,3 @@ def test_print_expr_parenthesises_to_the_requested_level() -> None:
     expr = n.Binary("+", n.Name("a"), n.Name("b"))
     assert print_expr(expr) == "a + b"
     assert print_expr(expr, fmt.POSTFIX) == "(a + b)"
-
-
-def _comments(source: str) -> list[str]:
-    result = parse(source, "<test>")
-    assert result.file is not None, result.diagnostics
-    return [c.text for c in result.file.comments]

@@ -232,6 +232,12 @@ def roughened(draw: st.DrawFn, text: str) -> tuple[str, list[str]]:
 # --- properties ----------------------------------------------------------------------------
 
 
+def _comments(source: str) -> list[str]:
+    result = parse(source, "<gen>")
+    assert result.file is not None, result.diagnostics
+    return [c.text for c in result.file.comments]
+
+
 @SETTINGS
 @given(files)
 def test_printed_tree_parses_back_to_itself(tree: n.SourceFile) -> None:
@@ -304,9 +310,3 @@ def _paren_pairs(text: str) -> list[tuple[int, int]]:
             if not is_call:
                 pairs.append((start, index))
     return pairs
-
-
-def _comments(source: str) -> list[str]:
-    result = parse(source, "<test>")
-    assert result.file is not None, result.diagnostics
-    return [c.text for c in result.file.comments]

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fake_schema import SCHEMA, WIDGET
 
 from policyengine.diagnostics import Diagnostic, Severity, Span, render
 from policyengine.lang import nodes as n
@@ -27,6 +26,7 @@ from policyengine.lang.lint_config import (
 from policyengine.lang.loader import Unit, load_texts
 from policyengine.lang.parser import parse_expression
 from policyengine.lang.types import Type
+from tests.lang.fake_schema import SCHEMA, WIDGET
 
 RESOURCE_MAP = WIDGET.fields["capacity"].type
 

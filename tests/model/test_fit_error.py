@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from builders import make_node, make_pod, node_with_taints, pod_with_requests, snapshot
-
 from policyengine.model.fit_error import NodeStatus, fit_error_message
 from policyengine.model.kube_profile import run_cycle
+from tests.model.builders import make_node, make_pod, node_with_taints, pod_with_requests, snapshot
 
 
 def test_histogram_sorts_count_strings() -> None:

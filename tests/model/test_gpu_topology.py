@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from builders import make_node
-
 from policyengine.model.gpu import gpu_info
 from policyengine.model.topology import TopologyConfig, topology_of
+from tests.model.builders import make_node
 
 
 def test_gpu_feature_discovery_labels() -> None:

@@ -2,11 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders import HOSTNAME, ZONE, make_node, make_pod, pod_affinity, snapshot, term
-
 from policyengine.model.objects import Namespace
 from policyengine.model.plugins import inter_pod_affinity as ipa
 from policyengine.model.snapshot import ClusterSnapshot
+from tests.model.builders import HOSTNAME, ZONE, make_node, make_pod, pod_affinity, snapshot, term
 
 EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
 AFFINITY = "node(s) didn't match pod affinity rules"

@@ -5,15 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import (
-    container,
-    make_node,
-    make_pod,
-    node_with_labels,
-    node_with_taints,
-    pod_with_requests,
-    snapshot,
-)
 
 from policyengine.model.plugins import (
     node_affinity,
@@ -29,6 +20,15 @@ from policyengine.model.plugins.base import (
     PreFilterResult,
 )
 from policyengine.model.plugins.config import DEFAULT_CONFIG
+from tests.model.builders import (
+    container,
+    make_node,
+    make_pod,
+    node_with_labels,
+    node_with_taints,
+    pod_with_requests,
+    snapshot,
+)
 
 
 def run_filter(module: Any, pod: Any, node: Any, pods: tuple[Any, ...] = ()) -> list[str]:

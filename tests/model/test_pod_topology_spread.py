@@ -4,9 +4,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from builders import ZONE, make_node, make_pod, snapshot, spread
 
 from policyengine.model.plugins import pod_topology_spread as pts
+from tests.model.builders import ZONE, make_node, make_pod, snapshot, spread
 
 WEB = {"app": "web"}
 MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"

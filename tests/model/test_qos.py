@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
-from builders import container, make_pod
 
 from policyengine.model.qos import BEST_EFFORT, BURSTABLE, GUARANTEED, qos_class
+from tests.model.builders import container, make_pod
 
 FULL = {"cpu": "1", "memory": "1Gi"}
 

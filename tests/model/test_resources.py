@@ -3,7 +3,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from builders import container, make_pod
 
 from policyengine.model.resources import (
     is_compressible,
@@ -15,6 +14,7 @@ from policyengine.model.resources import (
     pod_requests,
     to_units,
 )
+from tests.model.builders import container, make_pod
 
 Gi = 1024**3
 Mi = 1024**2

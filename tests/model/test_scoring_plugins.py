@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from builders import container, make_node, make_pod, pod_with_requests, snapshot
 
 from policyengine.model.plugins import balanced_allocation as ba
 from policyengine.model.plugins import image_locality as il
 from policyengine.model.plugins.config import DEFAULT_CONFIG, KUBE_1_28
+from tests.model.builders import container, make_node, make_pod, pod_with_requests, snapshot
 
 MB = 1024 * 1024
 

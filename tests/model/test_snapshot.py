@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from builders import container, make_node, make_pod, pod_on, pod_with_requests, snapshot
 
 from policyengine.model.errors import ModelError
 from policyengine.model.snapshot import snapshot_from_objects
+from tests.model.builders import container, make_node, make_pod, pod_on, pod_with_requests, snapshot
 
 Mi = 1024**2
 
