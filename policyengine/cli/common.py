@@ -303,7 +303,6 @@ class Setup:
     topology: TopologyConfig
     scheduler_name: str | None
     seed: int
-    warnings: tuple[str, ...] = ()
 
     @property
     def profile(self) -> str:
@@ -336,5 +335,4 @@ def setup(command: str, args: argparse.Namespace) -> Setup:
         topology=DEFAULT_TOPOLOGY,
         scheduler_name=args.scheduler_name,
         seed=args.seed,
-        warnings=cluster.warnings,
     )

@@ -6,8 +6,9 @@ rule rejected, and, when nothing fits, the nearest node and what it lacks — do
 requested and free amounts of each short resource. ``--node N`` opens one node: every rule's
 verdict there, with the values that decided it, and its score breakdown when it is feasible.
 
-The values come from ``policyengine.lang.trace`` (the scalar reference evaluator); the command
-reads it lazily, and without it still prints each verdict from the decision itself.
+Verdicts are the decision's own; the values come from ``policyengine.lang.trace``, which
+re-evaluates a rule with the reference evaluator in the environment the cycle built. It is
+imported only when ``--node`` asks for it (and, were it missing, the verdicts still print).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from policyengine.cli import common, render
 from policyengine.cli.render import Explanation, Nearest, NodeReport, RuleReport, Shortage
 from policyengine.engine.decision import Decision, Rejection
-from policyengine.lang.compiler import CompiledPolicy
+from policyengine.lang.compiler import CompiledPolicy, CompiledRule
 from policyengine.lang.runtime import Env
 from policyengine.model.resources import PODS, pod_requests
 from policyengine.model.snapshot import ClusterSnapshot
@@ -120,50 +121,67 @@ def _tracer() -> Any:
     return trace_rule
 
 
-def _traced(trace: Any, kind: str) -> RuleReport:
+# What a trace's outcome may say for each verdict of the cycle; it refines the verdict
+# (a pass because the guard was false is "not applicable").
+_COMPATIBLE = {
+    "passed": {"passed", "not applicable"},
+    "rejected": {"rejected", "error"},
+    "scored": {"scored", "error"},
+    "not scored": {"not scored"},
+}
+
+
+def _from_trace(trace: Any, verdict: str) -> tuple[str, tuple[tuple[str, str], ...], str | None]:
+    """The verdict refined by the trace, the observations, and the error, if any."""
     observations = tuple(
-        (str(o.text), render.show_value(o.value)) for o in getattr(trace, "observations", ())
+        (str(o.text), o.value if isinstance(o.value, str) else render.show_value(o.value))
+        for o in trace.observations
     )
-    error = getattr(trace, "error", None)
-    return RuleReport(
-        rule=str(trace.rule),
-        kind=kind,
-        verdict=str(trace.outcome),
-        reasons=tuple(getattr(trace, "reasons", ()) or ()) if kind == "filter" else (),
-        observations=observations,
-        error=str(error) if error else None,
-    )
+    outcome = str(trace.outcome)
+    if outcome in _COMPATIBLE.get(verdict, {verdict}):
+        verdict = outcome
+    elif outcome != verdict:
+        # The reference evaluator and the cycle disagree: a bug, shown rather than hidden.
+        verdict = f"{verdict} (trace: {outcome})"
+    return verdict, observations, str(trace.error) if trace.error else None
 
 
 def node_report(
     setup: common.Setup, policy: CompiledPolicy, decision: Decision, node: str
 ) -> NodeReport:
-    """Every rule's verdict on ``node``, evaluated as the cycle did (same env, same context)."""
+    """Every rule's verdict on ``node`` and, when tracing is available, the values behind it.
+
+    Verdicts are the decision's own (what the cycle did); the trace re-evaluates each rule
+    with the scalar evaluator in the same environment the cycle built, to show its inputs.
+    """
     trace_rule = _tracer()
     feasible = node in decision.feasible
     rejected = {r.rule: r for r in decision.infeasible.get(node, ())}
+    score = decision.scores.get(node)
     snapshot = setup.target.snapshot
     pod_view = PodView(setup.target.pod)
     context = CycleContext(snapshot, pod_view, setup.config, setup.topology)
     env = Env({"pod": pod_view}, context).derive(node=NodeView(snapshot.node(node), setup.topology))
+
+    def report(rule: CompiledRule, verdict: str, reasons: tuple[str, ...] = ()) -> RuleReport:
+        if trace_rule is None:
+            return RuleReport(rule.qualified_name, rule.kind, verdict, reasons)
+        verdict, observations, error = _from_trace(trace_rule(rule, env), verdict)
+        return RuleReport(rule.qualified_name, rule.kind, verdict, reasons, observations, error)
+
     reports: list[RuleReport] = []
     for rule in policy.filters:
-        if trace_rule is not None:
-            reports.append(_traced(trace_rule(rule, env), "filter"))
-        elif rule.qualified_name in rejected:
-            reasons = render.rejection_reasons(rejected[rule.qualified_name])
-            reports.append(RuleReport(rule.qualified_name, "filter", "reject", reasons))
+        rejection = rejected.get(rule.qualified_name)
+        if rejection is None:
+            reports.append(report(rule, "passed"))
         else:
-            reports.append(RuleReport(rule.qualified_name, "filter", "pass"))
-    score = decision.scores.get(node)
+            reports.append(report(rule, "rejected", render.rejection_reasons(rejection)))
     if feasible and score is not None:
         # Scores see the feasible set (PreScore state), which the cycle fixes after filtering.
         context.feasible = tuple(snapshot.node(name) for name in decision.feasible)
         for rule in policy.scores:
-            if trace_rule is not None:
-                reports.append(_traced(trace_rule(rule, env), "score"))
-            else:
-                reports.append(RuleReport(rule.qualified_name, "score", "scored"))
+            scored = score.raw.get(rule.qualified_name) is not None
+            reports.append(report(rule, "scored" if scored else "not scored"))
     return NodeReport(
         node=node,
         feasible=feasible,
@@ -174,6 +192,9 @@ def node_report(
         scores=dict(score.rules) if score is not None else {},
         raw=dict(score.raw) if score is not None else {},
         weights={rule.qualified_name: rule.weight for rule in policy.scores},
+        shortages=shortages(
+            tuple(rejected.values()), dict(pod_requests(setup.target.pod)), snapshot, node
+        ),
     )
 
 

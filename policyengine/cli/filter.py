@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     setup = common.setup("filter", args)
     decision = setup.decide()
+    common.warn("filter", decision.errors)
     if args.format == "json":
         if decision.policy is None:
             print(f"policyengine filter: {decision.message}", file=sys.stderr)

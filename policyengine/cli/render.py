@@ -265,6 +265,7 @@ class NodeReport:
     scores: Mapping[str, float] = field(default_factory=dict)
     raw: Mapping[str, float | None] = field(default_factory=dict)
     weights: Mapping[str, int] = field(default_factory=dict)
+    shortages: tuple[Shortage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -373,9 +374,12 @@ def _explain_node(r: NodeReport) -> list[str]:
         rows.append([rule.rule, rule.kind, rule.verdict, detail])
         for text, value in rule.observations:
             rows.append(["", "", "", f"{text} = {value}"])
-        if rule.error:
+        if rule.error and rule.error not in rule.reasons:
             rows.append(["", "", "", f"error: {rule.error}"])
     lines.append(_indent(table(("RULE", "KIND", "VERDICT", "DETAIL"), rows)))
+    if r.shortages:
+        lines.append("  It lacks:")
+        lines.extend(f"    {_shortage_line(s)}" for s in r.shortages)
     if not r.traced:
         lines.append("  (the values each rule read are not available in this build)")
     return lines
@@ -412,20 +416,30 @@ def _pod_count(simulation: Simulation) -> int:
 
 
 def simulation_summary(simulation: Simulation) -> dict[str, Any]:
-    """The ``summary`` object of ``simulate --format json``; see the module docstring."""
+    """The ``summary`` object of ``simulate --format json``.
+
+    ``pods`` (pending pods simulated), ``scheduled``, ``unschedulable``, ``nodes``,
+    ``policy_version``, ``seed``; ``resources``: per resource name, ``allocatable`` and
+    ``allocated_before`` / ``allocated_after`` (summed requests, base units; for ``pods`` the
+    number of pods); ``gpu_fragmentation``: ``largest_pending_request`` (GPUs),
+    ``free_gpus`` after the run, and ``fragmented_gpus``, the free GPUs on nodes with fewer
+    free than that request. Resources nobody has or asks for are left out.
+    """
     after_pods = _pod_count(simulation)
     # The engine's resource totals come from pod requests, which never name ``pods``; what a
     # node's ``pods`` allocatable bounds is the number of pods on it, so count those instead.
-    pods_allocated = {"before": after_pods - simulation.scheduled, "after": after_pods}
+    pods_before = after_pods - simulation.scheduled
     resources: dict[str, Any] = {}
+    zero = Fraction(0)
     for name in sorted(set(simulation.before) | set(simulation.after)):
         before = simulation.before.get(name)
         after = simulation.after.get(name)
-        allocatable = (after or before).allocatable if (after or before) else Fraction(0)
-        used_before = before.allocated if before else Fraction(0)
-        used_after = after.allocated if after else Fraction(0)
+        known = after or before
+        allocatable = known.allocatable if known is not None else zero
+        used_before = before.allocated if before is not None else zero
+        used_after = after.allocated if after is not None else zero
         if name == PODS:
-            used_before, used_after = pods_allocated["before"], pods_allocated["after"]
+            used_before, used_after = Fraction(pods_before), Fraction(after_pods)
         if not allocatable and not used_before and not used_after:
             continue
         resources[name] = {
@@ -476,7 +490,7 @@ def simulation_table(simulation: Simulation) -> str:
                 d.pod,
                 d.node or NONE,
                 d.policy or NONE,
-                fmt(d.scores[d.node].total) if d.node in d.scores else NONE,
+                fmt(d.scores[d.node].total) if d.node is not None and d.node in d.scores else NONE,
             ]
             for d in placed
         ]

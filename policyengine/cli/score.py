@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     setup = common.setup("score", args)
     decision = setup.decide()
+    common.warn("score", decision.errors)
     if args.format == "json":
         if decision.policy is None:
             print(f"policyengine score: {decision.message}", file=sys.stderr)

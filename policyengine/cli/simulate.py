@@ -96,7 +96,7 @@ def run_simulation(
             extra[name] = value
         elif given:
             common.warn("simulate", [f"{flag} is not applied by simulate yet"])
-    return simulate(program, cluster.snapshot, cluster.pending, args.seed, progress, **extra)  # type: ignore[arg-type]
+    return simulate(program, cluster.snapshot, cluster.pending, args.seed, progress, **extra)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -105,6 +105,8 @@ def _run(args: argparse.Namespace) -> int:
         simulation = run_simulation(args, report)
     finally:
         finish()
+    errors = dict.fromkeys(error for d in simulation.decisions for error in d.errors)
+    common.warn("simulate", list(errors))
     if args.format == "json":
         print(render.to_json(render.simulation_document(simulation)))
     elif args.format == "yaml":

@@ -151,7 +151,8 @@ def _quote_template(template: n.Template) -> str:
             for char in part:
                 out.append("{{" if char == "{" else "}}" if char == "}" else _escape_char(char))
         else:
-            out.append("{" + print_expr(part) + "}")
+            # Inside a hole a quote is written \" (the parser reads it back as a quote).
+            out.append("{" + print_expr(part).replace('"', '\\"') + "}")
     out.append('"')
     return "".join(out)
 

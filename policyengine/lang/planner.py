@@ -940,7 +940,8 @@ class Planner:
         if op in ("in", "not in") and right.const and not left.const:
             members = _as_member_set(right.value)
             if members is not None:
-                return Plan(_member_test(lf, members, op == "in"), BOOL, left.per_node)
+                test = _member_test(lf, members, op, expr.span, right.value)
+                return Plan(test, BOOL, left.per_node)
         if op not in _ARITHMETIC:
             raise PlanError(expr.op_span, f"unknown operator {op}")
         plan = Plan(
@@ -1129,12 +1130,20 @@ def _as_member_set(value: Any) -> frozenset[Any] | None:
         return None
 
 
-def _member_test(lf: Evaluator, members: frozenset[Any], positive: bool) -> Evaluator:
+def _member_test(
+    lf: Evaluator, members: frozenset[Any], op: str, span: Span, container: Any
+) -> Evaluator:
+    positive = op == "in"
+
     def member(env: Env) -> bool:
         value = lf(env)
         try:
             found = value in members
-        except TypeError:  # an unhashable value equals no hashable member
+        except TypeError as error:
+            # An unhashable value equals no hashable member of a list; but looking for it in
+            # a set fails, as it does when the set is not a constant.
+            if type(container) is frozenset:
+                raise _binary_error(span, op, value, container, error) from None
             found = False
         return found if positive else not found
 

@@ -74,6 +74,7 @@ _UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 # not stop the generator from having placed pods on such nodes earlier.
 _LIFECYCLE_TAINTS = (_UNSCHEDULABLE_TAINT, _UNREACHABLE_TAINT)
 
+_PROXY_IMAGE = "registry.example.com/mesh/proxy:1.21"  # the sidecar of templates that want one
 # The alphabet Kubernetes uses for generated name suffixes (no vowels, no look-alikes).
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -357,12 +358,16 @@ def _node_resources(shape: NodeShape, gpus: int) -> tuple[dict[str, str], dict[s
     return capacity, allocatable
 
 
-def _units(resources: Mapping[str, str]) -> list[int]:
-    """[milli-cpu, memory bytes, ephemeral bytes, gpus, pods]: the generator's ledger order."""
+def _units(resources: Mapping[str, str], round_up: bool = False) -> list[int]:
+    """[milli-cpu, memory bytes, ephemeral bytes, gpus, pods]: the generator's ledger order.
+
+    Requests round up and allocatable down, so that the ledger errs on the safe side.
+    """
+    rnd = math.ceil if round_up else math.floor
     return [
-        math.floor(parse_quantity(resources.get("cpu", "0")) * 1000),
-        math.floor(parse_quantity(resources.get("memory", "0"))),
-        math.floor(parse_quantity(resources.get("ephemeral-storage", "0"))),
+        rnd(parse_quantity(resources.get("cpu", "0")) * 1000),
+        rnd(parse_quantity(resources.get("memory", "0"))),
+        rnd(parse_quantity(resources.get("ephemeral-storage", "0"))),
         int(resources.get(NVIDIA_GPU, "0")),
         int(resources.get("pods", "0")),
     ]
@@ -537,7 +542,8 @@ def _make_nodes(spec: ClusterSpec, rand: _Rand, clock: _Clock) -> list[_NodeStat
             capacity, allocatable = _node_resources(shape, gpus)
             resources[shape, gpus] = (capacity, allocatable, _units(allocatable))
         capacity, allocatable, free = resources[shape, gpus]
-        ip = f"172.{16 + (i >> 16)}.{(i >> 8) & 255}.{(i & 255) or 1}"
+        # Addresses are unique up to 16,384 nodes; nothing reads them but people.
+        ip = f"172.{16 + ((i + 1) >> 16)}.{((i + 1) >> 8) & 255}.{(i + 1) & 255}"
         pod_prefix = f"10.{64 + ((i >> 8) & 63)}.{i & 255}"
         node_spec: dict[str, Any] = {
             "podCIDR": f"{pod_prefix}.0/24",
@@ -655,21 +661,30 @@ def _pod_shape(t: PodTemplate, spec: ClusterSpec) -> _Shape:
         containers.append(("proxy", side, dict(side) if t.guaranteed else {"memory": "128Mi"}))
     total = [0, 0, 0, 0, 1]
     for _, req, _lim in containers:
-        for k, v in enumerate(_units(req)[:4]):
+        for k, v in enumerate(_units(req, round_up=True)[:4]):
             total[k] += v
-    if not requests:
-        qos = "BestEffort"
-    elif t.guaranteed and t.cpu is not None and t.memory is not None:
-        qos = "Guaranteed"
-    else:
-        qos = "Burstable"
-    default_image = {
+    return _Shape(
+        t, containers, total, _qos(containers), t.image or _default_image(t), _tolerations(t, spec)
+    )
+
+
+def _qos(containers: Sequence[tuple[str, Mapping[str, str], Mapping[str, str]]]) -> str:
+    """The status.qosClass the API server would record; only cpu and memory count."""
+    keys = ("cpu", "memory")
+    if not any(k in r for _, req, lim in containers for r in (req, lim) for k in keys):
+        return "BestEffort"
+    if all(k in lim and req.get(k, lim[k]) == lim[k] for _, req, lim in containers for k in keys):
+        return "Guaranteed"
+    return "Burstable"
+
+
+def _default_image(t: PodTemplate) -> str:
+    return {
         SERVICE: f"registry.example.com/web/{t.name}:1.4.2",
         INFERENCE: f"nvcr.io/nvidia/tritonserver:24.01-py3-{t.name}",
         TRAINING: f"nvcr.io/nvidia/pytorch:24.01-py3-{t.name}",
         BATCH: f"registry.example.com/batch/{t.name}:2.0.1",
     }[t.kind]
-    return _Shape(t, containers, total, qos, t.image or default_image, _tolerations(t, spec))
 
 
 @dataclass(slots=True)
@@ -716,11 +731,15 @@ class _Names:
         return self.jobs[job]
 
     def unique(self, namespace: str, make: Callable[[], str]) -> str:
-        while True:
-            name = make()
+        name = make()
+        for _ in range(3):  # random suffixes collide now and then; redraw
             if (namespace, name) not in self.used:
-                self.used.add((namespace, name))
-                return name
+                break
+            name = make()
+        while (namespace, name) in self.used:  # a fixed name taken (templates named alike)
+            name = f"{name}-{self.rand.suffix()}"
+        self.used.add((namespace, name))
+        return name
 
 
 def _group_size(sizes: tuple[int, ...], left: int, rand: _Rand) -> int:
@@ -802,7 +821,7 @@ def _pod(
         if requests:
             resources["requests"] = dict(requests)
         c: dict[str, Any] = {
-            "image": shape.image if cname == "main" else "registry.example.com/mesh/proxy:1.21",
+            "image": shape.image if cname == "main" else _PROXY_IMAGE,
             "imagePullPolicy": "IfNotPresent",
             "name": cname,
             "resources": resources,
@@ -969,6 +988,8 @@ class _Placer:
             if t.hostname_anti_affinity:
                 taken.add(chosen)
             node.images[shape.image] = t.image_mb * 1_000_000
+            if len(shape.containers) > 1:
+                node.images[_PROXY_IMAGE] = 52_000_000
             return node
         return None
 
@@ -1201,7 +1222,7 @@ def demo() -> ClusterSpec:
 
     60 GPU nodes: 24 H100 and 18 A100 (8 GPUs, NVLink domains of 8) and 18 L4 (4 GPUs), all
     tainted ``dedicated=gpu:NoSchedule``; 6 nodes under a maintenance PreferNoSchedule taint,
-    2 cordoned, 1 not ready. 400 running pods use about 60% of the GPUs, scattered so that
+    2 cordoned, 1 not ready. 400 running pods use about 70% of the GPUs, scattered so that
     whole nodes are scarce; 150 pending pods, among them pods no node can ever host (16 GPUs
     per pod, a GPU model the cluster lacks, 600Gi of memory).
     """
@@ -1318,7 +1339,8 @@ def demo() -> ClusterSpec:
         cpu="12",
         memory="96Gi",
         gpus=1,
-        gpu_model="NVIDIA-B200",
+        gpu_model="NVIDIA-B200",  # a model the cluster lacks, asked for both ways
+        node_selector=((GPU_PRODUCT, "NVIDIA-B200"),),
         priority=500,
         priority_class="inference",
     )
@@ -1597,7 +1619,7 @@ def gangs(
         gpu_models=(replace(H100, share=0.6), replace(A100, share=0.4)),
         region="us-west-2",
         zones=tuple(f"us-west-2{c}" for c in "abcde"),
-        racks=max(1, num_nodes // (4 * domain_size)),
+        racks=max(5, num_nodes // (4 * domain_size)),  # four NVLink domains a rack
         nvlink_domain_size=domain_size,
         maintenance_fraction=0.0,
         cordoned=0,

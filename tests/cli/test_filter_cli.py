@@ -23,7 +23,10 @@ GPU_POLICY = str(FIXTURES / "policies" / "gpu")
 BROKEN_POLICY = str(FIXTURES / "policies" / "broken")
 KUBECTL = str(ROOT / "tests" / "data" / "k8s-wire" / "kubectl-get-nodes-pods.yaml")
 
-TAINT = {"rule": "base.taint_toleration", "reason": "node(s) had untolerated taint {dedicated: infra}"}
+TAINT = {
+    "rule": "base.taint_toleration",
+    "reason": "node(s) had untolerated taint {dedicated: infra}",
+}
 
 
 def fit(reason: str) -> dict[str, str]:
@@ -119,14 +122,26 @@ JSON_CASES = {
 
 @pytest.mark.parametrize("args, expected", JSON_CASES.values(), ids=JSON_CASES.keys())
 def test_json(capsys: pytest.CaptureFixture[str], args: list[str], expected: dict) -> None:
-    code, out, err = run(capsys, "--policy", GPU_POLICY, "--cluster", CLUSTER, *args, "--format", "json")
+    code, out, err = run(
+        capsys, "--policy", GPU_POLICY, "--cluster", CLUSTER, *args, "--format", "json"
+    )
     assert (code, err) == (0, "")
     assert json.loads(out) == expected
 
 
-def test_directory_snapshot_with_json_and_an_ignored_kind(capsys: pytest.CaptureFixture[str]) -> None:
+def test_directory_snapshot_with_json_and_an_ignored_kind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, err = run(
-        capsys, "--policy", GPU_POLICY, "--cluster", SPLIT, "--pod", "shop/api-0", "--format", "json"
+        capsys,
+        "--policy",
+        GPU_POLICY,
+        "--cluster",
+        SPLIT,
+        "--pod",
+        "shop/api-0",
+        "--format",
+        "json",
     )
     assert code == 0
     assert json.loads(out) == {
@@ -141,7 +156,9 @@ def test_directory_snapshot_with_json_and_an_ignored_kind(capsys: pytest.Capture
 
 
 def test_table(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--policy", GPU_POLICY, "--cluster", CLUSTER, "--pod", "ml/train-huge")
+    code, out, _ = run(
+        capsys, "--policy", GPU_POLICY, "--cluster", CLUSTER, "--pod", "ml/train-huge"
+    )
     assert code == 0
     version = out.split("version ", 1)[1].split("\n", 1)[0]
     assert out == (

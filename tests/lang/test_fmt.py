@@ -35,6 +35,19 @@ CASES: list[tuple[str, str, str]] = [
     ("blank file", "\n\n   \n", ""),
     ("only a comment", "\n\n# hello   \n\n", "# hello\n"),
     (
+        "a string inside a reason hole keeps its escaped quotes",
+        """
+        policy "p" {
+          filter f { true } reason "x {pod.labels[\\"k\\"]  ??  \\"none\\"} y"
+        }
+        """,
+        """
+        policy "p" {
+          filter f { true } reason "x {pod.labels[\\"k\\"] ?? \\"none\\"} y"
+        }
+        """,
+    ),
+    (
         "imports stay together, items one blank line apart",
         """
         import   "a.sched"
