@@ -10,7 +10,6 @@ installing shows the whole thing work. Unschedulable pods are a result, not an e
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
 import time
 from collections.abc import Callable
@@ -78,25 +77,16 @@ def run_simulation(
             file=sys.stderr,
         )
     common.warn("simulate", cluster.warnings)
-    # The engine's simulate grows options over time; hand it those it takes, and say so
-    # when one the user set cannot be applied rather than silently ignoring it.
-    accepted = inspect.signature(simulate).parameters
-    config = common.KUBE_VERSIONS[args.kube_version]
-    extra: dict[str, object] = {"topology": DEFAULT_TOPOLOGY}
-    for name, value, flag, given in (
-        ("config", config, "--kube-version", args.kube_version != "current"),
-        (
-            "scheduler_name",
-            args.scheduler_name,
-            "--scheduler-name",
-            args.scheduler_name is not None,
-        ),
-    ):
-        if name in accepted:
-            extra[name] = value
-        elif given:
-            common.warn("simulate", [f"{flag} is not applied by simulate yet"])
-    return simulate(program, cluster.snapshot, cluster.pending, args.seed, progress, **extra)
+    return simulate(
+        program,
+        cluster.snapshot,
+        cluster.pending,
+        args.seed,
+        progress,
+        topology=DEFAULT_TOPOLOGY,
+        config=common.KUBE_VERSIONS[args.kube_version],
+        scheduler_name=args.scheduler_name,
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

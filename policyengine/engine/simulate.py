@@ -17,8 +17,10 @@ from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.lang.compiler import Program
 from policyengine.model.objects import Pod
-from policyengine.model.resources import NVIDIA_GPU, pod_requests
+from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
+from policyengine.model.resources import NVIDIA_GPU, PODS, pod_requests
 from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
 Progress = Callable[[int, int], None]
 
@@ -76,6 +78,8 @@ def resource_use(snapshot: ClusterSnapshot) -> dict[str, ResourceUse]:
             allocatable[name] = allocatable.get(name, Fraction(0)) + value
         for name, value in info.requested.items():
             allocated[name] = allocated.get(name, Fraction(0)) + value
+    # Pods are counted, not requested: allocatable.pods against the pods on each node.
+    allocated[PODS] = Fraction(sum(len(info.pods) for info in snapshot.nodes))
     names = sorted(set(allocatable) | set(allocated))
     return {
         n: ResourceUse(allocated.get(n, Fraction(0)), allocatable.get(n, Fraction(0)))
@@ -103,15 +107,17 @@ def simulate(
     pending: Sequence[Pod],
     seed: int = 0,
     progress: Progress | None = None,
-    topology: object = None,
+    topology: TopologyConfig = DEFAULT_TOPOLOGY,
+    config: SchedulerConfig = DEFAULT_CONFIG,
+    scheduler_name: str | None = None,
 ) -> Simulation:
     rng = random.Random(seed)
     before = resource_use(snapshot)
     ordered = queue_order(pending)
     decisions = []
-    options = CycleOptions(all_filters=False)
+    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name)
     for index, pod in enumerate(ordered):
-        decision = schedule(program, pod, snapshot, rng, options, topology)
+        decision = schedule(program, pod, snapshot, rng, options, topology, config)
         decisions.append(decision)
         if decision.node is not None:
             snapshot = snapshot.with_pod(pod, decision.node)

@@ -549,7 +549,8 @@ class _Printer:
     def _use(self, use: n.Use, comments: Sequence[n.Comment], depth: int) -> list[str]:
         def text(item: n.Disable | n.Reweight) -> str:
             if isinstance(item, n.Disable):
-                return f"disable {item.rule}"
+                kind = f"{item.kind} " if item.kind else ""
+                return f"disable {kind}{item.rule}"
             return f"weight {item.rule} {item.weight}"
 
         def adjustment(item: n.Disable | n.Reweight) -> _Render:

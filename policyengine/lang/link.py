@@ -112,38 +112,52 @@ def _use(
             )
         )
         return []
-    by_name = {rule.name: rule for rule in library.rules}
-    disabled: set[str] = set()
-    weights: dict[str, int] = {}
+    # A filter and a score may share a name (kube.taint_toleration is both), so rules are
+    # looked up by name and, where the adjustment says one, by kind.
+    by_name: dict[str, list[n.Filter | n.Score]] = {}
+    for rule in library.rules:
+        by_name.setdefault(rule.name, []).append(rule)
+    disabled: set[int] = set()
+    weights: dict[int, int] = {}
     for adjustment in use.adjustments:
-        rule = by_name.get(adjustment.rule)
-        if rule is None:
+        rules = by_name.get(adjustment.rule, [])
+        kind = adjustment.kind if isinstance(adjustment, n.Disable) else "score"
+        chosen = [r for r in rules if kind is None or _kind(r) == kind]
+        if not chosen:
+            if rules and isinstance(adjustment, n.Reweight):
+                diagnostics.append(
+                    _error(
+                        "PE214",
+                        f"{library.name}.{adjustment.rule} is a filter and has no weight",
+                        adjustment.span,
+                        "only score rules have weights; use 'disable' to turn a filter off",
+                    )
+                )
+                continue
+            what = f"{kind} rule" if kind else "rule"
+            names = ", ".join(dict.fromkeys(r.name for r in library.rules)) or "none"
             diagnostics.append(
                 _error(
                     "PE214",
-                    f"library {library.name} has no rule {adjustment.rule}",
+                    f"library {library.name} has no {what} {adjustment.rule}",
                     adjustment.span,
-                    f"its rules are: {', '.join(by_name) or 'none'}",
+                    f"its rules are: {names}",
                 )
             )
             continue
-        if isinstance(adjustment, n.Disable):
-            disabled.add(rule.name)
-        elif isinstance(rule, n.Filter):
-            diagnostics.append(
-                _error(
-                    "PE214",
-                    f"{library.name}.{rule.name} is a filter and has no weight",
-                    adjustment.span,
-                    "only score rules have weights; use 'disable' to turn a filter off",
-                )
-            )
-        else:
-            weights[rule.name] = adjustment.weight
+        for rule in chosen:
+            if isinstance(adjustment, n.Disable):
+                disabled.add(id(rule))
+            else:
+                weights[id(rule)] = adjustment.weight
     return [
         LinkedRule(
-            rule, library, f"{library.name}.{rule.name}", weights.get(rule.name, _weight_of(rule))
+            rule, library, f"{library.name}.{rule.name}", weights.get(id(rule), _weight_of(rule))
         )
         for rule in library.rules
-        if rule.name not in disabled
+        if id(rule) not in disabled
     ]
+
+
+def _kind(rule: n.Filter | n.Score) -> str:
+    return "filter" if isinstance(rule, n.Filter) else "score"

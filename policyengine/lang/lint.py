@@ -720,8 +720,14 @@ def empty(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
         library = libraries.get(use.library)
         if library is None:
             return  # an unknown library is the linker's error; do not pile on
-        disabled = {a.rule for a in use.adjustments if isinstance(a, n.Disable)}
-        if any(rule.name not in disabled for rule in library.rules):
+        disabled = {
+            (a.rule, a.kind) for a in use.adjustments if isinstance(a, n.Disable)
+        }
+        kind_of = {n.Filter: "filter", n.Score: "score"}
+        if any(
+            (rule.name, None) not in disabled and (rule.name, kind_of[type(rule)]) not in disabled
+            for rule in library.rules
+        ):
             return
     if isinstance(owner, n.Library):
         yield _finding("empty_library", owner.name_span, name=owner.name)
@@ -746,9 +752,10 @@ def duplicate_uses(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
                 library=use.library,
                 policy=_display(owner),
             )
-        seen: dict[tuple[type, str], n.Disable | n.Reweight] = {}
+        seen: dict[tuple[type, str, str | None], n.Disable | n.Reweight] = {}
         for adjustment in use.adjustments:
-            first = seen.setdefault((type(adjustment), adjustment.rule), adjustment)
+            kind = adjustment.kind if isinstance(adjustment, n.Disable) else None
+            first = seen.setdefault((type(adjustment), adjustment.rule, kind), adjustment)
             if first is adjustment:
                 continue
             key = "disabled_twice" if isinstance(adjustment, n.Disable) else "reweighted_twice"

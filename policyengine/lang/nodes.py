@@ -164,8 +164,11 @@ class Match:
 
 @dataclass(frozen=True)
 class Disable:
+    """``disable [filter|score] RULE``: without a kind, every rule of that name is left out."""
+
     rule: str
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    kind: str | None = None
 
 
 @dataclass(frozen=True)

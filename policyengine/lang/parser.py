@@ -420,8 +420,15 @@ class _Builder(Transformer):
     def use_body(self, meta: Any, children: list[Any]) -> list[Any]:
         return children
 
-    def disable_item(self, meta: Any, children: list[Token]) -> n.Disable:
-        return n.Disable(str(children[0]), self._span(meta))
+    def disable_item(self, meta: Any, children: list[Any]) -> n.Disable:
+        kind, name = children
+        return n.Disable(str(name), self._span(meta), kind)
+
+    def kind_filter(self, meta: Any, children: list[Token]) -> str:
+        return "filter"
+
+    def kind_score(self, meta: Any, children: list[Token]) -> str:
+        return "score"
 
     def reweight_item(self, meta: Any, children: list[Token]) -> n.Reweight:
         return n.Reweight(str(children[0]), self._whole(children[1]), self._span(meta))

@@ -570,14 +570,16 @@ class Planner:
         of, kf = obj.fn, key.fn
         result_type: Type
         if isinstance(container, MapType):
-            result_type = Nullable(container.value)
+            # A total map (resources) reads its default for a missing key; others read null.
+            missing = container.default
+            result_type = container.value if missing is not None else Nullable(container.value)
             if key.const:
                 k = key.value
 
                 def map_get_const(env: Env) -> Any:
                     o = of(env)
                     try:
-                        return o.get(k)
+                        return o.get(k, missing)
                     except Exception as error:
                         raise _index_error(span, o, k, error) from None
 
@@ -588,7 +590,7 @@ class Planner:
                     o = of(env)
                     k = kf(env)
                     try:
-                        return o.get(k)
+                        return o.get(k, missing)
                     except Exception as error:
                         raise _index_error(span, o, k, error) from None
 

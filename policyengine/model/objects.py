@@ -174,6 +174,7 @@ class Pod:
     status_qos_class: str = ""
     nominated_node_name: str = ""
     resource_version: str = ""
+    creation_timestamp: str = ""  # RFC 3339, UTC: orders the scheduling queue among equals
 
     @property
     def key(self) -> str:

@@ -12,6 +12,7 @@ snapshot may be written by hand rather than read back from a server:
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -578,7 +579,19 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         status_qos_class=_str(ctx, status.get("qosClass"), "status.qosClass"),
         nominated_node_name=_str(ctx, status.get("nominatedNodeName"), "status.nominatedNodeName"),
         resource_version=_str(ctx, meta.get("resourceVersion"), "metadata.resourceVersion"),
+        creation_timestamp=_timestamp(ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"),
     )
+
+
+def _timestamp(ctx: _Ctx, value: Any, path: str) -> str:
+    """RFC 3339 in UTC as the API server writes it; YAML may already have made it a datetime."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _str(ctx, value, path)
 
 
 def parse_namespace(obj: Mapping[str, Any], source: str | None = None) -> Namespace:

@@ -450,3 +450,16 @@ def test_sum_of_milli_quantities_is_exact(millis: list[int]) -> None:
     parts = [part(f"p{i}", f"{m}m") for i, m in enumerate(millis)]
     result = evaluate("sum(p.size for p in widget.parts)", env_for(widget=widget(parts=parts)))
     assert result == Fraction(sum(millis), 1000)
+
+
+def test_a_total_map_reads_its_default_for_a_missing_key() -> None:
+    """Resource maps declare a default (0): a missing resource is 0, not null."""
+    from policyengine.lang.schema import Root, Schema
+    from policyengine.lang.types import Field, MapType, RecordType
+
+    resources = MapType(STRING, QUANTITY, default=Fraction(0))
+    node = RecordType("N", {"free": Field("free", resources, lambda obj: obj["free"])})
+    schema = Schema(roots={"node": Root("node", node)})
+    plan = Planner(schema).expression(parse_expression('node.free["gpu"] + node.free["cpu"]'))
+    assert plan.type == QUANTITY
+    assert plan.fn(Env({"node": {"free": {"cpu": Fraction(1, 2)}}})) == Fraction(1, 2)

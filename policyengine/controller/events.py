@@ -1,0 +1,261 @@
+"""What users see of a scheduling decision: Events and the pod's ``PodScheduled`` condition.
+
+``kubectl describe pod`` is where an operator looks first; it must say where the pod went or
+why it is still pending, and which policy (and version) decided. kube-scheduler's feedback is
+reproduced as its v1.28 client sends it (``k8s-wire/06-kube-scheduler-client-requests.txt``):
+
+* ``Scheduled`` (Normal, action ``Binding``): ``Successfully assigned NS/NAME to NODE``;
+* ``FailedScheduling`` (Warning, action ``Scheduling``): the reason histogram line;
+* both through ``events.k8s.io/v1`` with ``reportingController`` = the scheduler name and
+  ``reportingInstance`` = ``NAME-HOSTNAME``, each message followed by
+  ``(policy P version V)``;
+* on failure the pod's ``PodScheduled`` condition set to ``False``/``Unschedulable`` with the
+  same message, by a strategic-merge PATCH of the ``status`` subresource — only when the
+  message differs from what the pod already shows.
+
+De-duplication: a pending pod is retried on every cluster event, and each retry would
+otherwise post the same warning. The same (pod, reason, message) is posted at most once per
+window (10 minutes by default). Everything is posted from one background thread, so the
+scheduling loop never waits on it; failures are logged and dropped (events are best effort).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from policyengine.model.objects import Pod
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_DEDUP_WINDOW = 600.0
+_STOP = object()
+
+
+def policy_suffix(policy: str | None, version: str) -> str:
+    return f"(policy {policy or 'none'} version {version})"
+
+
+def scheduled_message(pod: Pod, node: str, policy: str | None, version: str) -> str:
+    return f"Successfully assigned {pod.key} to {node} {policy_suffix(policy, version)}"
+
+
+def failed_message(histogram: str, policy: str | None, version: str) -> str:
+    return f"{histogram} {policy_suffix(policy, version)}"
+
+
+def _event_time(now: dt.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _timestamp(now: dt.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    """Posts Events and condition patches in the background (module docstring)."""
+
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        *,
+        hostname: str | None = None,
+        dedup_window: float = DEFAULT_DEDUP_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+        request_timeout: float = 10.0,
+    ) -> None:
+        self._events = k8s.EventsV1Api(api_client)
+        self._core = k8s.CoreV1Api(api_client)
+        self._hostname = hostname or socket.gethostname()
+        self._window = dedup_window
+        self._clock = clock
+        self._timeout = request_timeout
+        self._lock = threading.Lock()
+        self._recent: dict[tuple[str, str, str], float] = {}
+        self._conditions: dict[str, str] = {}  # pod uid/key -> message we last patched
+        self._work: queue.Queue[Any] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self.posted = 0
+        self.suppressed = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._worker, name="events", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float | None = 5.0) -> None:
+        """Post what is queued (up to ``timeout``), then stop."""
+        if self._thread is None:
+            return
+        self._work.put(_STOP)
+        self._thread.join(timeout)
+        self._thread = None
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until everything queued so far was posted (for tests)."""
+        done = threading.Event()
+        self._work.put(done.set)
+        return done.wait(timeout)
+
+    # ------------------------------------------------------------------ recording
+
+    def scheduled(
+        self, pod: Pod, node: str, controller: str, policy: str | None, version: str
+    ) -> None:
+        note = scheduled_message(pod, node, policy, version)
+        self._emit(pod, controller, "Normal", "Scheduled", "Binding", note)
+        with self._lock:
+            self._conditions.pop(pod.uid or pod.key, None)
+
+    def failed_scheduling(
+        self,
+        pod: Pod,
+        controller: str,
+        message: str,
+        policy: str | None,
+        version: str,
+        *,
+        current_condition: Mapping[str, Any] | None = None,
+        patch_condition: bool = True,
+    ) -> None:
+        """A FailedScheduling event, and the PodScheduled=False condition with the same
+        message unless the pod (``current_condition``, as the watch shows it) already has it."""
+        note = failed_message(message, policy, version)
+        self._emit(pod, controller, "Warning", "FailedScheduling", "Scheduling", note)
+        if patch_condition:
+            self._patch_condition(pod, note, current_condition)
+
+    def _emit(
+        self, pod: Pod, controller: str, type_: str, reason: str, action: str, note: str
+    ) -> None:
+        dedup_key = (pod.uid or pod.key, reason, note)
+        now = self._clock()
+        with self._lock:
+            last = self._recent.get(dedup_key)
+            if last is not None and now - last < self._window:
+                self.suppressed += 1
+                return
+            self._recent[dedup_key] = now
+            if len(self._recent) > 10_000:
+                self._recent = {k: t for k, t in self._recent.items() if now - t < self._window}
+        wall = dt.datetime.now(dt.UTC)
+        body = {
+            "kind": "Event",
+            "apiVersion": "events.k8s.io/v1",
+            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
+            "eventTime": _event_time(wall),
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self._hostname}",
+            "action": action,
+            "reason": reason,
+            "regarding": {
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+                "apiVersion": "v1",
+                "resourceVersion": pod.resource_version,
+            },
+            "note": note,
+            "type": type_,
+        }
+        self._work.put(lambda: self._post_event(pod, body))
+
+    def _patch_condition(
+        self, pod: Pod, message: str, current: Mapping[str, Any] | None
+    ) -> None:
+        ident = pod.uid or pod.key
+        shown = (
+            current is not None
+            and current.get("status") == "False"
+            and current.get("reason") == "Unschedulable"
+            and current.get("message") == message
+        )
+        with self._lock:
+            if shown or self._conditions.get(ident) == message:
+                return
+            self._conditions[ident] = message
+            if len(self._conditions) > 10_000:
+                self._conditions.clear()
+        now = _timestamp(dt.datetime.now(dt.UTC))
+        transition = now
+        if current is not None and current.get("status") == "False":
+            transition = current.get("lastTransitionTime") or now  # status did not flip
+        body = {
+            "status": {
+                "conditions": [
+                    {
+                        "lastProbeTime": None,
+                        "lastTransitionTime": transition,
+                        "message": message,
+                        "reason": "Unschedulable",
+                        "status": "False",
+                        "type": "PodScheduled",
+                    }
+                ]
+            }
+        }
+        self._work.put(lambda: self._post_patch(pod, ident, message, body))
+
+    # ------------------------------------------------------------------ the worker
+
+    def _worker(self) -> None:
+        while True:
+            job = self._work.get()
+            if job is _STOP:
+                return
+            try:
+                job()
+            except Exception:
+                log.exception("event job failed")
+
+    def _post_event(self, pod: Pod, body: dict[str, Any]) -> None:
+        try:
+            response = self._events.create_namespaced_event(
+                pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
+            )
+            response.release_conn()
+            self.posted += 1
+        except ApiException as exc:
+            log.warning(
+                "could not post event",
+                pod=pod.key,
+                reason=body["reason"],
+                status=exc.status,
+                error=exc.reason,
+            )
+        except OSError as exc:
+            log.warning("could not post event", pod=pod.key, reason=body["reason"], error=str(exc))
+        except Exception as exc:  # urllib3 errors and the like: events are best effort
+            log.warning("could not post event", pod=pod.key, reason=body["reason"], error=str(exc))
+
+    def _post_patch(self, pod: Pod, ident: str, message: str, body: dict[str, Any]) -> None:
+        try:
+            response = self._core.patch_namespaced_pod_status(
+                pod.name, pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
+            )
+            response.release_conn()
+            log.debug("updated pod condition", pod=pod.key, condition="PodScheduled=False")
+        except Exception as exc:
+            # Let the next failure try again; a 404 means the pod is gone, which is fine.
+            with self._lock:
+                if self._conditions.get(ident) == message:
+                    del self._conditions[ident]
+            status = getattr(exc, "status", None)
+            if status != 404:
+                with contextlib.suppress(Exception):
+                    log.warning(
+                        "could not update pod condition", pod=pod.key, status=status, error=str(exc)
+                    )

@@ -1,0 +1,423 @@
+"""The scheduler loop: watch the cluster, take pending pods in order, decide, assume, bind.
+
+This is where the controller pieces meet; each of them exists for one reason and this module
+only wires them the way kube-scheduler does:
+
+* two informers (``informer``) keep the cluster cache (``cache``) and the scheduling queue
+  (``queue``) in step with the API server: nodes, and *all* pods (pods placed by other
+  schedulers use capacity too), with kube-scheduler's field selector that leaves out finished
+  pods;
+* the loop pops one pod at a time, reads the program (``program_source()``, once per cycle, so
+  a reload takes effect between cycles), reads one immutable snapshot, runs the engine with the
+  pod's profile (its ``spec.schedulerName``), and either assumes the chosen node and hands the
+  bind to the binder (``binder``), or parks the pod as unschedulable and tells the user
+  (``events``);
+* bind results come back on binder threads: success confirms and emits ``Scheduled``, a 409
+  drops the pod, anything else forgets the assumption and requeues it with backoff.
+
+A pod is ours when its ``spec.schedulerName`` is one of ``scheduler_names`` (by default the
+program's profile names, read when the scheduler is built). The tie-break rng is seeded, so a
+run over the same event order is reproducible.
+
+``SchedulerHooks`` lets metrics observe the loop without the loop knowing Prometheus.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from kubernetes import client as k8s
+
+from policyengine.controller.binder import Binder, BindOutcome, BindResult
+from policyengine.controller.cache import NODE_ADDED, NODE_CHANGED, AssumeError, ClusterCache
+from policyengine.controller.events import EventRecorder
+from policyengine.controller.informer import Informer, InformerOptions, object_key
+from policyengine.controller.queue import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_UPDATE,
+    QueuedPod,
+    SchedulingQueue,
+)
+from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.decision import Decision
+from policyengine.lang.compiler import Program
+from policyengine.model.errors import ModelError
+from policyengine.model.objects import Pod
+from policyengine.model.parse import parse_node, parse_pod
+
+log = structlog.get_logger(__name__)
+
+JSON = dict[str, Any]
+
+# kube-scheduler's pod informer leaves out pods that can never hold resources again.
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def _noop(*_args: Any) -> None:
+    return None
+
+
+@dataclass
+class SchedulerHooks:
+    """Callbacks for observers (metrics); each defaults to doing nothing. They run on the
+    loop's or a binder's thread and must be quick."""
+
+    # result: "scheduled" | "unschedulable" | "error"; profile; seconds of the attempt
+    on_attempt: Callable[[str, str, float], None] = _noop
+    # stage: "filter_score" | "bind" | "e2e"; seconds
+    on_stage: Callable[[str, float], None] = _noop
+    # {"active": n, "backoff": n, "unschedulable": n}
+    on_queue: Callable[[dict[str, int]], None] = _noop
+    # binds in flight
+    on_bind: Callable[[int], None] = _noop
+
+
+@dataclass(frozen=True)
+class SchedulerOptions:
+    """Timings; the defaults are kube-scheduler's, tests shorten them."""
+
+    informer: InformerOptions = field(default_factory=InformerOptions)
+    initial_backoff: float = 1.0
+    max_backoff: float = 10.0
+    max_unschedulable: float = 300.0
+    assume_ttl: float = 30.0
+    event_dedup_window: float = 600.0
+    bind_timeout: float = 30.0
+    housekeeping_interval: float = 1.0
+    shutdown_timeout: float = 30.0  # how long binds in flight may take to finish on stop
+
+
+class Scheduler:
+    """The scheduling loop (module docstring)."""
+
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        program_source: Callable[[], Program],
+        *,
+        scheduler_names: Sequence[str] | None = None,
+        seed: int | None = None,
+        bind_workers: int = 16,
+        hooks: SchedulerHooks | None = None,
+        options: SchedulerOptions | None = None,
+    ) -> None:
+        self._program_source = program_source
+        if scheduler_names is None:
+            scheduler_names = tuple(program_source().profiles)
+        self.scheduler_names = tuple(scheduler_names)
+        self._names = frozenset(self.scheduler_names)
+        self._hooks = hooks or SchedulerHooks()
+        self._options = options or SchedulerOptions()
+        opts = self._options
+        self._rng = random.Random(seed)
+        self.cache = ClusterCache(assume_ttl=opts.assume_ttl)
+        self.queue = SchedulingQueue(
+            initial_backoff=opts.initial_backoff,
+            max_backoff=opts.max_backoff,
+            max_unschedulable=opts.max_unschedulable,
+        )
+        self.binder = Binder(
+            api_client,
+            workers=bind_workers,
+            request_timeout=opts.bind_timeout,
+            on_in_flight=self._on_bind_count,
+        )
+        self.events = EventRecorder(api_client, dedup_window=opts.event_dedup_window)
+        core = k8s.CoreV1Api(api_client)
+        informer_rng = random.Random(seed)
+        self.node_informer = Informer(
+            "nodes",
+            core.list_node,
+            _Handler(self._node_added, self._node_updated, self._node_deleted),
+            options=opts.informer,
+            rng=informer_rng,
+        )
+        self.pod_informer = Informer(
+            "pods",
+            core.list_pod_for_all_namespaces,
+            _Handler(self._pod_added, self._pod_updated, self._pod_deleted),
+            field_selector=POD_FIELD_SELECTOR,
+            options=opts.informer,
+            rng=informer_rng,
+        )
+        self._running = threading.Event()
+        self.cycles = 0
+
+    # ------------------------------------------------------------------ public API
+
+    def run(self, stop: threading.Event) -> None:
+        """Schedule until ``stop`` is set; then finish binds in flight and return."""
+        log.info("scheduler starting", scheduler_names=list(self.scheduler_names))
+        self.events.start()
+        self.node_informer.start()
+        self.pod_informer.start()
+        try:
+            while not stop.is_set() and not self.has_synced():
+                stop.wait(0.05)
+            if not stop.is_set():
+                log.info("caches synced", **self.stats())
+                self._running.set()
+            next_housekeeping = 0.0
+            while not stop.is_set():
+                now = time.monotonic()
+                if now >= next_housekeeping:
+                    self._housekeeping()
+                    next_housekeeping = now + self._options.housekeeping_interval
+                item = self.queue.pop(timeout=min(0.2, self._options.housekeeping_interval))
+                if item is None:
+                    continue
+                if stop.is_set():
+                    # Not scheduled: leave it for whoever runs next (a new leader).
+                    self.queue.done(item.key)
+                    break
+                self._schedule_one(item)
+        finally:
+            self._shutdown()
+
+    def has_synced(self) -> bool:
+        return self.node_informer.has_synced() and self.pod_informer.has_synced()
+
+    def stats(self) -> dict[str, int]:
+        """Queue depths by sub-queue, pods in a scheduling or binding cycle, binds in flight."""
+        return {
+            **self.queue.depths(),
+            "in_flight": self.queue.in_flight(),
+            "binds_in_flight": self.binder.in_flight(),
+        }
+
+    # ------------------------------------------------------------------ the loop
+
+    def _shutdown(self) -> None:
+        log.info("scheduler stopping", **self.stats())
+        self._running.clear()
+        self.queue.close()
+        if not self.binder.shutdown(timeout=self._options.shutdown_timeout):
+            log.warning("binds still in flight at shutdown", binds=self.binder.in_flight())
+        self.events.stop(timeout=5.0)
+        self.pod_informer.stop()
+        self.node_informer.stop()
+        log.info("scheduler stopped")
+
+    def _housekeeping(self) -> None:
+        for key in self.cache.cleanup_expired():
+            # The bind finished long ago but the watch never showed the pod: ask again.
+            pod_obj = self.pod_informer.get(key)
+            if pod_obj is not None:
+                self._pod_added(pod_obj)
+        self._call(self._hooks.on_queue, self.queue.depths())
+
+    def _schedule_one(self, item: QueuedPod) -> None:
+        self.cycles += 1
+        start = time.perf_counter()
+        pod = item.pod
+        profile = pod.scheduler_name
+        if self.cache.is_assumed(pod.key) or pod.key in self.cache.snapshot().pod_nodes:
+            # Placed while it waited (our earlier bind, or someone else's): nothing to do.
+            self.queue.done(pod.key)
+            return
+        try:
+            program = self._program_source()
+            snapshot = self.cache.snapshot()
+            decision = schedule(
+                program,
+                pod,
+                snapshot,
+                self._rng,
+                CycleOptions(all_filters=False, scheduler_name=profile),
+            )
+        except Exception:
+            log.exception("scheduling cycle failed", pod=pod.key)
+            self.queue.add_backoff(item)
+            self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
+            return
+        self._call(self._hooks.on_stage, "filter_score", time.perf_counter() - start)
+        if decision.node is None:
+            self._unschedulable(item, decision, start)
+            return
+        try:
+            self.cache.assume(pod, decision.node)
+        except AssumeError as exc:
+            log.info("could not assume pod", pod=pod.key, node=decision.node, error=str(exc))
+            self.queue.add_backoff(item)
+            self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
+            return
+        started = self.binder.bind(
+            pod,
+            decision.node,
+            lambda result: self._bound(item, decision, start, result),
+        )
+        if not started:
+            self.cache.forget(pod.key)
+            self.queue.add_backoff(item)
+
+    def _unschedulable(self, item: QueuedPod, decision: Decision, start: float) -> None:
+        pod = item.pod
+        self.queue.add_unschedulable(item)
+        log.info(
+            "unable to schedule pod; waiting",
+            pod=pod.key,
+            reason=decision.message,
+            policy=decision.policy,
+            version=decision.version,
+        )
+        raw = self.pod_informer.get(pod.key)
+        self.events.failed_scheduling(
+            pod,
+            pod.scheduler_name,
+            decision.message,
+            decision.policy,
+            decision.version,
+            current_condition=_pod_scheduled_condition(raw),
+        )
+        self._call(
+            self._hooks.on_attempt, "unschedulable", pod.scheduler_name, time.perf_counter() - start
+        )
+
+    def _bound(self, item: QueuedPod, decision: Decision, start: float, result: BindResult) -> None:
+        pod, node, profile = item.pod, result.node, item.pod.scheduler_name
+        self._call(self._hooks.on_stage, "bind", result.seconds)
+        if result.outcome is BindOutcome.BOUND:
+            self.cache.finish_binding(pod.key)
+            self.queue.done(pod.key)
+            log.info(
+                "bound pod",
+                pod=pod.key,
+                node=node,
+                policy=decision.policy,
+                version=decision.version,
+                feasible=len(decision.feasible),
+                evaluated=decision.num_nodes,
+            )
+            self.events.scheduled(pod, node, profile, decision.policy, decision.version)
+            self._call(self._hooks.on_attempt, "scheduled", profile, time.perf_counter() - start)
+            if item.first_popped_at is not None:
+                self._call(self._hooks.on_stage, "e2e", time.monotonic() - item.first_popped_at)
+        elif result.outcome is BindOutcome.CONFLICT:
+            # Already bound (or recreated): the watch will tell the cache where it really is;
+            # until then the assumption holds the capacity, and expires if never confirmed.
+            self.cache.finish_binding(pod.key)
+            self.queue.done(pod.key)
+            log.info("pod already bound; dropping", pod=pod.key, node=node, error=result.message)
+            self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
+        else:
+            self.cache.forget(pod.key)
+            self.queue.add_backoff(item)
+            log.warning(
+                "bind failed; will retry",
+                pod=pod.key,
+                node=node,
+                status=result.status,
+                error=result.message,
+            )
+            self.events.failed_scheduling(
+                pod,
+                profile,
+                f"Binding rejected: {result.message}",
+                decision.policy,
+                decision.version,
+                patch_condition=False,
+            )
+            self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
+
+    # ------------------------------------------------------------------ informer handlers
+
+    def _node_added(self, obj: JSON) -> None:
+        self._node_updated(None, obj)
+
+    def _node_updated(self, _old: JSON | None, obj: JSON) -> None:
+        try:
+            node = parse_node(obj)
+        except ModelError as exc:
+            log.warning("ignoring unreadable node", node=object_key(obj), error=str(exc))
+            return
+        change = self.cache.set_node(node)
+        if change == NODE_ADDED:
+            self.queue.move_all(NODE_ADD)
+        elif change == NODE_CHANGED:
+            self.queue.move_all(NODE_UPDATE)
+
+    def _node_deleted(self, obj: JSON) -> None:
+        self.cache.remove_node(object_key(obj))
+
+    def _pod_added(self, obj: JSON) -> None:
+        self._pod_updated(None, obj)
+
+    def _pod_updated(self, _old: JSON | None, obj: JSON) -> None:
+        key = object_key(obj)
+        try:
+            pod = parse_pod(obj)
+        except ModelError as exc:
+            log.warning("ignoring unreadable pod", pod=key, error=str(exc))
+            self.queue.delete(key)
+            return
+        if pod.phase in TERMINAL_PHASES:
+            self._pod_deleted(obj)
+            return
+        if pod.node_name:
+            # Assigned (by us — a confirmation — or by anyone else): capacity, not queue.
+            new = self.cache.set_pod(pod)
+            self.queue.delete(key)
+            if new:
+                self.queue.move_all(ASSIGNED_POD_ADD, _has_pod_affinity)
+            return
+        if pod.scheduler_name not in self._names:
+            return
+        if pod.deletion_timestamp:
+            self.queue.delete(key)
+            return
+        if self.cache.is_assumed(key, pod.uid):
+            return  # our bind is in flight or awaits the watch; not pending any more
+        created = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+        self.queue.update(pod, created)
+
+    def _pod_deleted(self, obj: JSON) -> None:
+        key = object_key(obj)
+        self.queue.delete(key)
+        if self.cache.remove_pod(key):
+            self.queue.move_all(ASSIGNED_POD_DELETE)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _on_bind_count(self, count: int) -> None:
+        self._call(self._hooks.on_bind, count)
+
+    @staticmethod
+    def _call(hook: Callable[..., None], *args: Any) -> None:
+        try:
+            hook(*args)
+        except Exception:
+            log.exception("scheduler hook failed")
+
+
+class _Handler:
+    def __init__(
+        self,
+        on_add: Callable[[JSON], None],
+        on_update: Callable[[JSON, JSON], None],
+        on_delete: Callable[[JSON], None],
+    ) -> None:
+        self.on_add = on_add
+        self.on_update = on_update
+        self.on_delete = on_delete
+
+
+def _has_pod_affinity(pod: Pod) -> bool:
+    return pod.has_pod_affinity_constraints
+
+
+def _pod_scheduled_condition(obj: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if not obj:
+        return None
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled":
+            return condition  # type: ignore[no-any-return]
+    return None
