@@ -29,6 +29,14 @@ def test_queue_order_is_priority_then_age_then_name() -> None:
     assert [p.name for p in queue_order(pods)] == ["high", "mid-a", "mid-b", "low"]
 
 
+def test_older_pods_go_first_among_equal_priorities() -> None:
+    from dataclasses import replace
+
+    young = replace(make_pod("a-young", priority=5), creation_timestamp="2026-01-02T00:00:00Z")
+    old = replace(make_pod("z-old", priority=5), creation_timestamp="2026-01-01T00:00:00Z")
+    assert [p.name for p in queue_order([young, old])] == ["z-old", "a-young"]
+
+
 def test_each_placement_is_assumed_before_the_next_pod() -> None:
     # Two 3-CPU pods on two 4-CPU nodes: the second must see the first and go elsewhere.
     nodes = [make_node("a", cpu="4"), make_node("b", cpu="4")]

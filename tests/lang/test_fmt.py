@@ -35,6 +35,11 @@ CASES: list[tuple[str, str, str]] = [
     ("blank file", "\n\n   \n", ""),
     ("only a comment", "\n\n# hello   \n\n", "# hello\n"),
     (
+        "disable may name the kind of rule",
+        'policy "p" {\n  use kube {  disable   score   fit }\n}\n',
+        'policy "p" {\n  use kube { disable score fit }\n}\n',
+    ),
+    (
         "a string inside a reason hole keeps its escaped quotes",
         """
         policy "p" {
