@@ -155,6 +155,7 @@ class Binder:
                 _request_timeout=self._timeout,
             )
             status = int(response.status)
+            _ = response.data  # read the Status body, or the pooled connection is unusable
             response.release_conn()
             return BindResult(
                 pod, node, BindOutcome.BOUND, status, "", time.perf_counter() - start

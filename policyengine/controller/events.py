@@ -226,6 +226,7 @@ class EventRecorder:
             response = self._events.create_namespaced_event(
                 pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
             )
+            _ = response.data  # read the body, or the pooled connection is unusable
             response.release_conn()
             self.posted += 1
         except ApiException as exc:
@@ -246,6 +247,7 @@ class EventRecorder:
             response = self._core.patch_namespaced_pod_status(
                 pod.name, pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
             )
+            _ = response.data
             response.release_conn()
             log.debug("updated pod condition", pod=pod.key, condition="PodScheduled=False")
         except Exception as exc:

@@ -236,6 +236,7 @@ class Informer:
                 **kwargs,
             )
             body = json.loads(response.data)
+            response.release_conn()
             for item in body.get("items") or ():
                 items[object_key(item)] = item
             meta = body.get("metadata") or {}
@@ -293,6 +294,9 @@ class Informer:
         finally:
             with self._response_lock:
                 self._response = None
+            # A watch may end half-read (stop, drop): never hand its socket back for reuse.
+            with contextlib.suppress(Exception):
+                response.close()
             with contextlib.suppress(Exception):
                 response.release_conn()
 

@@ -19,6 +19,15 @@ LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("json", "console")
 
 
+_FIRST = ("timestamp", "level", "logger", "event")
+
+
+def _ordered(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+    # Readers and grep scan a line from the left: the fixed keys first, then the call's own.
+    head = {key: event[key] for key in _FIRST if key in event}
+    return {**head, **{k: v for k, v in event.items() if k not in head}}
+
+
 def _renderer(fmt: str) -> Any:
     if fmt == "console":
         return structlog.dev.ConsoleRenderer(colors=False)
@@ -26,38 +35,44 @@ def _renderer(fmt: str) -> Any:
 
 
 def configure(level: str = "info", fmt: str = "json", stream: TextIO | None = None) -> None:
-    """Configure structlog (and the stdlib ``logging`` root) for the whole process."""
+    """Configure structlog and the stdlib ``logging`` root for the whole process.
+
+    structlog loggers go through the stdlib ``logging`` machinery (its level filter, its
+    logger names), so ``structlog.get_logger(__name__)`` anywhere in the controller gets the
+    ``logger`` key, and foreign records are rendered by the same renderer.
+    """
     if fmt not in FORMATS:
         raise ValueError(f"unknown log format {fmt!r} (expected one of {', '.join(FORMATS)})")
     if level not in LEVELS:
         raise ValueError(f"unknown log level {level!r} (expected one of {', '.join(LEVELS)})")
-    out = stream if stream is not None else sys.stderr
     numeric = getattr(logging, level.upper())
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),
-        structlog.processors.add_log_level,
+        structlog.processors.StackInfoRenderer(),
     ]
     structlog.configure(
         processors=[
+            structlog.stdlib.filter_by_level,
             *shared,
-            structlog.processors.StackInfoRenderer(),
-            structlog.processors.format_exc_info,
-            _renderer(fmt),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=out),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(out)
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            processor=_renderer(fmt),
-            foreign_pre_chain=[
-                *shared,
-                structlog.stdlib.add_logger_name,
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,
+                _ordered,
+                _renderer(fmt),
             ],
+            foreign_pre_chain=shared,
         )
     )
     root = logging.getLogger()
@@ -69,5 +84,5 @@ def configure(level: str = "info", fmt: str = "json", stream: TextIO | None = No
 
 
 def get_logger(name: str) -> Any:
-    """A structlog logger whose records carry ``logger=name``."""
-    return structlog.get_logger().bind(logger=name)
+    """A structlog logger named ``name`` (the ``logger`` key of its records)."""
+    return structlog.get_logger(name)
