@@ -20,6 +20,7 @@ from pathlib import Path
 
 from policyengine.cli import output
 from policyengine.diagnostics import Diagnostic, Severity
+from policyengine.lang import nodes as n
 from policyengine.lang.link import link
 from policyengine.lang.lint import RULES, finish, lint
 from policyengine.lang.lint_config import ConfigError, LintConfig, load_config
@@ -30,10 +31,21 @@ FORMATS = ("text", "json", "sarif", "github")
 
 
 @dataclass(frozen=True)
+class RuleCost:
+    """One rule's static cost bound, for ``--costs``."""
+
+    where: str  # file:line:col of the rule
+    rule: str  # owner.name, e.g. kube.node_affinity or gpu-binpack.gpu_model
+    kind: str
+    bound: int
+
+
+@dataclass(frozen=True)
 class LintReport:
     diagnostics: list[Diagnostic]
     sources: dict[str, str]
     files: int
+    costs: tuple[RuleCost, ...] = ()
 
     @property
     def io_error(self) -> bool:
@@ -64,7 +76,34 @@ def lint_paths(paths: list[str], schema: Schema, config: LintConfig) -> LintRepo
     result = check(unit, schema, linked)
     diagnostics.extend(result.diagnostics)
     diagnostics.extend(lint(unit, result, schema, config))
-    return LintReport(finish(diagnostics, unit, config), dict(unit.sources), len(unit.sources))
+    costs = tuple(
+        RuleCost(
+            str(rule.span),
+            f"{owner.name}.{rule.name}",
+            "filter" if isinstance(rule, n.Filter) else "score",
+            result.rule_cost(rule).total,
+        )
+        for file in unit.files
+        for owner in (*file.libraries, *file.policies)
+        for rule in owner.rules
+        if id(rule) in result.rule_costs
+    )
+    return LintReport(
+        finish(diagnostics, unit, config), dict(unit.sources), len(unit.sources), costs
+    )
+
+
+def cost_table(costs: tuple[RuleCost, ...], budget: int) -> str:
+    """Every rule's static cost bound (the most a rule can cost per node), dearest first."""
+    rows = sorted(costs, key=lambda c: (-c.bound, c.where))
+    header = ("RULE", "KIND", "COST BOUND", "WHERE")
+    body = [(c.rule, c.kind, str(c.bound), c.where) for c in rows]
+    widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+        for r in (header, *body)
+    ]
+    return "\n".join([*lines, f"budget: {budget} (PE305 reports rules above it)"])
 
 
 def _non_negative(text: str) -> int:
@@ -96,6 +135,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_non_negative,
         metavar="N",
         help="report rules whose static cost bound exceeds N (PE305)",
+    )
+    parser.add_argument(
+        "--costs",
+        action="store_true",
+        help="also print every rule's static cost bound (text format only)",
     )
     parser.set_defaults(run=run)
 
@@ -129,4 +173,12 @@ def run(args: argparse.Namespace) -> int:
     text = render(report, args.format)
     if text:
         print(text)
+    if args.costs:
+        if args.format != "text":
+            print(
+                "policyengine lint: --costs prints a table, so it needs --format text",
+                file=sys.stderr,
+            )
+            return 2
+        print(cost_table(report.costs, config.cost_budget))
     return report.exit_code(strict)

@@ -335,3 +335,23 @@ def test_the_installed_command(tmp_path: Path) -> None:
     assert document["files"] == 2
     found = [(d["file"], d["line"], d["column"], d["code"]) for d in document["diagnostics"]]
     assert found == [(d["file"], d["line"], d["column"], d["code"]) for d in want["diagnostics"]]
+
+
+def test_costs_lists_every_rule_with_its_static_bound(tmp_path, capsys) -> None:
+    from policyengine.cli.main import main as cli_main
+
+    policy = tmp_path / "p.sched"
+    policy.write_text(
+        'policy "p" {\n'
+        "  filter cheap { node.ready }\n"
+        '  filter dear { any(t.key == "x" for t in node.taints) }\n'
+        "}\n"
+    )
+    assert cli_main(["lint", str(policy), "--costs", "--cost-budget", "50"]) == 0  # warnings only
+    out = capsys.readouterr().out
+    table = out[out.index("RULE") :].splitlines()
+    assert table[0].split() == ["RULE", "KIND", "COST", "BOUND", "WHERE"]
+    assert table[1].split()[:3] == ["p.dear", "filter", "260"]  # 64 taints at most
+    assert table[2].split()[:3] == ["p.cheap", "filter", "2"]
+    assert table[-1] == "budget: 50 (PE305 reports rules above it)"
+    assert cli_main(["lint", str(policy), "--costs", "--format", "json"]) == 2
