@@ -7,11 +7,15 @@ goes to stderr, the table to stdout.
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -87,3 +91,87 @@ def table(rows: Sequence[Measurement]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+# --- additions for the per-pod scenarios: pending rows, percentiles, JSON -------------------
+
+
+def pending(scenario: str, needs: str) -> Measurement:
+    """A row for a scenario that cannot run yet: no number at all rather than a made-up one."""
+    return Measurement(scenario, f"pending: needs {needs}", math.nan, "", 0, math.nan, math.nan)
+
+
+def percentile(samples: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile (no interpolation: with few samples p99 is the maximum)."""
+    ordered = sorted(samples)
+    if not ordered:
+        return math.nan
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def render(rows: Sequence[Measurement]) -> str:
+    """``table``, but a pending row shows blanks where ``table`` would print ``nan``."""
+
+    def number(value: float) -> str:
+        return "" if math.isnan(value) else f"{value:.3f}"
+
+    header = ("scenario", "metric", "median", "unit", "min", "max", "runs", "target")
+    body = [
+        (
+            r.scenario,
+            r.metric,
+            number(r.median),
+            r.unit,
+            number(r.low),
+            number(r.high),
+            str(r.runs) if r.runs else "",
+            r.target,
+        )
+        for r in rows
+    ]
+    widths = [max(len(c) for c in col) for col in zip(header, *body, strict=False)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in (header, *body)
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def to_json(rows: Sequence[Measurement], **context: object) -> str:
+    """Every row as a JSON object (pending rows with nulls), plus what the run was."""
+
+    def clean(value: object) -> object:
+        return None if isinstance(value, float) and math.isnan(value) else value
+
+    document = {
+        **context,
+        "rows": [{k: clean(v) for k, v in asdict(r).items()} for r in rows],
+    }
+    return json.dumps(document, indent=2, sort_keys=False)
+
+
+_NOTES: dict[str, dict[str, object]] = {}
+
+
+def note(scenario: str, **values: object) -> None:
+    """Keep facts about a scenario that are not timings (counts, disagreements) for ``--json``."""
+    _NOTES.setdefault(scenario, {}).update(values)
+
+
+def notes() -> dict[str, dict[str, object]]:
+    return {k: dict(v) for k, v in _NOTES.items()}
+
+
+def flag(scenario: str, text: str, target: str = "") -> Measurement:
+    """A row that states a fact instead of a timing (a check that failed, a count that
+    differs between runs); like ``pending``, it has no number."""
+    return Measurement(scenario, text, math.nan, "", 0, math.nan, math.nan, target)
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a scenario's child process: this checkout first on the path."""
+    root = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path}

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "policyengine.cli.score",
     "policyengine.cli.explain",
     "policyengine.cli.simulate",
+    "policyengine.cli.run",
 )
 
 

@@ -79,7 +79,8 @@ class Binder:
         request_timeout: float = 30.0,
         on_in_flight: Callable[[int], None] | None = None,
     ) -> None:
-        self._core = k8s.CoreV1Api(api_client)
+        # Typed as Any: we call it on the raw wire (_preload_content=False), not with models.
+        self._core: Any = k8s.CoreV1Api(api_client)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="bind")
         self._timeout = request_timeout
         self._lock = threading.Lock()
@@ -157,9 +158,7 @@ class Binder:
             status = int(response.status)
             _ = response.data  # read the Status body, or the pooled connection is unusable
             response.release_conn()
-            return BindResult(
-                pod, node, BindOutcome.BOUND, status, "", time.perf_counter() - start
-            )
+            return BindResult(pod, node, BindOutcome.BOUND, status, "", time.perf_counter() - start)
         except ApiException as exc:
             message = _message(exc)
             outcome = BindOutcome.CONFLICT if exc.status == 409 else BindOutcome.FAILED

@@ -21,7 +21,6 @@ scheduling loop never waits on it; failures are logged and dropped (events are b
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import queue
 import socket
@@ -32,7 +31,6 @@ from typing import Any
 
 import structlog
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
 from policyengine.model.objects import Pod
 
@@ -74,8 +72,9 @@ class EventRecorder:
         clock: Callable[[], float] = time.monotonic,
         request_timeout: float = 10.0,
     ) -> None:
-        self._events = k8s.EventsV1Api(api_client)
-        self._core = k8s.CoreV1Api(api_client)
+        # Typed as Any: called on the raw wire (_preload_content=False), not with models.
+        self._events: Any = k8s.EventsV1Api(api_client)
+        self._core: Any = k8s.CoreV1Api(api_client)
         self._hostname = hostname or socket.gethostname()
         self._window = dedup_window
         self._clock = clock
@@ -173,9 +172,7 @@ class EventRecorder:
         }
         self._work.put(lambda: self._post_event(pod, body))
 
-    def _patch_condition(
-        self, pod: Pod, message: str, current: Mapping[str, Any] | None
-    ) -> None:
+    def _patch_condition(self, pod: Pod, message: str, current: Mapping[str, Any] | None) -> None:
         ident = pod.uid or pod.key
         shown = (
             current is not None
@@ -229,23 +226,23 @@ class EventRecorder:
             _ = response.data  # read the body, or the pooled connection is unusable
             response.release_conn()
             self.posted += 1
-        except ApiException as exc:
+        except Exception as exc:  # events are best effort: log and move on
             log.warning(
                 "could not post event",
                 pod=pod.key,
                 reason=body["reason"],
-                status=exc.status,
-                error=exc.reason,
+                status=getattr(exc, "status", None),
+                error=str(getattr(exc, "reason", None) or exc),
             )
-        except OSError as exc:
-            log.warning("could not post event", pod=pod.key, reason=body["reason"], error=str(exc))
-        except Exception as exc:  # urllib3 errors and the like: events are best effort
-            log.warning("could not post event", pod=pod.key, reason=body["reason"], error=str(exc))
 
     def _post_patch(self, pod: Pod, ident: str, message: str, body: dict[str, Any]) -> None:
         try:
             response = self._core.patch_namespaced_pod_status(
-                pod.name, pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
+                pod.name,
+                pod.namespace,
+                body,
+                _preload_content=False,
+                _request_timeout=self._timeout,
             )
             _ = response.data
             response.release_conn()
@@ -257,7 +254,9 @@ class EventRecorder:
                     del self._conditions[ident]
             status = getattr(exc, "status", None)
             if status != 404:
-                with contextlib.suppress(Exception):
-                    log.warning(
-                        "could not update pod condition", pod=pod.key, status=status, error=str(exc)
-                    )
+                log.warning(
+                    "could not update pod condition",
+                    pod=pod.key,
+                    status=status,
+                    error=str(getattr(exc, "reason", None) or exc),
+                )

@@ -28,6 +28,7 @@ import contextlib
 import json
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -181,7 +182,10 @@ class Informer:
                     self._list_and_replace()
                     need_list = False
                     verb = "watch"
-                self._watch_once()
+                opened = time.monotonic()
+                if self._watch_once() == 0 and time.monotonic() - opened < 1.0:
+                    # A server that closes watches at once must not make us spin.
+                    self._fail("watch", "watch closed immediately", None)
             except _Gone:
                 log.info("watch history expired; relisting", resource=self.resource)
                 need_list = True
@@ -266,7 +270,8 @@ class Informer:
             elif _rv(previous) != _rv(obj):
                 self._dispatch("update", obj, previous)
 
-    def _watch_once(self) -> None:
+    def _watch_once(self) -> int:
+        """One watch until it ends; returns how many events it delivered."""
         low, high = self._options.watch_timeout
         timeout = self._rng.randint(low, high) if high > low else low
         kwargs: dict[str, Any] = {}
@@ -284,13 +289,16 @@ class Informer:
         with self._response_lock:
             self._response = response
         self.watches += 1
+        delivered = 0
         try:
             if self._stopping.is_set():
-                return
+                return delivered
             for line in _lines(response):
                 self._handle_line(line)
+                delivered += 1
                 if self._stopping.is_set():
-                    return
+                    break
+            return delivered
         finally:
             with self._response_lock:
                 self._response = None

@@ -31,7 +31,7 @@ def _ordered(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
 def _renderer(fmt: str) -> Any:
     if fmt == "console":
         return structlog.dev.ConsoleRenderer(colors=False)
-    return structlog.processors.JSONRenderer(sort_keys=False)
+    return structlog.processors.JSONRenderer(ensure_ascii=False)
 
 
 def configure(level: str = "info", fmt: str = "json", stream: TextIO | None = None) -> None:

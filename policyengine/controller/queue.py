@@ -93,8 +93,13 @@ class _InFlight:
 def spec_changed(old: Pod, new: Pod) -> bool:
     """Whether an update could change the scheduling verdict: anything but status and the
     resourceVersion (our own PodScheduled patch must not make a pod retry itself)."""
-    blank = {"resource_version": "", "phase": "", "status_qos_class": "", "nominated_node_name": ""}
-    return replace(old, **blank) != replace(new, **blank)
+
+    def strip(pod: Pod) -> Pod:
+        return replace(
+            pod, resource_version="", phase="", status_qos_class="", nominated_node_name=""
+        )
+
+    return strip(old) != strip(new)
 
 
 @dataclass(order=True)
@@ -237,6 +242,7 @@ class SchedulingQueue:
                 self._push_backoff(target)
             else:
                 target.enqueued_at = self._clock()
+                self._unschedulable.pop(target.key, None)  # keep the pool in entry order
                 self._unschedulable[target.key] = target
 
     def add_backoff(self, item: QueuedPod) -> None:
@@ -381,14 +387,13 @@ class SchedulingQueue:
             heapq.heappop(self._backoff_heap)
             del self._backoff[entry.key]
             self._push_active(live[1])
-        stale = [
-            item
-            for item in self._unschedulable.values()
-            if now - item.enqueued_at >= self._max_unschedulable
-        ]
-        for item in stale:
-            del self._unschedulable[item.key]
-            self._requeue_moved(item)
+        # The pool is a dict in order of entry, so the oldest pods come first.
+        while self._unschedulable:
+            oldest = next(iter(self._unschedulable.values()))
+            if now - oldest.enqueued_at < self._max_unschedulable:
+                break
+            del self._unschedulable[oldest.key]
+            self._requeue_moved(oldest)
 
     def _next_wakeup(self) -> float | None:
         """Seconds until a backoff expires or an unschedulable pod times out (clock time)."""
@@ -403,8 +408,8 @@ class SchedulingQueue:
             times.append(float(entry.sort_key[0]))  # type: ignore[arg-type]
             break
         if self._unschedulable:
-            oldest = min(item.enqueued_at for item in self._unschedulable.values())
-            times.append(oldest + self._max_unschedulable)
+            oldest = next(iter(self._unschedulable.values()))
+            times.append(oldest.enqueued_at + self._max_unschedulable)
         if not times:
             return None
         return max(0.0, min(times) - now) + 0.001

@@ -149,8 +149,6 @@ class Scheduler:
             options=opts.informer,
             rng=informer_rng,
         )
-        self._running = threading.Event()
-        self.cycles = 0
 
     # ------------------------------------------------------------------ public API
 
@@ -165,7 +163,6 @@ class Scheduler:
                 stop.wait(0.05)
             if not stop.is_set():
                 log.info("caches synced", **self.stats())
-                self._running.set()
             next_housekeeping = 0.0
             while not stop.is_set():
                 now = time.monotonic()
@@ -198,7 +195,6 @@ class Scheduler:
 
     def _shutdown(self) -> None:
         log.info("scheduler stopping", **self.stats())
-        self._running.clear()
         self.queue.close()
         if not self.binder.shutdown(timeout=self._options.shutdown_timeout):
             log.warning("binds still in flight at shutdown", binds=self.binder.in_flight())
@@ -216,7 +212,6 @@ class Scheduler:
         self._call(self._hooks.on_queue, self.queue.depths())
 
     def _schedule_one(self, item: QueuedPod) -> None:
-        self.cycles += 1
         start = time.perf_counter()
         pod = item.pod
         profile = pod.scheduler_name

@@ -450,9 +450,10 @@ def canonical(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-def outcome(compute: Callable[[], Any]) -> tuple[str, Any]:
+def outcome(compute: Callable[..., Any], *args: Any) -> tuple[str, Any]:
+    """What ``compute(*args)`` gives: a value, an error's message and span, or a crash."""
     try:
-        return ("value", canonical(compute()))
+        return ("value", canonical(compute(*args)))
     except EvalError as error:
         return ("error", (error.message, error.span))
     except Exception as error:  # a crash on either side is a finding, compared like the rest
@@ -464,11 +465,11 @@ def assert_both_paths_agree(
 ) -> None:
     """The rule's compiled closure decides as the reference does (errors included)."""
     if rule.kind == "filter":
-        planned = outcome(lambda: rule.filter(planned_env))
-        walked = outcome(lambda: reference_filter(rule, walked_env))
+        planned = outcome(rule.filter, planned_env)
+        walked = outcome(reference_filter, rule, walked_env)
     else:
-        planned = outcome(lambda: rule.score(planned_env))
-        walked = outcome(lambda: reference_score(rule, walked_env))
+        planned = outcome(rule.score, planned_env)
+        walked = outcome(reference_score, rule, walked_env)
     assert planned == walked, (source, rule.qualified_name)
 
 
@@ -487,11 +488,11 @@ FAST = settings(
 
 
 @FAST
-@given(programs(), orders(), widgets(), CONTEXTS)
+@given(programs(), orders(), st.lists(widgets(), min_size=1, max_size=3), CONTEXTS)
 def test_expressions_evaluate_the_same_on_both_paths(
     lets: list[tuple[str, str]],
     order: dict[str, Any],
-    widget: dict[str, Any],
+    widgets: list[dict[str, Any]],
     context: dict[str, Any],
 ) -> None:
     unit = load_texts({"gen.sched": _policy_text(lets, [])})
@@ -499,15 +500,17 @@ def test_expressions_evaluate_the_same_on_both_paths(
     assert checked.ok, (lets, [d.message for d in checked.errors])
     policy = unit.policies[0]
     planner = Planner(SCHEMA, checked.types, checked.patterns)
-    roots = {"order": order, "widget": widget}
-    # The planner's env is shared, as in a rule that reads several lets; the reference
-    # starts afresh for each expression.
-    planned_env = Env(roots, context)
-    for let, (_, source) in zip(policy.lets, lets, strict=True):
-        fast = planner.expression(let.expr, policy).fn
-        planned = outcome(lambda fast=fast: fast(planned_env))
-        walked = outcome(lambda let=let: evaluate(let.expr, Env(roots, context), checked))
-        assert planned == walked, source
+    plans = [planner.expression(let.expr, policy).fn for let in policy.lets]
+    # The planner's envs are derived from one pod's, as the engine derives them per node, and
+    # each is shared by all the expressions; the reference starts afresh every time.
+    pod_env = Env({"order": order}, context)
+    for widget in widgets:
+        planned_env = pod_env.derive(widget=widget)
+        roots = {"order": order, "widget": widget}
+        for let, fast, (_, source) in zip(policy.lets, plans, lets, strict=True):
+            planned = outcome(fast, planned_env)
+            walked = outcome(evaluate, let.expr, Env(roots, context), checked)
+            assert planned == walked, source
 
 
 @st.composite
