@@ -475,21 +475,15 @@ def big_policy(rules: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_a_200_rule_policy_compiles_and_caches_quickly() -> None:
+def test_a_200_rule_policy_compiles_and_is_served_from_the_cache() -> None:
+    # How fast is measured in benchmarks/ (compile scenario), never here.
     texts = {"big.sched": big_policy(200)}
     cache = ProgramCache()
-    start = time.perf_counter()
     result = cache.compile_texts(texts, SCHEMA)
-    cold = time.perf_counter() - start
     assert result.program is not None, result.diagnostics[:3]
     assert len(result.program.policies[0].rules) == 200
-    start = time.perf_counter()
-    for _ in range(100):
+    for _ in range(3):
         assert cache.compile_texts(texts, SCHEMA) is result
-    warm = (time.perf_counter() - start) / 100
-    # Generous bounds (shared CI machines); the targets are 200 ms cold and 1 ms warm.
-    assert cold < 2.0
-    assert warm < 0.005
 
 
 def test_an_env_is_built_from_root_values_by_name() -> None:

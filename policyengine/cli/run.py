@@ -1,0 +1,378 @@
+"""``policyengine run``: the scheduler itself, in a cluster.
+
+Everything offline ends here: the policy is compiled first (a broken policy prints every
+diagnostic and exits 2 before the cluster is touched), then the process connects
+(``--kubeconfig``, else ``KUBECONFIG``, else the pod's service account), serves ``/metrics``,
+``/healthz`` and ``/readyz``, and schedules — alone, or, with ``--leader-elect`` (the
+default), only while it holds the Lease. An API server that is unreachable or refuses a call
+is reported with what to do and retried with backoff; it is never a traceback or an exit.
+
+SIGTERM or SIGINT: stop taking pods, finish the binds in flight, release the lease (so a
+standby takes over at once), exit 0. A second signal exits at once (status 1).
+
+The Kubernetes client is reached only through ``policyengine.controller`` modules, and only
+once the command runs: building the CLI's parser must not import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import threading
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from policyengine import __version__
+from policyengine.cli import common
+
+DEFAULT_SCHEDULER_NAME = "policyengine"
+DEFAULT_METRICS_ADDR = "0.0.0.0:10251"  # policyengine.controller.health.DEFAULT_ADDRESS
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_POLL = 0.2  # how often the main thread looks at the worker
+
+
+def duration(text: str) -> float:
+    """Seconds, from ``15``, ``15s``, ``500ms``, ``1m`` (the Go durations kube-scheduler takes)."""
+    match = _DURATION.match(text.strip())
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive duration (e.g. 15s, 500ms)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the scheduler against a Kubernetes cluster",
+        description="Schedule the cluster's pending pods whose spec.schedulerName is "
+        "--scheduler-name with the policy. Connects with --kubeconfig, else $KUBECONFIG, else "
+        "the in-cluster service account. SIGTERM stops it cleanly (binds in flight finish, the "
+        "lease is released). Exit status: 0 stopped, 1 failed while running, 2 bad input "
+        "(a policy that does not compile, a bad flag, no connection settings).",
+    )
+    conn = parser.add_argument_group("connection")
+    conn.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)",
+    )
+    conn.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=50.0,
+        metavar="QPS",
+        help="client-side limit on requests per second to the API server; 0 disables it "
+        "(default 50)",
+    )
+    conn.add_argument(
+        "--kube-api-burst",
+        type=int,
+        default=100,
+        metavar="N",
+        help="requests allowed at once above --kube-api-qps (default 100)",
+    )
+    sched = parser.add_argument_group("scheduling")
+    sched.add_argument(
+        "--policy",
+        action="append",
+        required=True,
+        metavar="P",
+        help="a .sched file or a directory of them (repeatable)",
+    )
+    sched.add_argument(
+        "--scheduler-name",
+        default=DEFAULT_SCHEDULER_NAME,
+        metavar="NAME",
+        help="schedule the pods whose spec.schedulerName is NAME, with the profile of that "
+        f"name (default {DEFAULT_SCHEDULER_NAME})",
+    )
+    sched.add_argument(
+        "--seed", type=int, default=None, metavar="N", help="seed for breaking score ties"
+    )
+    ha = parser.add_argument_group("leader election")
+    ha.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="schedule only while holding the Lease, so replicas can stand by (default: on)",
+    )
+    ha.add_argument(
+        "--lease-namespace",
+        default="kube-system",
+        metavar="NS",
+        help="namespace of the Lease (default kube-system)",
+    )
+    ha.add_argument(
+        "--lease-name", metavar="NAME", help="name of the Lease (default: the scheduler name)"
+    )
+    ha.add_argument(
+        "--lease-duration",
+        type=duration,
+        default=15.0,
+        metavar="D",
+        help="how long standbys wait after the last renewal before taking over (default 15s)",
+    )
+    ha.add_argument(
+        "--renew-deadline",
+        type=duration,
+        default=10.0,
+        metavar="D",
+        help="how long the leader keeps trying to renew before it stops scheduling "
+        "(default 10s; less than --lease-duration)",
+    )
+    ha.add_argument(
+        "--retry-period",
+        type=duration,
+        default=2.0,
+        metavar="D",
+        help="how often to renew or try to acquire the Lease (default 2s)",
+    )
+    ops = parser.add_argument_group("operations")
+    ops.add_argument(
+        "--metrics-addr",
+        default=DEFAULT_METRICS_ADDR,
+        metavar="HOST:PORT",
+        help=f"where to serve /metrics, /healthz and /readyz (default {DEFAULT_METRICS_ADDR}; "
+        "port 0 picks a free port)",
+    )
+    ops.add_argument(
+        "--log-format",
+        choices=("json", "console"),
+        default="json",
+        help="JSON lines (default) or a console layout",
+    )
+    ops.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="least severe level logged (default info)",
+    )
+    parser.set_defaults(run=run)
+
+
+@dataclass
+class _State:
+    """What the health checks read while the worker thread schedules."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    connected: threading.Event = field(default_factory=threading.Event)
+    scheduler: Any = None
+    elector: Any = None
+    failure: BaseException | None = None
+    signals: int = 0
+
+    def role(self) -> str:
+        if self.elector is None:
+            return "scheduler"
+        return "leader" if self.elector.is_leader() else "standby"
+
+
+def _run(args: argparse.Namespace) -> int:
+    # The controller (and with it the kubernetes client) loads only now; see the docstring.
+    from policyengine.controller import logs
+
+    logs.configure(args.log_level, args.log_format)
+    log = logs.get_logger("policyengine.run")
+    if args.kube_api_burst < 1 and args.kube_api_qps > 0:
+        raise common.InputError("--kube-api-burst must be at least 1")
+    election = _election_config(args) if args.leader_elect else None
+    program = common.load_program(args.policy)
+    common.check_profile(program, args.scheduler_name)
+
+    from policyengine.controller import connection
+    from policyengine.controller.health import Health, HealthServer
+    from policyengine.controller.metrics import Metrics
+
+    try:
+        conn = connection.connect(args.kubeconfig, qps=args.kube_api_qps, burst=args.kube_api_burst)
+    except connection.ConnectionConfigError as error:
+        raise common.InputError(str(error)) from None
+
+    state = _State()
+    metrics = Metrics()
+    metrics.set_policy((p.name for p in program.policies), program.version)
+    metrics.set_leader(False)
+    health = _health(Health(), state, args, program.version)
+    try:
+        server = HealthServer(args.metrics_addr, health, metrics.render)
+    except (OSError, ValueError) as error:
+        conn.close()
+        reason = getattr(error, "strerror", None) or str(error)
+        raise common.InputError(f"--metrics-addr {args.metrics_addr}: {reason}") from None
+    log.info(
+        "policyengine run starting",
+        version=__version__,
+        scheduler_name=args.scheduler_name,
+        policy_version=program.version,
+        policies=[p.name for p in program.policies],
+        api_server=conn.host,
+        connection=conn.source,
+        leader_elect=args.leader_elect,
+        metrics_url=server.url,
+    )
+    previous = _install_signals(state, log)
+    worker = threading.Thread(
+        target=_work,
+        args=(state, conn, program, metrics, election, args, log),
+        name="policyengine-run",
+        daemon=True,
+    )
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(_POLL)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        server.close()
+        conn.close()
+    if state.failure is not None:
+        log.error(
+            "policyengine run failed",
+            error=f"{type(state.failure).__name__}: {state.failure}",
+        )
+        return 1
+    log.info("policyengine run stopped")
+    return common.EXIT_OK
+
+
+def _election_config(args: argparse.Namespace) -> Any:
+    from policyengine.controller.leader import LeaderElectionConfig
+
+    try:
+        return LeaderElectionConfig(
+            namespace=args.lease_namespace,
+            name=args.lease_name or args.scheduler_name,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+        )
+    except ValueError as error:
+        raise common.InputError(f"leader election: {error}") from None
+
+
+def _health(health: Any, state: _State, args: argparse.Namespace, version: str) -> Any:
+    def loop() -> str | None:
+        if state.failure is not None:
+            return f"the scheduler loop failed: {type(state.failure).__name__}"
+        return None
+
+    def lease() -> str | None:
+        return state.elector.check() if state.elector is not None else None
+
+    def reached() -> str | None:
+        return None if state.connected.is_set() else "the API server has not answered yet"
+
+    def role() -> str | None:
+        if state.stop.is_set():
+            return "shutting down"
+        elector = state.elector
+        if elector is not None and not elector.is_leader():
+            # A standby is ready once it has read the lease: see policyengine.controller.health.
+            return None if elector.observed.is_set() else "the lease has not been read yet"
+        scheduler = state.scheduler
+        if scheduler is None:
+            return "the scheduler has not started"
+        return None if scheduler.has_synced() else "the caches have not synced yet"
+
+    def queues() -> dict[str, int] | None:
+        scheduler = state.scheduler
+        return scheduler.stats() if scheduler is not None else None
+
+    health.add_liveness("loop", loop)
+    health.add_liveness("lease", lease)
+    health.add_readiness("api", reached)
+    health.add_readiness("scheduler", role)
+    health.add_detail("role", state.role)
+    health.add_detail("scheduler_name", lambda: args.scheduler_name)
+    health.add_detail("policy_version", lambda: version)
+    health.add_detail("version", lambda: __version__)
+    health.add_detail("queues", queues)
+    return health
+
+
+def _install_signals(state: _State, log: Any) -> dict[int, Any]:
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        state.signals += 1
+        name = signal.Signals(signum).name
+        if state.signals > 1:
+            log.warning(f"{name} again: exiting now, binds in flight abandoned")
+            os._exit(1)
+        log.info(f"{name}: stopping — finishing binds in flight, then releasing the lease")
+        state.stop.set()
+
+    previous = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous[signum] = signal.signal(signum, handle)
+    return previous
+
+
+def _work(
+    state: _State,
+    conn: Any,
+    program: Any,
+    metrics: Any,
+    election: Any,
+    args: argparse.Namespace,
+    log: Any,
+) -> None:
+    """Connect, then schedule (alone or as the leader) until told to stop."""
+    from policyengine.controller import connection
+    from policyengine.controller.leader import LeaderElector
+    from policyengine.controller.scheduler import Scheduler
+
+    def schedule(stop: threading.Event) -> None:
+        scheduler = Scheduler(
+            conn.client,
+            lambda: program,
+            scheduler_names=(args.scheduler_name,),
+            seed=args.seed,
+            hooks=metrics.hooks(),
+        )
+        state.scheduler = scheduler
+        try:
+            scheduler.run(stop)
+        finally:
+            state.scheduler = None
+
+    try:
+        server_version = connection.wait_for_api(conn, stop=state.stop, log=log)
+        state.connected.set()
+        log.info("connected to the API server", api_server=conn.host, version=server_version)
+        if election is None:
+            metrics.set_leader(True)
+            schedule(state.stop)
+            if not state.stop.is_set():
+                state.failure = RuntimeError("the scheduler stopped on its own")
+            return
+
+        def started(stop_leading: threading.Event) -> None:
+            metrics.set_leader(True)
+            schedule(stop_leading)
+
+        def stopped() -> None:
+            metrics.set_leader(False)
+
+        elector = LeaderElector(
+            conn.client,
+            election,
+            on_started_leading=started,
+            on_stopped_leading=stopped,
+        )
+        state.elector = elector
+        elector.run(state.stop)
+        if elector.failed is not None:
+            state.failure = elector.failed
+        elif not state.stop.is_set():
+            state.failure = RuntimeError("the scheduler stopped on its own")
+    except connection.Stopped:
+        log.info("stopped before the API server answered")
+    except Exception as error:  # reported by _run: logged with its traceback, exit 1
+        log.exception("the scheduler loop failed")
+        state.failure = error
+
+
+run = common.guarded("run", _run)

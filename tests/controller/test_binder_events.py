@@ -1,0 +1,177 @@
+"""The binder and the event recorder, each on its own against the loopback server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policyengine.controller.binder import Binder, BindOutcome, BindResult, binding_body
+from policyengine.controller.events import EventRecorder
+from policyengine.model.parse import parse_pod
+from tests.apiserver import LoopbackAPIServer
+from tests.controller.builders import node_obj, pod_obj
+
+WIRE = Path(__file__).resolve().parents[1] / "data" / "k8s-wire"
+
+
+def captured_bodies(prefix: str) -> list[dict[str, Any]]:
+    """Bodies kube-scheduler sent, from the capture, for requests whose line starts so."""
+    lines = (WIRE / "06-kube-scheduler-client-requests.txt").read_text().splitlines()
+    return [json.loads(lines[i + 1]) for i, line in enumerate(lines) if line.startswith(prefix)]
+
+
+def seeded_pod(server: LoopbackAPIServer, name: str, **kwargs: Any):  # type: ignore[no-untyped-def]
+    return parse_pod(server.create(pod_obj(name, **kwargs)))
+
+
+class Results:
+    def __init__(self) -> None:
+        self.items: list[BindResult] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, result: BindResult) -> None:
+        with self.cond:
+            self.items.append(result)
+            self.cond.notify_all()
+
+    def wait(self, n: int, timeout: float = 5.0) -> list[BindResult]:
+        with self.cond:
+            assert self.cond.wait_for(lambda: len(self.items) >= n, timeout)
+            return list(self.items)
+
+
+def test_binding_body_is_kube_schedulers() -> None:
+    captured = captured_bodies("> POST /api/v1/namespaces/default/pods/pod-1/binding")[0]
+    pod = parse_pod(
+        pod_obj("pod-1", uid=captured["metadata"]["uid"]) | {"kind": "Pod", "apiVersion": "v1"}
+    )
+    assert binding_body(pod, "node-b") == captured
+
+
+@pytest.mark.parametrize(
+    ("fault", "outcome", "bound"),
+    [
+        (None, BindOutcome.BOUND, True),
+        (409, BindOutcome.CONFLICT, False),
+        (500, BindOutcome.FAILED, False),
+        (429, BindOutcome.FAILED, False),
+        (403, BindOutcome.FAILED, False),
+    ],
+)
+def test_bind_outcomes(
+    apiserver: LoopbackAPIServer,
+    kube_api_client: Any,
+    fault: int | None,
+    outcome: BindOutcome,
+    bound: bool,
+) -> None:
+    apiserver.create(node_obj("n1"))
+    pod = seeded_pod(apiserver, "p")
+    if fault is not None:
+        apiserver.fail_next(1, code=fault, subresource="binding")
+    binder = Binder(kube_api_client, workers=2)
+    results = Results()
+    assert binder.bind(pod, "n1", results)
+    (result,) = results.wait(1)
+    binder.shutdown()
+    assert result.outcome is outcome
+    assert result.status == (fault or 201)
+    assert ("default/p" in apiserver.bound_nodes()) is bound
+    sent = apiserver.binding_requests()[0].body
+    assert sent["metadata"]["uid"] == pod.uid and sent["target"] == {"kind": "Node", "name": "n1"}
+
+
+def test_never_two_binds_in_flight_for_one_pod(
+    apiserver: LoopbackAPIServer, kube_api_client: Any
+) -> None:
+    apiserver.create(node_obj("n1"))
+    pod = seeded_pod(apiserver, "p")
+    apiserver.delay_binds(0.3)
+    binder = Binder(kube_api_client, workers=4)
+    results = Results()
+    assert binder.bind(pod, "n1", results)
+    assert not binder.bind(pod, "n1", results)
+    assert binder.shutdown(timeout=5)
+    assert len(results.items) == 1 and len(apiserver.binding_requests()) == 1
+    assert not binder.bind(pod, "n1", results)  # shut down
+
+
+def test_events_and_condition(apiserver: LoopbackAPIServer, kube_api_client: Any) -> None:
+    pod = seeded_pod(apiserver, "p")
+    recorder = EventRecorder(kube_api_client, hostname="host")
+    recorder.start()
+    try:
+        message = "0/3 nodes are available: 3 Insufficient cpu."
+        recorder.failed_scheduling(pod, "sched", message, "pol", "v1")
+        recorder.failed_scheduling(pod, "sched", message, "pol", "v1")  # de-duplicated
+        recorder.scheduled(pod, "n1", "sched", "pol", "v1")
+        assert recorder.flush()
+    finally:
+        recorder.stop()
+    failed = apiserver.events(reason="FailedScheduling")
+    assert len(failed) == 1
+    event = failed[0]
+    assert event["note"] == f"{message} (policy pol version v1)"
+    assert (event["type"], event["action"]) == ("Warning", "Scheduling")
+    assert (event["reportingController"], event["reportingInstance"]) == ("sched", "sched-host")
+    assert event["regarding"]["uid"] == pod.uid and event["regarding"]["kind"] == "Pod"
+    (scheduled,) = apiserver.events(reason="Scheduled")
+    assert scheduled["note"] == "Successfully assigned default/p to n1 (policy pol version v1)"
+    assert (scheduled["type"], scheduled["action"]) == ("Normal", "Binding")
+    patches = apiserver.requests(name="p", subresource="status", method="PATCH")
+    assert len(patches) == 1
+    headers = {k.lower(): v for k, v in patches[0].headers.items()}
+    assert headers["content-type"] == "application/strategic-merge-patch+json"
+    (cond,) = apiserver.get("pods", "default", "p")["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        "PodScheduled",
+        "False",
+        "Unschedulable",
+        f"{message} (policy pol version v1)",
+    )
+
+
+SHOWN = {
+    "type": "PodScheduled",
+    "status": "False",
+    "reason": "Unschedulable",
+    "message": "m (policy p version v)",
+}
+
+
+@pytest.mark.parametrize(
+    ("shown", "patched"),
+    [
+        (None, True),
+        (SHOWN, False),
+        ({**SHOWN, "message": "older"}, True),
+        ({**SHOWN, "status": "True", "reason": ""}, True),
+    ],
+)
+def test_condition_patched_only_when_it_changes(
+    apiserver: LoopbackAPIServer, kube_api_client: Any, shown: dict | None, patched: bool
+) -> None:
+    pod = seeded_pod(apiserver, "p")
+    recorder = EventRecorder(kube_api_client)
+    recorder.start()
+    recorder.failed_scheduling(pod, "s", "m", "p", "v", current_condition=shown)
+    assert recorder.flush()
+    recorder.stop()
+    assert bool(apiserver.requests(subresource="status")) is patched
+
+
+def test_dedup_window_expires(apiserver: LoopbackAPIServer, kube_api_client: Any) -> None:
+    now = [0.0]
+    pod = seeded_pod(apiserver, "p")
+    recorder = EventRecorder(kube_api_client, dedup_window=60, clock=lambda: now[0])
+    recorder.start()
+    for t in (0.0, 30.0, 61.0):
+        now[0] = t
+        recorder.failed_scheduling(pod, "s", "m", "p", "v", patch_condition=False)
+    assert recorder.flush()
+    recorder.stop()
+    assert len(apiserver.events(reason="FailedScheduling")) == 2

@@ -1,0 +1,460 @@
+"""``policyengine run`` as real processes against the loopback API server.
+
+Each test starts ``python -m policyengine.cli.main run`` with a kubeconfig for the loopback
+server, waits (with generous timeouts, never asserting on elapsed time) for what the server
+or the logs show, and checks the recorded traffic: who bound which pod, how often, and what
+the Lease looked like. Processes are told apart by the pid in their User-Agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.apiserver import LoopbackAPIServer
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = ROOT / "policies" / "kube-default.sched"
+NS, LEASE = "kube-system", "policyengine"
+# Short lease timings so a takeover after kill -9 happens within the test's timeouts.
+QUICK_LEASE = ["--lease-duration", "2s", "--renew-deadline", "1500ms", "--retry-period", "200ms"]
+WAIT = 30.0  # upper bound for anything to happen; tests never assert how long it took
+
+
+def node(name: str) -> dict[str, Any]:
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(name: str, scheduler: str = "policyengine") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}
+            ],
+        },
+    }
+
+
+class Run:
+    """One ``policyengine run`` process; its stderr (JSON lines) goes to a file."""
+
+    def __init__(self, tmp_path: Path, name: str, args: list[str], env: dict[str, str]) -> None:
+        self.log_path = tmp_path / f"{name}.log"
+        self._log = self.log_path.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "policyengine.cli.main", "run", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+        )
+        self.pid = self.process.pid
+
+    def text(self) -> str:
+        return self.log_path.read_text()
+
+    def records(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.text().splitlines():
+            if line.strip():
+                out.append(json.loads(line))
+        return out
+
+    def events(self) -> list[str]:
+        return [r["event"] for r in self.records()]
+
+    def wait_for_log(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            for record in self.records():
+                if predicate(record):
+                    return record
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no such log record; the log:\n{self.text()}")
+
+    def metrics_url(self) -> str:
+        started = self.wait_for_log(lambda r: r["event"] == "policyengine run starting")
+        return str(started["metrics_url"])
+
+    def terminate(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(WAIT)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(WAIT)
+        self._log.close()
+
+
+@pytest.fixture
+def start(
+    apiserver: LoopbackAPIServer, kubeconfig_path: Path, tmp_path: Path
+) -> Iterator[Callable[..., Run]]:
+    runs: list[Run] = []
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "POLICYENGINE"))}
+
+    def launch(name: str, *extra: str, kubeconfig: Path | None = None) -> Run:
+        args = [
+            "--kubeconfig",
+            str(kubeconfig or kubeconfig_path),
+            "--policy",
+            str(POLICY),
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--seed",
+            "1",
+            *extra,
+        ]
+        run = Run(tmp_path, name, args, env)
+        runs.append(run)
+        return run
+
+    yield launch
+    for run in runs:
+        run.close()
+
+
+def binders(server: LoopbackAPIServer) -> Counter[str]:
+    """Binding requests that succeeded, by the pid in the sender's User-Agent."""
+    out: Counter[str] = Counter()
+    for request in server.binding_requests():
+        if request.status == 201:
+            agent = request.headers.get("user-agent", "")
+            out[agent.rsplit("pid ", 1)[-1].rstrip(")")] += 1
+    return out
+
+
+def bound_once(server: LoopbackAPIServer) -> Counter[str]:
+    counts = Counter(f"{b.namespace}/{b.name}" for b in server.bindings())
+    assert [key for key, n in counts.items() if n != 1] == []
+    return counts
+
+
+def lease_spec(server: LoopbackAPIServer) -> dict[str, Any]:
+    lease = server.get("leases", NS, LEASE)
+    return dict(lease["spec"]) if lease else {}
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+# --- tests ---------------------------------------------------------------------------------
+
+
+def test_binds_pods_then_stops_on_sigterm_and_releases_the_lease(
+    apiserver: LoopbackAPIServer, start: Callable[..., Run]
+) -> None:
+    for i in range(3):
+        apiserver.create(node(f"n{i}"))
+    for i in range(6):
+        apiserver.create(pod(f"p{i}"))
+    apiserver.create(pod("other", scheduler="default-scheduler"))  # not ours
+    run = start("a", *QUICK_LEASE)
+    apiserver.wait_for(lambda: len(apiserver.bindings()) == 6, timeout=WAIT)
+    assert set(bound_once(apiserver)) == {f"default/p{i}" for i in range(6)}
+    assert lease_spec(apiserver)["holderIdentity"] != ""
+
+    url = run.metrics_url()
+    status, text = http_get(url + "/readyz")
+    assert status == 200
+    ready = json.loads(text)
+    assert (ready["role"], ready["scheduler_name"]) == ("leader", "policyengine")
+    assert ready["checks"] == {"loop": "ok", "lease": "ok", "api": "ok", "scheduler": "ok"}
+    assert http_get(url + "/healthz")[0] == 200
+    metrics = http_get(url + "/metrics")[1].splitlines()
+    assert (
+        'policyengine_schedule_attempts_total{profile="policyengine",result="scheduled"} 6.0'
+        in (metrics)
+    )
+    assert "policyengine_leader 1.0" in metrics
+    assert any(
+        line.startswith('policyengine_policy_info{policy="kube-default"') for line in metrics
+    )
+
+    assert run.terminate() == 0
+    released = lease_spec(apiserver)
+    assert (released["holderIdentity"], released["leaseDurationSeconds"]) == ("", 1)
+    events = run.events()
+    assert events.index("scheduler stopped") < events.index("released the lease")
+    assert events[-1] == "policyengine run stopped"
+    assert "Traceback" not in run.text()
+    # Every stderr line is one JSON object (records() parses each) with the fixed keys.
+    assert {tuple(r)[:4] for r in run.records()} == {("timestamp", "level", "logger", "event")}
+
+
+def test_only_the_leader_binds_and_the_standby_takes_over_after_kill_9(
+    apiserver: LoopbackAPIServer, start: Callable[..., Run]
+) -> None:
+    for i in range(3):
+        apiserver.create(node(f"n{i}"))
+    first = {f"default/a{i}" for i in range(5)}
+    for key in sorted(first):
+        apiserver.create(pod(key.split("/")[1]))
+    leader = start("leader", *QUICK_LEASE)
+    apiserver.wait_for(lambda: len(apiserver.bindings()) == 5, timeout=WAIT)
+    standby = start("standby", *QUICK_LEASE)
+    standby.wait_for_log(lambda r: r["event"].startswith("the lease is held by another"))
+    held = lease_spec(apiserver)
+    assert binders(apiserver) == {str(leader.pid): 5}
+
+    status, text = http_get(standby.metrics_url() + "/readyz")
+    assert status == 200 and json.loads(text)["role"] == "standby"  # ready, standing by
+
+    leader.process.kill()  # SIGKILL: no release; the standby must wait for expiry
+    leader.process.wait(WAIT)
+    second = {f"default/b{i}" for i in range(5)}
+    for key in sorted(second):
+        apiserver.create(pod(key.split("/")[1]))
+    apiserver.wait_for(lambda: len(apiserver.bindings()) == 10, timeout=WAIT)
+
+    assert set(bound_once(apiserver)) == first | second
+    assert binders(apiserver) == {str(leader.pid): 5, str(standby.pid): 5}
+    taken = lease_spec(apiserver)
+    assert taken["holderIdentity"] not in ("", held["holderIdentity"])
+    assert taken["leaseTransitions"] == held["leaseTransitions"] + 1
+    assert standby.terminate() == 0
+    assert len(apiserver.bindings()) == 10
+
+
+def test_binds_in_flight_finish_before_the_lease_is_released(
+    apiserver: LoopbackAPIServer, start: Callable[..., Run]
+) -> None:
+    apiserver.create(node("n0"))
+    for i in range(4):
+        apiserver.create(pod(f"p{i}"))
+    apiserver.delay_binds(1.0)
+    run = start("a", *QUICK_LEASE)
+    apiserver.wait_for(lambda: apiserver.binding_requests(), timeout=WAIT)
+    assert run.terminate() == 0
+    sent = apiserver.binding_requests()
+    assert sent and all(r.status == 201 for r in sent)  # none cut off
+    assert len(apiserver.bindings()) == len(sent)
+    assert lease_spec(apiserver)["holderIdentity"] == ""
+    events = run.events()
+    assert events.index("scheduler stopped") < events.index("released the lease")
+
+
+def test_without_leader_election_it_schedules_at_once_and_writes_no_lease(
+    apiserver: LoopbackAPIServer, start: Callable[..., Run]
+) -> None:
+    apiserver.create(node("n0"))
+    apiserver.create(pod("p0"))
+    run = start("a", "--no-leader-elect")
+    apiserver.wait_for(lambda: len(apiserver.bindings()) == 1, timeout=WAIT)
+    assert run.terminate() == 0
+    assert apiserver.count(resource="leases") == 0
+
+
+def test_an_unreachable_api_server_is_reported_and_retried(
+    start: Callable[..., Run], tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    kubeconfig = LoopbackAPIServer(port=port).kubeconfig(tmp_path / "unreachable")
+    run = start("a", "--no-leader-elect", kubeconfig=kubeconfig)
+    first = run.wait_for_log(lambda r: r["level"] == "warning")
+    assert first["event"].startswith(
+        f"API server http://127.0.0.1:{port} unreachable: connection refused — retrying in "
+    )
+    assert first["kind"] == "unreachable"
+    run.wait_for_log(lambda r: r["level"] == "warning" and r["attempt"] == 2)
+    status, text = http_get(run.metrics_url() + "/readyz")
+    assert status == 503
+    assert json.loads(text)["checks"]["api"] == "the API server has not answered yet"
+    assert run.terminate() == 0
+    assert "Traceback" not in run.text()
+
+
+def test_a_forbidding_api_server_names_the_verb_and_resource(
+    apiserver: LoopbackAPIServer, start: Callable[..., Run]
+) -> None:
+    apiserver.forbid(resource="leases")
+    run = start("a", *QUICK_LEASE)
+    record = run.wait_for_log(lambda r: r["level"] == "warning")
+    assert record["event"] == (
+        'forbidden: User "system:serviceaccount:kube-system:policyengine" cannot get resource '
+        '"leases" in API group "coordination.k8s.io" in the namespace "kube-system" — grant it '
+        "in the ClusterRole (see deploy/)"
+    )
+    apiserver.clear_faults()  # RBAC fixed while it runs: it carries on
+    apiserver.wait_for(lambda: lease_spec(apiserver).get("holderIdentity"), timeout=WAIT)
+    assert run.terminate() == 0
+
+
+def test_a_broken_policy_exits_2_before_touching_the_cluster(
+    apiserver: LoopbackAPIServer, kubeconfig_path: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.sched"
+    broken.write_text('policy "p" {\n  filter f { node.lables["zone"] == "a" }\n}\n')
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policyengine.cli.main",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig_path),
+            "--policy",
+            str(broken),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert result.returncode == 2
+    assert "error PE202: Node has no attribute 'lables'" in result.stderr
+    assert "^^^^^^" in result.stderr
+    assert result.stderr.rstrip().endswith(
+        "policyengine run: the policy has 1 error; nothing was evaluated"
+    )
+    assert apiserver.requests() == []
+
+
+def test_no_connection_settings_exit_2(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    result = subprocess.run(
+        [sys.executable, "-m", "policyengine.cli.main", "run", "--policy", str(POLICY)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "policyengine run: no Kubernetes API server configured: --kubeconfig was not given, "
+        "KUBECONFIG is not set, and this is not a pod (KUBERNETES_SERVICE_HOST and "
+        "KUBERNETES_SERVICE_PORT are not set); pass --kubeconfig PATH"
+    )
+
+
+def test_bad_lease_timings_exit_2(kubeconfig_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policyengine.cli.main",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig_path),
+            "--policy",
+            str(POLICY),
+            "--lease-duration",
+            "5s",
+            "--renew-deadline",
+            "10s",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "policyengine run: leader election: the lease duration (5s) must be longer than the "
+        "renew deadline (10s), or two leaders could overlap"
+    )
+
+
+# --- the log format, in-process ------------------------------------------------------------
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    import logging
+
+    import structlog
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    logging.getLogger("urllib3").setLevel(logging.NOTSET)
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_json_log_lines_put_the_fixed_keys_first() -> None:
+    import io
+    import logging
+
+    from policyengine.controller import logs
+
+    out = io.StringIO()
+    logs.configure("info", "json", stream=out)
+    logs.get_logger("policyengine.test").info("bound pod", pod="default/p", node="n1")
+    logs.get_logger("policyengine.test").debug("not shown")
+    logging.getLogger("kubernetes.client").warning("a %s record", "stdlib")
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert list(first)[:4] == ["timestamp", "level", "logger", "event"]
+    assert {k: first[k] for k in ("level", "logger", "event", "pod", "node")} == {
+        "level": "info",
+        "logger": "policyengine.test",
+        "event": "bound pod",
+        "pod": "default/p",
+        "node": "n1",
+    }
+    assert first["timestamp"].endswith("Z")
+    assert (second["logger"], second["level"], second["event"]) == (
+        "kubernetes.client",
+        "warning",
+        "a stdlib record",
+    )
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_console_logs_and_levels() -> None:
+    import io
+
+    from policyengine.controller import logs
+
+    out = io.StringIO()
+    logs.configure("debug", "console", stream=out)
+    logs.get_logger("policyengine.test").debug("detail", key="value")
+    line = out.getvalue().strip()
+    assert "[debug" in line and "detail" in line and "[policyengine.test]" in line
+    assert "key=value" in line
+    with pytest.raises(ValueError) as error:
+        logs.configure("loud", "json")
+    assert str(error.value) == (
+        "unknown log level 'loud' (expected one of debug, info, warning, error)"
+    )

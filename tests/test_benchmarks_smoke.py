@@ -1,0 +1,139 @@
+"""The benchmark suite keeps working: every scenario at a tiny size, one run.
+
+Nothing here is about speed (the machines are shared and noisy; figures belong in
+``benchmarks/README.md``). What is checked: each scenario runs and returns the rows it
+promises, the measured loop places pods exactly as ``simulate`` does, the reference check
+looks at the pods it says it looks at, and ``--json`` writes something a later session can read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from benchmarks import affinity, basic, e2e, gangs, memory, reload, scaling
+from benchmarks import compile as compile_scenario
+from benchmarks.__main__ import SCENARIOS, main
+from benchmarks.agreement import Agreement, check
+from benchmarks.harness import Measurement, percentile, render
+from benchmarks.workload import Workload, build, evenly, place_all
+from policyengine.engine.simulate import simulate
+
+TINY = {"runs": 1, "scale": 0.0005, "check": 1, "nodes": 20}  # 5 pods on 20 nodes
+
+
+def _metrics(rows: list[Measurement]) -> list[str]:
+    return [r.metric for r in rows]
+
+
+def _timed(rows: list[Measurement]) -> list[Measurement]:
+    return [r for r in rows if not math.isnan(r.median)]
+
+
+@pytest.mark.parametrize("scenario", [basic, affinity], ids=["basic", "affinity"])
+def test_per_pod_scenario_reports_throughput_latency_memory_and_the_check(scenario) -> None:
+    rows = scenario.run(**TINY)
+    metrics = _metrics(rows)
+    assert all(m.startswith("20 nodes, 5 pods: ") for m in metrics), metrics
+    for suffix in (
+        "throughput (wall)",
+        "throughput (CPU time)",
+        "per-pod latency p50",
+        "per-pod latency p99",
+        "peak RSS",
+        "pods deciding as the reference evaluator",
+    ):
+        assert any(m.endswith(suffix) for m in metrics), suffix
+    checked = next(r for r in rows if r.metric.endswith("reference evaluator"))
+    assert checked.unit == "of 1"
+    assert all(r.median > 0 for r in _timed(rows) if r.unit in ("pods/s", "ms", "MB"))
+
+
+def test_scaling_reports_every_size_and_the_cost_per_node() -> None:
+    rows = scaling.run(runs=1, scale=0.0002, check=0, sizes=(10, 20))
+    for nodes in (10, 20):
+        assert any(r.metric == f"{nodes} nodes, 2 pods: CPU time per pod per node" for r in rows)
+    assert not any(r.metric.endswith("reference evaluator") for r in rows)  # check=0
+
+
+def test_memory_reports_peak_and_held_rss_for_both_variants() -> None:
+    rows = memory.run(runs=1, nodes=10, running=40)
+    assert _metrics(rows) == [
+        f"10 nodes, 40 running pods, {variant}: {what}"
+        for variant in memory.VARIANTS
+        for what in ("peak RSS", "RSS above an idle interpreter")
+    ]
+    assert all(r.median > 0 for r in rows)
+
+
+def test_e2e_binds_pods_through_policyengine_run() -> None:
+    rows = e2e.run(runs=1, scale=0.001, nodes=40)  # 5 pods
+    if len(rows) == 1 and rows[0].metric.startswith("pending:"):
+        pytest.skip(rows[0].metric)
+    metrics = _metrics(rows)
+    assert "40 nodes, 5 pods: bound pods per second" in metrics
+    assert "40 nodes, 5 pods: start to last binding" in metrics
+
+
+def test_unbuilt_features_are_pending_rows_without_numbers() -> None:
+    for scenario in (gangs, reload):
+        (row,) = scenario.run(runs=1)
+        assert row.metric.startswith("pending: needs ")
+        assert math.isnan(row.median)
+        assert "nan" not in render([row])
+
+
+def test_compile_scenario_still_runs() -> None:
+    rows = compile_scenario.run(runs=1)
+    assert len(rows) == 3
+
+
+def test_the_measured_loop_places_pods_as_simulate_does() -> None:
+    cluster = build(Workload("affinity", 30, 12))
+    placed = place_all(cluster, seed=3)
+    simulated = simulate(cluster.program, cluster.snapshot, cluster.pending, seed=3)
+    assert [d.node for d in placed.decisions] == [d.node for d in simulated.decisions]
+    assert len(placed.latencies) == len(placed.cpu) == 12
+
+
+def test_the_reference_check_sees_the_sampled_pods_with_the_rng_they_started_with() -> None:
+    cluster = build(Workload("basic", 20, 6))
+    agreement = Agreement()
+    seen: list[str] = []
+
+    def inspect(pod, decision, snapshot, state) -> None:  # type: ignore[no-untyped-def]
+        seen.append(pod.key)
+        check(agreement, cluster.program, pod, decision, snapshot, state)
+
+    place_all(cluster, inspect=inspect, sample=evenly(3, 6))
+    assert seen == [cluster.pending[i].key for i in (0, 2, 5)]
+    assert agreement.checked == 3
+    assert agreement.agreed + len(agreement.differences) == 3
+
+
+def test_json_output_and_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench.json"
+    assert main(["gangs", "reload", "--runs", "1", "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "pending: needs" in table
+    document = json.loads(out.read_text())
+    assert document["scenarios"] == ["gangs", "reload"]
+    assert [r["scenario"] for r in document["rows"]] == ["gangs", "reload"]
+    assert all(r["median"] is None for r in document["rows"])
+
+
+def test_every_scenario_is_registered() -> None:
+    modules = {p.stem for p in Path(basic.__file__).parent.glob("*.py")}
+    assert set(SCENARIOS) <= modules
+    assert {"basic", "affinity", "scaling", "memory", "e2e", "reload", "gangs"} <= set(SCENARIOS)
+
+
+def test_helpers() -> None:
+    assert evenly(3, 10) == [0, 4, 9]
+    assert evenly(5, 3) == [0, 1, 2]
+    assert evenly(0, 3) == []
+    assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
