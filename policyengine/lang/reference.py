@@ -329,7 +329,8 @@ class Evaluation:
         container = non_null(self.type_of(expr.obj))
         try:
             if isinstance(container, MapType):
-                return obj.get(key)
+                # A total map (resources) reads its declared default for a missing key.
+                return obj.get(key, container.default)
             if isinstance(container, ListType):
                 return _list_item(obj, key)
             return _item_of_anything(obj, key)

@@ -112,3 +112,18 @@ PROBING_SCHEMA = Schema(
     compressible_resources=SCHEMA.compressible_resources,
     known_resources=SCHEMA.known_resources,
 )
+
+
+# --- a total map, for the reference and equivalence tests -----------------------------------
+# ``stock.free`` declares a default, as resource maps do: a missing key reads 0, not null.
+# A separate schema, so that the field and root lists other tests print stay as they are.
+
+STOCK = record("Stock", free=MapType(STRING, QUANTITY, bound=16, default=Fraction(0)))
+
+TOTAL_SCHEMA = Schema(
+    roots={**SCHEMA.roots, "stock": Root("stock", STOCK, "what is left", varies_per_node=True)},
+    functions=SCHEMA.functions,
+    normalizers=SCHEMA.normalizers,
+    compressible_resources=SCHEMA.compressible_resources,
+    known_resources=SCHEMA.known_resources,
+)
