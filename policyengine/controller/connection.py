@@ -135,6 +135,9 @@ def _load_kubeconfig(cfg: k8s.Configuration, paths: str, label: str) -> None:
         raise ConnectionConfigError(f"{label}: not a usable kubeconfig: {error}") from None
 
 
+POOL_SIZE = 32
+
+
 def connect(
     kubeconfig: str | None = None,
     *,
@@ -149,6 +152,9 @@ def connect(
     """
     cfg, source = load_configuration(kubeconfig, environ=environ, **files)
     cfg.retries = urllib3.util.Retry(total=0, redirect=0)
+    # Binds (16 workers), two watches, events and the lease share this client: urllib3's
+    # default pool of 10 would make them queue for connections and warn "pool is full".
+    cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, POOL_SIZE)
     api_client = k8s.ApiClient(cfg)
     # The pid tells replicas apart in the API server's audit log (and in tests).
     api_client.user_agent = f"policyengine/{__version__} (pid {os.getpid()})"

@@ -6,6 +6,7 @@ a node), ``order`` stays fixed (like a pod).
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from policyengine.lang.schema import Function, Param, Root, Schema

@@ -4,7 +4,7 @@ DESIGN.md keeps the tree-walking evaluator as the reference ``explain`` uses and
 to hold the planner's closures equal to it. Here hypothesis writes expressions over the fake
 schema — arithmetic on ints, floats and quantities, comparisons, ``??``, map lookups of keys
 that may be missing, ``if``, ``and``/``or``/``not``, comprehensions and aggregates over the
-schema's collections, string helpers, lets — and objects with keys missing, and both
+schema's collections, string helpers, lets, a total map — and objects with keys missing, and both
 evaluators must give the same value (of the same type) or fail with the same message at the
 same place. Whole rules are compared too, evaluated across several widgets through
 ``Env.derive`` so that the planner's per-pod memo of lets is exercised.
@@ -29,7 +29,7 @@ from policyengine.lang.loader import load_texts
 from policyengine.lang.planner import Planner
 from policyengine.lang.reference import evaluate, reference_filter, reference_score
 from policyengine.lang.runtime import Env, EvalError
-from tests.lang.fake_schema import SCHEMA
+from tests.lang.fake_schema import TOTAL_SCHEMA as SCHEMA
 
 Draw = Callable[..., Any]
 Scope = Mapping[str, str]  # name -> kind, for comprehension targets and lets
@@ -175,6 +175,7 @@ class Expressions:
             lambda: self.draw(st.sampled_from(["500m", "1Gi", "2e0", "250m", "0m", "3k"])),
             lambda: f'(widget.capacity["{self.draw(st.sampled_from(KEYS))}"] ?? 0)',
             lambda: f'(order.wants["{self.draw(st.sampled_from(KEYS))}"] ?? 1Gi)',
+            lambda: f'stock.free["{self.draw(st.sampled_from(KEYS))}"]',
             *[lambda name=name: f"{name}.size" for name, k in scope.items() if k == "part"],
             *self.names(scope, "qty"),
         ]
@@ -192,6 +193,7 @@ class Expressions:
                 lambda: f"({self._qty(d, scope)} / {self._int(d, scope)})",
                 lambda: f"({self._qty(d, scope)} + {self._int(d, scope)})",
                 lambda: f"(widget.capacity[{self._str(d, scope)}] ?? {self._qty(d, scope)})",
+                lambda: f"(stock.free[{self._str(d, scope)}] - {self._qty(d, scope)})",
                 lambda: f"sum({self.comprehension(depth, scope, 'qty', True)})",
                 lambda: f"(max({self.comprehension(depth, scope, 'qty', True)}) ?? 0m)",
                 lambda: f"(quantity({self._str(d, scope)}) ?? 0m)",
@@ -347,7 +349,7 @@ class Expressions:
         )
 
     def _qmap(self, depth: int, scope: Scope) -> str:
-        return self.draw(st.sampled_from(["widget.capacity", "order.wants"]))
+        return self.draw(st.sampled_from(["widget.capacity", "order.wants", "stock.free"]))
 
 
 KINDS = ["int", "float", "qty", "str", "bool", "bool", "strs", "int?"]
@@ -413,6 +415,12 @@ def widgets(draw: Draw) -> dict[str, Any]:
             "colour": draw(st.sampled_from([None, "red", ""])),
         },
     )
+
+
+@st.composite
+def nodes(draw: Draw) -> dict[str, Any]:
+    """The roots that vary per node: a widget and its stock (a total map of quantities)."""
+    return {"widget": draw(widgets()), "stock": _maybe(draw, {"free": _quantity_map(draw)})}
 
 
 @st.composite
@@ -488,11 +496,11 @@ FAST = settings(
 
 
 @FAST
-@given(programs(), orders(), st.lists(widgets(), min_size=1, max_size=3), CONTEXTS)
+@given(programs(), orders(), st.lists(nodes(), min_size=1, max_size=3), CONTEXTS)
 def test_expressions_evaluate_the_same_on_both_paths(
     lets: list[tuple[str, str]],
     order: dict[str, Any],
-    widgets: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
     context: dict[str, Any],
 ) -> None:
     unit = load_texts({"gen.sched": _policy_text(lets, [])})
@@ -504,9 +512,9 @@ def test_expressions_evaluate_the_same_on_both_paths(
     # The planner's envs are derived from one pod's, as the engine derives them per node, and
     # each is shared by all the expressions; the reference starts afresh every time.
     pod_env = Env({"order": order}, context)
-    for widget in widgets:
-        planned_env = pod_env.derive(widget=widget)
-        roots = {"order": order, "widget": widget}
+    for node in nodes:
+        planned_env = pod_env.derive(**node)
+        roots = {"order": order, **node}
         for let, fast, (_, source) in zip(policy.lets, plans, lets, strict=True):
             planned = outcome(fast, planned_env)
             walked = outcome(evaluate, let.expr, Env(roots, context), checked)
@@ -545,9 +553,9 @@ def rule_programs(draw: Draw) -> str:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(rule_programs(), orders(), st.lists(widgets(), min_size=1, max_size=3), CONTEXTS)
+@given(rule_programs(), orders(), st.lists(nodes(), min_size=1, max_size=3), CONTEXTS)
 def test_rules_decide_the_same_on_both_paths(
-    source: str, order: dict[str, Any], widgets: list[dict[str, Any]], context: dict[str, Any]
+    source: str, order: dict[str, Any], nodes: list[dict[str, Any]], context: dict[str, Any]
 ) -> None:
     result = compile_texts({"gen.sched": source}, SCHEMA)
     assert result.program is not None, (source, [d.message for d in result.diagnostics])
@@ -555,8 +563,8 @@ def test_rules_decide_the_same_on_both_paths(
     rules: list[CompiledRule] = list(program.policies[0].rules)
     # One pod, several nodes: the planner shares pod-level lets between the derived envs.
     pod_env = program.env(order=order, context=context)
-    for widget in widgets:
-        node_env = pod_env.derive(widget=widget)
-        fresh = Env({"order": order, "widget": widget}, context)
+    for node in nodes:
+        node_env = pod_env.derive(**node)
+        fresh = Env({"order": order, **node}, context)
         for rule in rules:
             assert_both_paths_agree(rule, node_env, fresh, source)
