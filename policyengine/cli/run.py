@@ -84,10 +84,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sched.add_argument(
         "--scheduler-name",
-        default=DEFAULT_SCHEDULER_NAME,
+        action="append",
         metavar="NAME",
         help="schedule the pods whose spec.schedulerName is NAME, with the profile of that "
-        f"name (default {DEFAULT_SCHEDULER_NAME})",
+        "name; repeat for several (default: every profile of the policy, which is "
+        f"{DEFAULT_SCHEDULER_NAME} when it declares none)",
     )
     sched.add_argument(
         "--seed", type=int, default=None, metavar="N", help="seed for breaking score ties"
@@ -178,9 +179,12 @@ def _run(args: argparse.Namespace) -> int:
     log = logs.get_logger("policyengine.run")
     if args.kube_api_burst < 1 and args.kube_api_qps > 0:
         raise common.InputError("--kube-api-burst must be at least 1")
-    election = _election_config(args) if args.leader_elect else None
     program = common.load_program(args.policy)
-    common.check_profile(program, args.scheduler_name)
+    args.scheduler_names = tuple(args.scheduler_name or program.profiles)
+    for name in args.scheduler_names:
+        common.check_profile(program, name)
+    args.scheduler_name = args.scheduler_names[0]
+    election = _election_config(args) if args.leader_elect else None
 
     from policyengine.controller import connection
     from policyengine.controller.health import Health, HealthServer
@@ -205,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
     log.info(
         "policyengine run starting",
         version=__version__,
-        scheduler_name=args.scheduler_name,
+        scheduler_names=list(args.scheduler_names),
         policy_version=program.version,
         policies=[p.name for p in program.policies],
         api_server=conn.host,
@@ -239,13 +243,19 @@ def _run(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
+def _default_lease_name(args: argparse.Namespace) -> str:
+    """The scheduler name when there is one; replicas serving several profiles share one."""
+    names = args.scheduler_names
+    return names[0] if len(names) == 1 else DEFAULT_SCHEDULER_NAME
+
+
 def _election_config(args: argparse.Namespace) -> Any:
     from policyengine.controller.leader import LeaderElectionConfig
 
     try:
         return LeaderElectionConfig(
             namespace=args.lease_namespace,
-            name=args.lease_name or args.scheduler_name,
+            name=args.lease_name or _default_lease_name(args),
             lease_duration=args.lease_duration,
             renew_deadline=args.renew_deadline,
             retry_period=args.retry_period,
@@ -287,7 +297,7 @@ def _health(health: Any, state: _State, args: argparse.Namespace, version: str) 
     health.add_readiness("api", reached)
     health.add_readiness("scheduler", role)
     health.add_detail("role", state.role)
-    health.add_detail("scheduler_name", lambda: args.scheduler_name)
+    health.add_detail("scheduler_names", lambda: list(args.scheduler_names))
     health.add_detail("policy_version", lambda: version)
     health.add_detail("version", lambda: __version__)
     health.add_detail("queues", queues)
@@ -328,7 +338,7 @@ def _work(
         scheduler = Scheduler(
             conn.client,
             lambda: program,
-            scheduler_names=(args.scheduler_name,),
+            scheduler_names=args.scheduler_names,
             seed=args.seed,
             hooks=metrics.hooks(),
         )

@@ -192,7 +192,7 @@ def test_binds_pods_then_stops_on_sigterm_and_releases_the_lease(
     status, text = http_get(url + "/readyz")
     assert status == 200
     ready = json.loads(text)
-    assert (ready["role"], ready["scheduler_name"]) == ("leader", "policyengine")
+    assert (ready["role"], ready["scheduler_names"]) == ("leader", ["policyengine"])
     assert ready["checks"] == {"loop": "ok", "lease": "ok", "api": "ok", "scheduler": "ok"}
     assert http_get(url + "/healthz")[0] == 200
     metrics = http_get(url + "/metrics")[1].splitlines()

@@ -29,6 +29,7 @@ from policyengine.lang.schema import Schema
 from policyengine.quantity import parse_quantity
 from tests.lang import test_runtime_errors as runtime_errors
 from tests.lang.fake_schema import PROBING_SCHEMA as SCHEMA
+from tests.lang.fake_schema import TOTAL_SCHEMA
 from tests.lang.test_planner import SHORT_CIRCUITS, VALUES, env_for, part, widget
 
 FILE = "ref.sched"
@@ -169,6 +170,14 @@ def test_value(source: str, expected: Any) -> None:
 def test_quantities_are_exact_fractions() -> None:
     value = reference_value("100m + 200m + 700m")
     assert value == 1 and type(value) is Fraction
+
+
+def test_a_total_map_reads_its_default_for_a_missing_key() -> None:
+    source = 'stock.free["gpu"] + stock.free["cpu"]'
+    expr, owner, checked = checked_expression(source, schema=TOTAL_SCHEMA)
+    env = env_for({}, stock={"free": {"cpu": Fraction(1, 2)}})
+    assert evaluate(expr, env, checked) == Fraction(1, 2)
+    assert planned(expr, owner, checked, TOTAL_SCHEMA)(env) == Fraction(1, 2)
 
 
 def test_names_are_resolved_by_the_checkers_bindings() -> None:
