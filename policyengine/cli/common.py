@@ -33,7 +33,7 @@ from policyengine.model.snapshot_io import (
     parse_objects,
     parse_snapshot_text,
 )
-from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
+from policyengine.model.topology import DEFAULT_TOPOLOGY, LEVELS, TopologyConfig
 
 KUBE_VERSIONS: dict[str, SchedulerConfig] = {"current": DEFAULT_CONFIG, "1.28": KUBE_1_28}
 DEFAULT_NAMESPACE = "default"
@@ -106,6 +106,33 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed for breaking score ties (default 0)"
     )
+    add_topology_option(parser)
+
+
+def add_topology_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--topology",
+        action="append",
+        default=[],
+        metavar="LEVEL=LABEL",
+        help="read a topology level from this node label instead of the defaults (levels: "
+        + ", ".join(LEVELS)
+        + "); repeat a level to give fallbacks in order, e.g. --topology rack=example.com/rack",
+    )
+
+
+def topology_from(specs: Sequence[str]) -> TopologyConfig:
+    """``--topology rack=example.com/rack …`` over the default keys; bad input says why."""
+    chosen: dict[str, list[str]] = {}
+    for spec in specs:
+        level, sep, label = spec.partition("=")
+        level = level.strip().replace("-", "_")
+        if not sep or not label.strip():
+            raise InputError(f"--topology {spec!r}: expected LEVEL=LABEL, e.g. rack=example.com/rack")
+        if level not in LEVELS:
+            raise InputError(f"--topology {spec!r}: unknown level {level!r}; levels are {', '.join(LEVELS)}")
+        chosen.setdefault(level, []).append(label.strip())
+    return replace(DEFAULT_TOPOLOGY, **{f"{level}_keys": tuple(keys) for level, keys in chosen.items()})
 
 
 def add_format_option(parser: argparse.ArgumentParser, formats: Sequence[str]) -> None:
@@ -332,7 +359,7 @@ def setup(command: str, args: argparse.Namespace) -> Setup:
         program=program,
         target=target,
         config=KUBE_VERSIONS[args.kube_version],
-        topology=DEFAULT_TOPOLOGY,
+        topology=topology_from(args.topology),
         scheduler_name=args.scheduler_name,
         seed=args.seed,
     )

@@ -93,6 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sched.add_argument(
         "--seed", type=int, default=None, metavar="N", help="seed for breaking score ties"
     )
+    common.add_topology_option(sched)
     ha = parser.add_argument_group("leader election")
     ha.add_argument(
         "--leader-elect",
@@ -185,6 +186,7 @@ def _run(args: argparse.Namespace) -> int:
         common.check_profile(program, name)
     args.scheduler_name = args.scheduler_names[0]
     election = _election_config(args) if args.leader_elect else None
+    args.topology_config = common.topology_from(args.topology)
 
     from policyengine.controller import connection
     from policyengine.controller.health import Health, HealthServer
@@ -332,7 +334,7 @@ def _work(
     """Connect, then schedule (alone or as the leader) until told to stop."""
     from policyengine.controller import connection
     from policyengine.controller.leader import LeaderElector
-    from policyengine.controller.scheduler import Scheduler
+    from policyengine.controller.scheduler import Scheduler, SchedulerOptions
 
     def schedule(stop: threading.Event) -> None:
         scheduler = Scheduler(
@@ -341,6 +343,7 @@ def _work(
             scheduler_names=args.scheduler_names,
             seed=args.seed,
             hooks=metrics.hooks(),
+            options=SchedulerOptions(topology=args.topology_config),
         )
         state.scheduler = scheduler
         try:

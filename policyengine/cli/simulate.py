@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 from policyengine.cli import common, render
 from policyengine.engine.simulate import Simulation, simulate
-from policyengine.model.topology import DEFAULT_TOPOLOGY
 
 FORMATS = ("table", "json", "yaml")
 _PROGRESS_INTERVAL = 0.1  # seconds between redraws of the progress counter
@@ -83,7 +82,7 @@ def run_simulation(
         cluster.pending,
         args.seed,
         progress,
-        topology=DEFAULT_TOPOLOGY,
+        topology=common.topology_from(args.topology),
         config=common.KUBE_VERSIONS[args.kube_version],
         scheduler_name=args.scheduler_name,
     )

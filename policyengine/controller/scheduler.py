@@ -52,6 +52,7 @@ from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
 from policyengine.model.objects import Pod
 from policyengine.model.parse import parse_node, parse_pod
+from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
 log = structlog.get_logger(__name__)
 
@@ -94,6 +95,8 @@ class SchedulerOptions:
     bind_timeout: float = 30.0
     housekeeping_interval: float = 1.0
     shutdown_timeout: float = 30.0  # how long binds in flight may take to finish on stop
+    # Which node labels name the rack, NVLink domain, … (``run --topology LEVEL=LABEL``).
+    topology: TopologyConfig = DEFAULT_TOPOLOGY
 
 
 class Scheduler:
@@ -228,6 +231,7 @@ class Scheduler:
                 snapshot,
                 self._rng,
                 CycleOptions(all_filters=False, scheduler_name=profile),
+                self._options.topology,
             )
         except Exception:
             log.exception("scheduling cycle failed", pod=pod.key)
