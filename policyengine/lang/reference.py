@@ -12,7 +12,9 @@ calls, compiled patterns) as its only guide. Two things rest on it:
   (``tests/lang/test_fast_path_equivalence.py``).
 
 So every behaviour below is the planner's, deliberately, down to the wording of each
-``EvalError`` and the span it points at; when the two disagree, one of them has a bug.
+``EvalError`` and the span it points at; when the two disagree, one of them has a bug. It
+shares no evaluation code with the planner on purpose (even the small operator table is
+written again): a primitive the two shared could never be caught disagreeing.
 """
 
 from __future__ import annotations
