@@ -1,15 +1,9 @@
 """The benchmarks' correctness check: does the measured path decide as the reference does?
 
-A faster evaluator is only worth its speed if it decides exactly as the reference evaluator
-that ``explain`` uses (``policyengine.lang.reference``). This module runs one scheduling cycle
-with nothing but that evaluator — every rule walked over its syntax tree, on every node, with
-a fresh context — and compares it with the engine's decision for the same pod against the
-same snapshot: the same feasible nodes (and the same first rejection on the others), the same
-raw, normalised and total scores, and the same chosen node when the tie-break rng starts from
-the same state. It is deliberately plain and slow; only a sample of pods goes through it.
-
-The governing policy is picked by the program's compiled ``match``: the check is about
-filter and score rules, the part the fast path changes.
+On a sample of pods, the engine's decision is compared with one cycle decided by the
+reference evaluator alone (``policyengine.engine.reference_cycle``, shared with the fast
+path's property test): the same feasible set and first rejections, the same raw, normalised
+and total scores, and the same choice from the same rng state. It runs outside the timings.
 """
 
 from __future__ import annotations
@@ -17,73 +11,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from policyengine.engine.cycle import profile_for
 from policyengine.engine.decision import Decision
-from policyengine.engine.normalize import normalize
+from policyengine.engine.reference_cycle import (
+    ReferenceDecision,
+    differences,
+    reference_decision,
+)
 from policyengine.lang.compiler import Program
-from policyengine.lang.reference import reference_filter, reference_score
-from policyengine.lang.runtime import Env
 from policyengine.model.objects import Pod
 from policyengine.model.snapshot import ClusterSnapshot
-from policyengine.model.topology import DEFAULT_TOPOLOGY
-from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.views import NodeView, PodView
 
-
-@dataclass(frozen=True)
-class ReferenceDecision:
-    policy: str | None
-    feasible: tuple[str, ...]
-    first_rejection: dict[str, str]  # infeasible node -> the first filter rule that rejected it
-    raw: dict[str, dict[str, float | None]]  # node -> rule -> value before normalisation
-    normalised: dict[str, dict[str, float]]
-    totals: dict[str, float]
-    node: str | None
-
-
-def reference_decision(
-    program: Program, pod: Pod, snapshot: ClusterSnapshot, rng: random.Random
-) -> ReferenceDecision:
-    """One cycle for ``pod`` with the reference evaluator only (module docstring)."""
-    pod_view = PodView(pod)
-    context = CycleContext(snapshot, pod_view)
-    policy = program.governing_policy(profile_for(program, pod), Env({"pod": pod_view}, context))
-    if policy is None:
-        return ReferenceDecision(None, (), {}, {}, {}, {}, None)
-    envs = {
-        info.name: Env({"pod": pod_view, "node": NodeView(info, DEFAULT_TOPOLOGY)}, context)
-        for info in snapshot.nodes
-    }
-    feasible: list[str] = []
-    rejected: dict[str, str] = {}
-    for name, env in envs.items():
-        failing = next((r for r in policy.filters if not reference_filter(r, env).passed), None)
-        if failing is None:
-            feasible.append(name)
-        else:
-            rejected[name] = failing.qualified_name
-    context.feasible = tuple(snapshot.node(name) for name in feasible)
-    raw: dict[str, dict[str, float | None]] = {name: {} for name in feasible}
-    normalised: dict[str, dict[str, float]] = {name: {} for name in feasible}
-    for rule in policy.scores:
-        values = [reference_score(rule, envs[name]).value for name in feasible]
-        for name, value, scaled in zip(
-            feasible, values, normalize(rule.normalize or "none", values), strict=True
-        ):
-            raw[name][rule.qualified_name] = value
-            normalised[name][rule.qualified_name] = scaled
-    totals = {
-        name: sum(rule.weight * normalised[name][rule.qualified_name] for rule in policy.scores)
-        for name in feasible
-    }
-    ranking = sorted(feasible, key=lambda name: (-totals[name], name))
-    chosen = None
-    if ranking:
-        tied = [name for name in ranking if totals[name] == totals[ranking[0]]]
-        chosen = tied[0] if len(tied) == 1 else rng.choice(tied)
-    return ReferenceDecision(
-        policy.name, tuple(feasible), rejected, raw, normalised, totals, chosen
-    )
+__all__ = ["Agreement", "ReferenceDecision", "check", "differences", "reference_decision"]
 
 
 @dataclass
@@ -100,40 +38,6 @@ class Agreement:
             self.differences.append(f"{pod}: " + "; ".join(problems[:5]))
         else:
             self.agreed += 1
-
-
-def differences(engine: Decision, reference: ReferenceDecision) -> list[str]:
-    """What the engine decided differently from the reference; empty when they agree."""
-    problems: list[str] = []
-    if engine.policy != reference.policy:
-        problems.append(f"policy {engine.policy} != reference {reference.policy}")
-    if set(engine.feasible) != set(reference.feasible):
-        extra = sorted(set(engine.feasible) - set(reference.feasible))[:3]
-        missing = sorted(set(reference.feasible) - set(engine.feasible))[:3]
-        problems.append(f"feasible sets differ (engine only: {extra}, reference only: {missing})")
-    for name, rule in reference.first_rejection.items():
-        got = engine.infeasible.get(name)
-        if got and got[0].rule != rule:
-            problems.append(f"{name} rejected by {got[0].rule}, reference {rule}")
-            break
-    for name in reference.feasible:
-        score = engine.scores.get(name)
-        if score is None:
-            continue
-        if dict(score.raw) != reference.raw[name]:
-            problems.append(f"{name}: raw scores {dict(score.raw)} != {reference.raw[name]}")
-            break
-        if dict(score.rules) != reference.normalised[name]:
-            problems.append(
-                f"{name}: normalised {dict(score.rules)} != {reference.normalised[name]}"
-            )
-            break
-        if score.total != reference.totals[name]:
-            problems.append(f"{name}: total {score.total} != {reference.totals[name]}")
-            break
-    if engine.node != reference.node:
-        problems.append(f"chose {engine.node}, reference {reference.node}")
-    return problems
 
 
 def check(

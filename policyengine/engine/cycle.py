@@ -15,15 +15,16 @@ from dataclasses import dataclass
 
 from policyengine.engine.decision import Decision, NodeScore, Rejection
 from policyengine.engine.histogram import histogram_line
+from policyengine.engine.nodeviews import node_views
 from policyengine.engine.normalize import normalize
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
-from policyengine.lang.runtime import Env
+from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.views import NodeView, PodView
+from policyengine.schedlib.views import PodView
 
 DEFAULT_PROFILE = "policyengine"
 
@@ -79,11 +80,11 @@ def schedule(
             message=f"no policy of profile {profile} matches the pod",
         )
     errors: list[str] = []
-    views = {info.name: NodeView(info, topology) for info in nodes}
-    envs = {name: pod_env.derive(node=view) for name, view in views.items()}
-    feasible, infeasible = _filter(policy, nodes, envs, options, errors)
-    context.feasible = tuple(snapshot.node(name) for name in feasible)
-    scores = _score(policy, feasible, envs, errors)
+    batch = NodeBatch(pod_env, {"node": node_views(snapshot, topology)})
+    rows, infeasible = _filter(policy, nodes, batch, options, errors)
+    feasible = [nodes[row].name for row in rows]
+    context.feasible = tuple(nodes[row] for row in rows)
+    scores = _score(policy, feasible, batch.take(rows), errors)
     ranking = tuple(sorted(feasible, key=lambda name: (-scores[name].total, name)))
     chosen = _select(ranking, scores, rng)
     if chosen is None:
@@ -114,40 +115,60 @@ def _fmt(value: float) -> str:
 def _filter(
     policy: CompiledPolicy,
     nodes: Sequence[NodeInfo],
-    envs: dict[str, Env],
+    batch: NodeBatch,
     options: CycleOptions,
     errors: list[str],
-) -> tuple[list[str], dict[str, tuple[Rejection, ...]]]:
-    once: dict[int, Rejection | None] = {}
-    feasible: list[str] = []
-    infeasible: dict[str, tuple[Rejection, ...]] = {}
-    for info in nodes:
-        env = envs[info.name]
-        rejections: list[Rejection] = []
-        for index, rule in enumerate(policy.filters):
-            if not rule.per_node and index in once:
-                rejection = once[index]
-            else:
-                rejection = _run_filter(rule, env, errors)
-                if not rule.per_node:
-                    once[index] = rejection
-            if rejection is not None:
-                rejections.append(rejection)
-                if not options.all_filters:
-                    break
-        if rejections:
-            infeasible[info.name] = tuple(rejections)
-        else:
-            feasible.append(info.name)
+) -> tuple[list[int], dict[str, tuple[Rejection, ...]]]:
+    """Each filter over all the nodes still in the running, rule by rule.
+
+    Without ``all_filters`` a node leaves the running at its first rejection, so every node
+    sees exactly the rules it would see node by node. Errors are reported in node order, then
+    rule order, as a node-by-node loop would meet them.
+    """
+    rejections: dict[int, list[Rejection]] = {}
+    found: list[tuple[int, int, str]] = []
+    alive: list[int] = list(range(len(nodes)))
+    for index, rule in enumerate(policy.filters):
+        if not alive:
+            break
+        sub = batch if len(alive) == batch.size else batch.take(alive)
+        verdicts = _filter_many(rule, sub)
+        made: dict[tuple[tuple[str, ...], object], Rejection] = {}
+        survivors: list[int] = []
+        for row, verdict in zip(alive, verdicts, strict=True):
+            if verdict.passed and verdict.error is None:
+                survivors.append(row)
+                continue
+            if verdict.error is not None:
+                found.append((row, index, str(verdict.error)))
+                if verdict.passed:
+                    survivors.append(row)
+                    continue
+            # Thousands of nodes fail for the same reasons: one (frozen) Rejection serves them.
+            key = (verdict.reasons, verdict.error)
+            rejection = made.get(key)
+            if rejection is None:
+                rejection = made[key] = _rejection(rule, verdict)
+            rejections.setdefault(row, []).append(rejection)
+            if options.all_filters:
+                survivors.append(row)
+        if options.all_filters:
+            continue
+        alive = survivors
+    found.sort(key=lambda item: (item[0], item[1]))
+    errors.extend(message for _, _, message in found)
+    feasible = [row for row in range(len(nodes)) if row not in rejections]
+    infeasible = {nodes[row].name: tuple(rejections[row]) for row in sorted(rejections)}
     return feasible, infeasible
 
 
-def _run_filter(rule: CompiledRule, env: Env, errors: list[str]) -> Rejection | None:
-    verdict = rule.filter(env)
-    if verdict.error is not None:
-        errors.append(str(verdict.error))
-    if verdict.passed:
-        return None
+def _filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:
+    if rule.filter_many is not None:
+        return rule.filter_many(batch)
+    return [rule.filter(batch.env_at(i)) for i in range(batch.size)]
+
+
+def _rejection(rule: CompiledRule, verdict: FilterVerdict) -> Rejection:
     return Rejection(
         rule.qualified_name, tuple(verdict.reasons), str(verdict.error) if verdict.error else None
     )
@@ -156,37 +177,35 @@ def _run_filter(rule: CompiledRule, env: Env, errors: list[str]) -> Rejection | 
 def _score(
     policy: CompiledPolicy,
     feasible: list[str],
-    node_envs: dict[str, Env],
+    batch: NodeBatch,
     errors: list[str],
 ) -> dict[str, NodeScore]:
-    envs = [node_envs[name] for name in feasible]
     raw: dict[str, list[float | None]] = {}
     normalised: dict[str, list[float]] = {}
     for rule in policy.scores:
+        if rule.score_many is not None:
+            results = rule.score_many(batch)
+        else:
+            results = [rule.score(batch.env_at(i)) for i in range(batch.size)]
         values: list[float | None] = []
-        once: tuple[float | None] | None = None
-        for env in envs:
-            if not rule.per_node and once is not None:
-                values.append(once[0])
-                continue
-            result = rule.score(env)
+        for result in results:
             if result.error is not None:
                 errors.append(str(result.error))
             values.append(result.value)
-            if not rule.per_node:
-                once = (result.value,)
         raw[rule.qualified_name] = values
         normalised[rule.qualified_name] = normalize(rule.normalize or "none", values)
+    names = [rule.qualified_name for rule in policy.scores]
+    weights = [rule.weight for rule in policy.scores]
+    raw_columns = [raw[name] for name in names]
+    normal_columns = [normalised[name] for name in names]
     scores: dict[str, NodeScore] = {}
-    for index, name in enumerate(feasible):
-        per_rule = {
-            rule.qualified_name: normalised[rule.qualified_name][index] for rule in policy.scores
-        }
-        total = sum(rule.weight * per_rule[rule.qualified_name] for rule in policy.scores)
-        scores[name] = NodeScore(
+    for index, node in enumerate(feasible):
+        per_rule = {name: column[index] for name, column in zip(names, normal_columns, strict=True)}
+        total = sum(weight * per_rule[name] for name, weight in zip(names, weights, strict=True))
+        scores[node] = NodeScore(
             total=total,
             rules=per_rule,
-            raw={rule.qualified_name: raw[rule.qualified_name][index] for rule in policy.scores},
+            raw={name: column[index] for name, column in zip(names, raw_columns, strict=True)},
         )
     return scores
 

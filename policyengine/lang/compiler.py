@@ -26,9 +26,12 @@ from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner
 from policyengine.lang.runtime import (
     Env,
     FilterVerdict,
+    NodeBatch,
     ScoreValue,
+    filter_batch_evaluator,
     filter_evaluator,
     match_evaluator,
+    score_batch_evaluator,
     score_evaluator,
 )
 from policyengine.lang.schema import Schema
@@ -66,6 +69,10 @@ class CompiledRule:
     owner: n.Policy | None = field(default=None, repr=False)
     checked: CheckResult | None = field(default=None, repr=False)
     sources: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # The same rule over a ``NodeBatch`` (one pod, many nodes): one verdict or value per node,
+    # equal to ``filter``/``score`` on each node's env. None for rules built by hand.
+    filter_many: Callable[[NodeBatch], list[FilterVerdict]] | None = field(default=None, repr=False)
+    score_many: Callable[[NodeBatch], list[ScoreValue]] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,7 +233,7 @@ class _ProgramBuilder:
         self.sources: Mapping[str, str] = MappingProxyType(dict(self.unit.sources))
         self.problems: list[Diagnostic] = []
         # A library rule used by several policies is planned once.
-        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool]] = {}
+        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any]] = {}
 
     def build(self) -> Program:
         policies = []
@@ -281,7 +288,7 @@ class _ProgramBuilder:
         key = (id(rule), linked.qualified_name)
         if key not in self._evaluators:
             self._evaluators[key] = self._evaluate(linked)
-        filter_fn, score_fn, per_node = self._evaluators[key]
+        filter_fn, score_fn, per_node, filter_many, score_many = self._evaluators[key]
         normalize = getattr(rule, "normalize", None) or DEFAULT_NORMALIZE
         return CompiledRule(
             kind=linked.kind,
@@ -299,9 +306,11 @@ class _ProgramBuilder:
             owner=linked.owner,
             checked=self.checked,
             sources=self.sources,
+            filter_many=filter_many,
+            score_many=score_many,
         )
 
-    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool]:
+    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any]:
         rule, owner, name = linked.rule, linked.owner, linked.qualified_name
         planner = self.planner
         guard = planner.expression(rule.guard, owner) if rule.guard is not None else None
@@ -324,10 +333,30 @@ class _ProgramBuilder:
                 constant_reason,
             )
             per_node = any(p.per_node for p in (guard, body, reason) if p is not None)
-            return filter_fn, _not_a(name, "score"), per_node
+            filter_many = filter_batch_evaluator(
+                name,
+                body_span,
+                filter_fn,
+                per_node,
+                guard_fn,
+                guard is not None and guard.per_node,
+                body.batch,
+                reason.fn if reason is not None and not reason.const else None,
+                constant_reason,
+            )
+            return filter_fn, _not_a(name, "score"), per_node, filter_many, None
         score_fn = score_evaluator(name, body_span, guard_fn, body.fn)
         per_node = any(p.per_node for p in (guard, body) if p is not None)
-        return _not_a(name, "filter"), score_fn, per_node
+        score_many = score_batch_evaluator(
+            name,
+            body_span,
+            score_fn,
+            per_node,
+            guard_fn,
+            guard is not None and guard.per_node,
+            body.batch,
+        )
+        return _not_a(name, "filter"), score_fn, per_node, None, score_many
 
     def _cost(self, linked: LinkedRule) -> int | None:
         cost = self.costs.get(id(linked.rule))

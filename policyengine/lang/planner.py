@@ -19,14 +19,22 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from policyengine.diagnostics import Diagnostic, Severity, Span
 from policyengine.lang import nodes as n
-from policyengine.lang.runtime import ROOTS, Env, EvalError, format_value, type_name
+from policyengine.lang.runtime import (
+    ROOTS,
+    BatchBody,
+    Env,
+    EvalError,
+    NodeBatch,
+    format_value,
+    type_name,
+)
 from policyengine.lang.schema import Function, Schema
 from policyengine.lang.types import (
     BOOL,
@@ -68,6 +76,8 @@ class Plan:
     const: bool = False
     value: Any = None
     root: int | None = None
+    # Set on a domain call that can be evaluated for a whole ``NodeBatch`` at once.
+    batch: BatchBody | None = None
 
 
 class PlanError(Exception):
@@ -772,7 +782,7 @@ class Planner:
         per_node = function.varies_per_node or any(arg.per_node for arg in args)
         # Domain functions are never folded: they may read the context or be costly to run
         # at compile time for no benefit.
-        return Plan(call, returns, per_node)
+        return Plan(call, returns, per_node, batch=_batched(function, args, must_exist))
 
     def _method(self, expr: n.MethodCall, scope: _Scope) -> Plan:
         obj = self._plan(expr.obj, scope)
@@ -1075,6 +1085,35 @@ class Planner:
 
 
 # --- helpers used by the plans above -------------------------------------------------------
+
+
+def _batched(function: Function, args: list[Plan], must_exist: bool) -> BatchBody | None:
+    """The whole-batch form of a domain call, when the function has one and every argument
+    is either pod-level (evaluated once) or a bare root (read from the batch's column)."""
+    batch = function.batch
+    if batch is None or not all(arg.root is not None or not arg.per_node for arg in args):
+        return None
+    specs = tuple((arg.fn, arg.root if arg.per_node else None) for arg in args)
+    with_context = function.needs_context
+
+    def run(nodes: NodeBatch) -> Sequence[Any]:
+        env = nodes.env
+        values = []
+        for fn, slot in specs:
+            if slot is None:
+                values.append(fn(env))
+                continue
+            column = nodes.column(slot)
+            if column is None:
+                raise LookupError("the batch has no column for this root")
+            values.append(column)
+        results = batch(env.context, *values) if with_context else batch(*values)
+        if len(results) != nodes.size or (must_exist and any(r is None for r in results)):
+            # The node-by-node path reports these, with the call's span.
+            raise ValueError("the batched call did not give one value per node")
+        return results
+
+    return run
 
 
 def _always(env: Env) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -333,6 +333,23 @@ def filter_evaluator(
     return evaluate
 
 
+def _score_of(rule: str, span: Span, value: Any) -> ScoreValue:
+    """A score body's value as the rule's ``ScoreValue`` (shared by the single and batch paths)."""
+    try:
+        if value is None:
+            return NOT_SCORED
+        kind = type(value)
+        if kind is float:
+            return ScoreValue(value)
+        if kind is int or kind is Fraction:
+            return ScoreValue(float(value))
+        raise EvalError(span, f"a score is a number, not {type_name(value)}")
+    except EvalError as error:
+        return ScoreValue(0.0, _failure(rule, error))
+    except Exception as error:
+        return ScoreValue(0.0, _failure(rule, _internal(span, error)))
+
+
 def score_evaluator(
     rule: str, span: Span, guard: Evaluator | None, body: Evaluator
 ) -> Callable[[Env], ScoreValue]:
@@ -372,3 +389,186 @@ def match_evaluator(expr: Evaluator | None) -> Callable[[Env], bool]:
             return False
 
     return evaluate
+
+
+# --- many nodes at once ----------------------------------------------------------------------
+
+
+class NodeBatch:
+    """One pod's evaluation over many nodes: the pod-level env and, for each root that varies
+    per node, its values (a column, one value per node).
+
+    Rules that can be evaluated for the whole batch at once read the columns; the others get
+    one ``Env`` per node from ``env_at``, built on first use and shared by every rule of the
+    batch (so per-node lets are still computed once per node). ``take`` narrows the batch to
+    some of its nodes (the ones still feasible) and shares those envs.
+    """
+
+    __slots__ = ("_columns", "_envs", "_rows", "_selected", "env", "size")
+
+    def __init__(self, env: Env, columns: Mapping[str, Sequence[Any]]):
+        self.env = env
+        self._columns = {name: values for name, values in columns.items()}
+        size = len(next(iter(columns.values()))) if columns else 0
+        self.size = size
+        self._envs: list[Env | None] = [None] * size
+        self._rows: Sequence[int] | None = None
+        self._selected: dict[int, Sequence[Any]] = {}
+
+    def take(self, rows: Sequence[int]) -> NodeBatch:
+        """The batch of the nodes at ``rows`` (positions in this batch)."""
+        batch = _new_batch(NodeBatch)
+        batch.env = self.env
+        batch._columns = self._columns
+        batch._envs = self._envs
+        batch._rows = rows if self._rows is None else [self._rows[r] for r in rows]
+        batch._selected = {}
+        batch.size = len(rows)
+        return batch
+
+    def column(self, slot: int) -> Sequence[Any] | None:
+        """The values of the root in ``slot`` for the nodes of this batch (None: not a column)."""
+        selected = self._selected.get(slot)
+        if selected is not None:
+            return selected
+        for name, values in self._columns.items():
+            if ROOTS.index.get(name) == slot:
+                rows = self._rows
+                selected = values if rows is None else [values[r] for r in rows]
+                self._selected[slot] = selected
+                return selected
+        return None
+
+    def env_at(self, position: int) -> Env:
+        row = position if self._rows is None else self._rows[position]
+        env = self._envs[row]
+        if env is None:
+            env = self._envs[row] = self.env.derive(
+                **{name: values[row] for name, values in self._columns.items()}
+            )
+        return env
+
+
+_new_batch = object.__new__
+
+# A batched body: every node's value in one call; raises when the batch cannot be evaluated
+# that way (the rule then falls back to its single-node evaluator, which reports errors).
+BatchBody = Callable[[NodeBatch], Sequence[Any]]
+
+
+def filter_batch_evaluator(
+    rule: str,
+    span: Span,
+    single: Callable[[Env], FilterVerdict],
+    per_node: bool,
+    guard: Evaluator | None,
+    guard_per_node: bool,
+    body: BatchBody | None,
+    reason: Evaluator | None,
+    constant_reason: str | None,
+) -> Callable[[NodeBatch], list[FilterVerdict]]:
+    """The ``filter_many(batch)`` of one rule: the verdicts ``single`` gives, node by node.
+
+    A rule that reads nothing per node runs once. A rule whose body is a batched call and
+    whose guard (if any) is pod-level runs the call once over the batch; everything else runs
+    ``single`` on each node's env.
+    """
+    rejected = FilterVerdict(False, (constant_reason,)) if constant_reason is not None else None
+
+    def one_by_one(batch: NodeBatch) -> list[FilterVerdict]:
+        env_at = batch.env_at
+        return [single(env_at(i)) for i in range(batch.size)]
+
+    if not per_node:
+
+        def once(batch: NodeBatch) -> list[FilterVerdict]:
+            return [single(batch.env_at(0))] * batch.size if batch.size else []
+
+        return once
+    if body is None or guard_per_node:
+        return one_by_one
+
+    def settle(value: Any, batch: NodeBatch, position: int) -> FilterVerdict:
+        # The single evaluator's reading of a body value, for one node of the batch.
+        try:
+            if value is True:
+                return PASSED
+            if value is False:
+                if rejected is not None:
+                    return rejected
+                assert reason is not None
+                return FilterVerdict(False, (reason(batch.env_at(position)),))
+            if isinstance(value, list | tuple):
+                if not value:
+                    return PASSED
+                return FilterVerdict(
+                    False, tuple(v if type(v) is str else format_value(v) for v in value)
+                )
+            return single(batch.env_at(position))
+        except Exception:
+            return single(batch.env_at(position))
+
+    def many(batch: NodeBatch) -> list[FilterVerdict]:
+        try:
+            if guard is not None and not guard(batch.env):
+                return [PASSED] * batch.size
+            values = body(batch)
+        except Exception:
+            return one_by_one(batch)
+        out = []
+        for position, value in enumerate(values):
+            if value is True or (type(value) is list and not value):
+                out.append(PASSED)
+            else:
+                out.append(settle(value, batch, position))
+        return out
+
+    return many
+
+
+def score_batch_evaluator(
+    rule: str,
+    span: Span,
+    single: Callable[[Env], ScoreValue],
+    per_node: bool,
+    guard: Evaluator | None,
+    guard_per_node: bool,
+    body: BatchBody | None,
+) -> Callable[[NodeBatch], list[ScoreValue]]:
+    """The ``score_many(batch)`` of one rule: the values ``single`` gives, node by node."""
+
+    def one_by_one(batch: NodeBatch) -> list[ScoreValue]:
+        env_at = batch.env_at
+        return [single(env_at(i)) for i in range(batch.size)]
+
+    if not per_node:
+
+        def once(batch: NodeBatch) -> list[ScoreValue]:
+            return [single(batch.env_at(0))] * batch.size if batch.size else []
+
+        return once
+    if body is None or guard_per_node:
+        return one_by_one
+
+    def many(batch: NodeBatch) -> list[ScoreValue]:
+        try:
+            if guard is not None and not guard(batch.env):
+                return [NOT_SCORED] * batch.size
+            values = body(batch)
+        except Exception:
+            return one_by_one(batch)
+        cache: dict[Any, ScoreValue] = {}
+        out = []
+        for value in values:
+            # Scores repeat a lot (0–100); the same value reads as the same ScoreValue.
+            kind = type(value)
+            if kind is int or kind is float:
+                known = cache.get(value)
+                if known is None:
+                    known = cache[value] = _score_of(rule, span, value)
+                out.append(known)
+            else:
+                out.append(_score_of(rule, span, value))
+        return out
+
+    return many

@@ -9,7 +9,7 @@ reference is generated from the docs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,13 @@ class Function:
     receives the evaluation context the engine passes in (the snapshot, per-pod caches).
     ``varies_per_node`` is true when the result may differ between nodes even for arguments
     that do not (it reads the node from the context).
+
+    ``batch`` optionally evaluates the function for many nodes in one call, so the scheduler's
+    hot path pays one Python call per rule instead of one per node. It is called as
+    ``batch(context, *args)`` (``context`` only when ``needs_context``) where each argument
+    that varies per node is a sequence with one value per node and every other argument is a
+    single value; it returns one result per node, each exactly what ``impl`` returns for that
+    node. It may raise: the caller then falls back to ``impl`` node by node.
     """
 
     name: str
@@ -54,6 +61,7 @@ class Function:
     cost: int = 10
     needs_context: bool = False
     varies_per_node: bool = False
+    batch: Callable[..., Sequence[Any]] | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,13 +14,14 @@ do the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import BOOL, INT, STRING, ListType, MapType, Nullable, Type
 from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
 from policyengine.model.taints import Taint, Toleration
+from policyengine.schedlib.batch import FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
 from policyengine.schedlib.views import NodeView, PodView
@@ -46,13 +47,26 @@ def _score_state(ctx: CycleContext, plugin: Plugin) -> Any:
     )
 
 
-def considered(ctx: CycleContext, pod: PodView, node: NodeView) -> bool:
-    """False for a node NodeAffinity's PreFilter left out (``matchFields`` on the node name)."""
+def _considered_names(ctx: CycleContext) -> frozenset[str] | None:
+    """The only nodes kube-scheduler filters for this pod (None: all of them)."""
     state = _filter_state(ctx, PLUGINS_BY_NAME["NodeAffinity"])
     result = PLUGINS_BY_NAME["NodeAffinity"].prefilter_result(state)  # type: ignore[misc]
     if result is None or result.node_names is None:
-        return True
-    return node.node.name in result.node_names
+        return None
+    return result.node_names
+
+
+def considered(ctx: CycleContext, pod: PodView, node: NodeView) -> bool:
+    """False for a node NodeAffinity's PreFilter left out (``matchFields`` on the node name)."""
+    names = _considered_names(ctx)
+    return names is None or node.node.name in names
+
+
+def considered_batch(ctx: CycleContext, pod: PodView, nodes: Sequence[NodeView]) -> list[bool]:
+    names = _considered_names(ctx)
+    if names is None:
+        return [True] * len(nodes)
+    return [view.node.name in names for view in nodes]
 
 
 def _filter_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeView], list[str]]:
@@ -66,6 +80,59 @@ def _filter_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeVi
         return plugin.filter(_filter_state(ctx, plugin), node.info)
 
     return impl
+
+
+def _filter_batch(
+    plugin_name: str,
+) -> Callable[[CycleContext, PodView, Sequence[NodeView]], list[list[str]]]:
+    """``_filter_builtin`` over many nodes: the per-pod state is looked up once, and plugins
+    with a columnar form (``schedlib.batch``) run it instead of one call per node."""
+    plugin = PLUGINS_BY_NAME[plugin_name]
+    restricts = plugin_name == "NodeAffinity"
+    columnar = FILTERS.get(plugin_name)
+
+    def batch(ctx: CycleContext, pod: PodView, nodes: Sequence[NodeView]) -> list[list[str]]:
+        state = _filter_state(ctx, plugin)
+        infos = [view.info for view in nodes]
+        run = plugin.filter
+        assert run is not None
+        if columnar is not None:
+            reasons = columnar(state, infos, ctx)
+        else:
+            reasons = [run(state, info) for info in infos]
+        names = None if restricts else _considered_names(ctx)
+        if names is not None:
+            reasons = [
+                r if info.node.name in names else [] for r, info in zip(reasons, infos, strict=True)
+            ]
+        return reasons
+
+    return batch
+
+
+def _score_batch(
+    plugin_name: str,
+) -> Callable[[CycleContext, PodView, Sequence[NodeView]], list[int | None]]:
+    """``_score_builtin`` over many nodes (see ``_filter_batch``)."""
+    plugin = PLUGINS_BY_NAME[plugin_name]
+    ignored_nodes = plugin_name == "PodTopologySpread"
+    columnar = SCORES.get(plugin_name)
+
+    def batch(ctx: CycleContext, pod: PodView, nodes: Sequence[NodeView]) -> list[int | None]:
+        state = _score_state(ctx, plugin)
+        if state is None:
+            return [None] * len(nodes)
+        infos = [view.info for view in nodes]
+        run = plugin.score
+        assert run is not None
+        if ignored_nodes:
+            ignored = state.ignored
+            return [None if info.node.name in ignored else run(state, info) for info in infos]
+        if columnar is not None:
+            return list(columnar(state, infos, ctx))
+        return [run(state, info) for info in infos]
+
+    return batch
 
 
 def _score_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeView], int | None]:
@@ -127,6 +194,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
             cost=50,
             needs_context=True,
             varies_per_node=True,
+            batch=_filter_batch(plugin),
         )
     return Function(
         name,
@@ -137,6 +205,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
         cost=50,
         needs_context=True,
         varies_per_node=True,
+        batch=_score_batch(plugin),
     )
 
 
@@ -149,8 +218,9 @@ def _fn(
     cost: int = 10,
     needs_context: bool = False,
     varies_per_node: bool = False,
+    batch: Callable[..., Any] | None = None,
 ) -> Function:
-    return Function(name, params, returns, impl, doc, cost, needs_context, varies_per_node)
+    return Function(name, params, returns, impl, doc, cost, needs_context, varies_per_node, batch)
 
 
 FUNCTIONS: tuple[Function, ...] = (
@@ -163,6 +233,7 @@ FUNCTIONS: tuple[Function, ...] = (
         "left it out (a matchFields on metadata.name names other nodes).",
         needs_context=True,
         varies_per_node=True,
+        batch=considered_batch,
     ),
     _kube(
         "taint_toleration_reasons",
