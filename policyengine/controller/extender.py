@@ -1,0 +1,608 @@
+"""The kube-scheduler extender: policy rules on top of a cluster's own kube-scheduler.
+
+Some clusters cannot hand scheduling to a second scheduler (managed control planes, teams that
+rely on kube-scheduler's plugins and preemption). For them kube-scheduler calls out over HTTP
+after its own filters and scores (``extenders:`` in its KubeSchedulerConfiguration), and this
+module answers, with the same engine ``policyengine run`` uses:
+
+* ``POST …/filter`` — ``ExtenderArgs`` in, ``ExtenderFilterResult`` out: the nodes the policy
+  keeps, and a reason for each node it rejects;
+* ``POST …/prioritize`` — ``ExtenderArgs`` in, ``HostPriorityList`` out: one 0–10 score a node;
+* ``GET /healthz``, ``/readyz``, ``/metrics`` — for the kubelet's probes and Prometheus.
+
+The JSON is kube-scheduler's own (Go field names, capitalised; see
+``tests/data/k8s-wire/09-extender-*.json``). kube-scheduler sends the candidate nodes either
+whole (``Nodes``, a NodeList) or, with ``nodeCacheCapable: true``, by name (``NodeNames``);
+names are resolved against this process's own informer cache (:class:`NodeCache`), which also
+supplies the pods on each node when it is running. The answer uses the form of the question.
+
+Decisions are made over the candidate nodes kube-scheduler sends — the nodes that passed its
+own filters — so rules that count pods across the whole cluster (spread, inter-pod affinity)
+see only those; kube-scheduler's in-tree plugins already cover the Kubernetes semantics.
+
+**Scores.** A policy's total for a node is Σ weight × rule score, between 0 and
+Σ weight × 100. The extender answers ``round(10 × total / (Σ weight × 100))`` (half up): the
+policy's total on kube-scheduler's extender scale 0–10 (``MaxExtenderPriority``), *absolute*,
+not stretched over the candidates. kube-scheduler multiplies it by the extender's weight and
+by 10, so an extender of weight w moves a node by up to 100 × w, exactly as an in-tree plugin
+of weight w would, and a policy that barely distinguishes two nodes does not suddenly decide
+between them. A node the policy rejects, or a pod no policy governs, scores 0.
+
+**Errors.** Malformed requests get ``400`` with a one-line message. A rule that fails while
+running, or a policy that cannot be evaluated, is reported in ``Error`` of the filter result
+(kube-scheduler then fails the attempt and retries the pod, or ignores this extender when it is
+``ignorable``) — never a silently empty node list. ``HostPriorityList`` has no error field:
+failing score rules score 0 (the engine's rule) and are logged and counted.
+
+**Preemption.** kube-scheduler may preempt pods on a node an extender rejected as
+``FailedNodes`` without asking the extender again (this one has no ``preemptVerb``). So only
+rejections kube-scheduler itself considers resolvable by preemption (the rules reproducing
+NodeResourcesFit, NodePorts, InterPodAffinity and PodTopologySpread) go to ``FailedNodes``;
+every other rejection goes to ``FailedAndUnresolvableNodes``, so no pod is evicted for a node
+the policy would refuse anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import structlog
+from kubernetes import client as k8s
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from policyengine.controller.cache import ClusterCache
+from policyengine.controller.health import parse_address
+from policyengine.controller.informer import Informer, InformerOptions, object_key
+from policyengine.controller.scheduler import POD_FIELD_SELECTOR, TERMINAL_PHASES
+from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.decision import Decision, Rejection
+from policyengine.lang.compiler import Program
+from policyengine.model.errors import ModelError
+from policyengine.model.objects import Node, Pod
+from policyengine.model.parse import parse_node, parse_pod
+from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
+
+log = structlog.get_logger(__name__)
+
+JSON = dict[str, Any]
+
+MAX_EXTENDER_PRIORITY = 10  # kube-scheduler's extenderv1.MaxExtenderPriority
+MAX_RULE_SCORE = 100
+MAX_BODY = 64 * 1024 * 1024  # a NodeList of 5,000 full nodes is well under this
+FILTER, PRIORITIZE = "filter", "prioritize"
+# The kube rules whose rejections kube-scheduler reports as Unschedulable (preemption may help)
+# rather than UnschedulableAndUnresolvable; see the module docstring.
+RESOLVABLE_RULES = frozenset(
+    {"node_resources_fit", "node_ports", "inter_pod_affinity", "pod_topology_spread"}
+)
+UNKNOWN_NODE = "node not in the extender's node cache yet"
+DURATION_BUCKETS = tuple(0.0005 * 2**i for i in range(14))
+
+
+class BadRequest(ValueError):
+    """The request is not ExtenderArgs; ``str(error)`` is the 400's message."""
+
+
+@dataclass(frozen=True)
+class ExtenderArgs:
+    """One request: the pod, and the candidate nodes whole (``nodes``) or by name."""
+
+    pod: Pod
+    nodes: tuple[JSON, ...] | None  # the NodeList's items, as sent
+    node_names: tuple[str, ...] | None
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        if self.node_names is not None:
+            return self.node_names
+        return tuple(str((n.get("metadata") or {}).get("name") or "") for n in self.nodes or ())
+
+
+def parse_args(body: bytes) -> ExtenderArgs:
+    """``ExtenderArgs`` from a request body; raises :class:`BadRequest` saying what is wrong."""
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadRequest(f"the body is not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise BadRequest("the body must be a JSON object (ExtenderArgs)")
+    raw_pod = data.get("Pod")
+    if not isinstance(raw_pod, dict):
+        raise BadRequest("ExtenderArgs.Pod is missing or not an object")
+    try:
+        pod = parse_pod(raw_pod)
+    except ModelError as error:
+        raise BadRequest(f"ExtenderArgs.Pod: {error}") from None
+    nodes = data.get("Nodes")
+    names = data.get("NodeNames")
+    if nodes is None and names is None:
+        raise BadRequest("ExtenderArgs has neither Nodes nor NodeNames")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadRequest("ExtenderArgs.NodeNames must be a list of node names")
+        return ExtenderArgs(pod, None, tuple(names))
+    if not isinstance(nodes, dict) or not isinstance(nodes.get("items") or [], list):
+        raise BadRequest('ExtenderArgs.Nodes must be a NodeList ({"items": [...]})')
+    items = tuple(nodes.get("items") or ())
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or not (item.get("metadata") or {}).get("name"):
+            raise BadRequest(f"ExtenderArgs.Nodes.items[{index}] is not a node with a name")
+    return ExtenderArgs(pod, items, None)
+
+
+def extender_score(total: float, max_total: float) -> int:
+    """A policy total on kube-scheduler's 0–10 extender scale (module docstring)."""
+    if max_total <= 0 or not math.isfinite(total):
+        return 0
+    share = min(max(total / max_total, 0.0), 1.0)
+    return math.floor(MAX_EXTENDER_PRIORITY * share + 0.5)
+
+
+def _reason(rejections: Sequence[Rejection]) -> str:
+    return "; ".join(
+        ", ".join(r.reasons) if r.reasons else f"rejected by {r.rule}" for r in rejections
+    )
+
+
+def _resolvable(rejections: Sequence[Rejection]) -> bool:
+    return all(
+        r.error is None and r.rule.rsplit(".", 1)[-1] in RESOLVABLE_RULES for r in rejections
+    )
+
+
+class ExtenderMetrics:
+    """The extender's own collectors, in a registry of their own (as ``controller.metrics``)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "policyengine_extender_requests",
+            "Extender requests, by verb and result (ok, policy_error, bad_request, internal_error).",
+            ("verb", "result"),
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "policyengine_extender_request_duration_seconds",
+            "Time to answer one extender request, in seconds.",
+            ("verb",),
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.rule_errors = Counter(
+            "policyengine_extender_rule_errors",
+            "Rule runtime errors met while answering, by verb.",
+            ("verb",),
+            registry=self.registry,
+        )
+        self.policy_info = Gauge(
+            "policyengine_policy_info",
+            "The policies loaded (1), with the program's version.",
+            ("policy", "version"),
+            registry=self.registry,
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class NodeCache:
+    """Nodes and the pods assigned to them, from this process's own informers.
+
+    What ``nodeCacheCapable`` needs: kube-scheduler then sends node names only, trusting the
+    extender to know the nodes. The pods make resource rules see what runs on each node.
+    """
+
+    def __init__(self, api_client: k8s.ApiClient, options: InformerOptions | None = None) -> None:
+        self.cache = ClusterCache()
+        core = k8s.CoreV1Api(api_client)
+        self._informers = (
+            Informer(
+                "nodes",
+                core.list_node,
+                _Handler(self._node_set, self._node_deleted),
+                options=options,
+            ),
+            Informer(
+                "pods",
+                core.list_pod_for_all_namespaces,
+                _Handler(self._pod_set, self._pod_deleted),
+                field_selector=POD_FIELD_SELECTOR,
+                options=options,
+            ),
+        )
+
+    def start(self) -> None:
+        for informer in self._informers:
+            informer.start()
+
+    def stop(self) -> None:
+        for informer in self._informers:
+            informer.stop()
+
+    def has_synced(self) -> bool:
+        return all(informer.has_synced() for informer in self._informers)
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for informer in self._informers:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not informer.wait_for_sync(left):
+                return False
+        return True
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.cache.snapshot()
+
+    def _node_set(self, obj: JSON) -> None:
+        try:
+            self.cache.set_node(parse_node(obj))
+        except ModelError as error:
+            log.warning("ignoring unreadable node", node=object_key(obj), error=str(error))
+
+    def _node_deleted(self, obj: JSON) -> None:
+        self.cache.remove_node(object_key(obj))
+
+    def _pod_set(self, obj: JSON) -> None:
+        try:
+            pod = parse_pod(obj)
+        except ModelError as error:
+            log.warning("ignoring unreadable pod", pod=object_key(obj), error=str(error))
+            return
+        if pod.phase in TERMINAL_PHASES:
+            self.cache.remove_pod(pod.key)
+        elif pod.node_name:
+            self.cache.set_pod(pod)
+
+    def _pod_deleted(self, obj: JSON) -> None:
+        self.cache.remove_pod(object_key(obj))
+
+
+class _Handler:
+    """The informer's event handler: adds and updates are one "set" for a cache."""
+
+    def __init__(self, on_set: Callable[[JSON], None], on_delete: Callable[[JSON], None]) -> None:
+        self._set = on_set
+        self.on_delete = on_delete
+
+    def on_add(self, obj: JSON) -> None:
+        self._set(obj)
+
+    def on_update(self, _old: JSON, new: JSON) -> None:
+        self._set(new)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """One evaluation: the decision (None when no policy governs the pod) and its nodes."""
+
+    decision: Decision | None
+    max_total: float
+    unknown: tuple[str, ...]  # names the node cache does not know
+    error: str
+
+
+class Extender:
+    """Answers ``filter`` and ``prioritize`` with the policy (module docstring)."""
+
+    def __init__(
+        self,
+        program_source: Callable[[], Program],
+        *,
+        node_cache: NodeCache | None = None,
+        scheduler_name: str | None = None,
+        topology: TopologyConfig = DEFAULT_TOPOLOGY,
+        seed: int | None = None,
+        metrics: ExtenderMetrics | None = None,
+    ) -> None:
+        self._program_source = program_source
+        self.node_cache = node_cache
+        self._scheduler_name = scheduler_name
+        self._topology = topology
+        self._seed = seed
+        self.metrics = metrics or ExtenderMetrics()
+
+    def ready(self) -> str | None:
+        """None when requests can be answered, else why not."""
+        if self.node_cache is not None and not self.node_cache.has_synced():
+            return "the node cache has not synced yet"
+        return None
+
+    # ------------------------------------------------------------------ the verbs
+
+    def filter(self, args: ExtenderArgs) -> JSON:
+        """The ``ExtenderFilterResult`` for ``args``."""
+        outcome = self._evaluate(args)
+        decision = outcome.decision
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        for name in outcome.unknown:
+            failed[name] = UNKNOWN_NODE  # resolvable: the cache will catch up
+        if decision is None:
+            keep = set(args.candidates) - set(outcome.unknown)
+        else:
+            keep = set(decision.feasible)
+            for name, rejections in decision.infeasible.items():
+                target = failed if _resolvable(rejections) else unresolvable
+                target[name] = _reason(rejections)
+        if args.node_names is not None:
+            nodes, names = None, [n for n in args.node_names if n in keep]
+        else:
+            items = [n for n in args.nodes or () if n["metadata"]["name"] in keep]
+            nodes, names = {"metadata": {}, "items": items}, None
+        return {
+            "Nodes": nodes,
+            "NodeNames": names,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": outcome.error,
+        }
+
+    def prioritize(self, args: ExtenderArgs) -> list[JSON]:
+        """The ``HostPriorityList`` for ``args``: every candidate, in the order sent."""
+        outcome = self._evaluate(args)
+        if outcome.error:
+            log.warning("rule errors while prioritizing", pod=args.pod.key, error=outcome.error)
+        scores = outcome.decision.scores if outcome.decision is not None else {}
+        return [
+            {
+                "Host": name,
+                "Score": extender_score(scores[name].total, outcome.max_total)
+                if name in scores
+                else 0,
+            }
+            for name in args.candidates
+        ]
+
+    # ------------------------------------------------------------------ evaluation
+
+    def _evaluate(self, args: ExtenderArgs) -> _Outcome:
+        program = self._program_source()
+        snapshot, unknown = self._snapshot(args)
+        pod = args.pod
+        if pod.key in snapshot.pod_nodes:  # a stale copy of the pod itself must not compete
+            snapshot = snapshot.without_pod(pod.key)
+        rng = random.Random(self._seed)
+        options = CycleOptions(all_filters=True, scheduler_name=self._scheduler_name)
+        decision = schedule(program, pod, snapshot, rng, options, self._topology)
+        if decision.policy is None:
+            return _Outcome(None, 0.0, unknown, "")
+        policy = program.policy(decision.policy)
+        weights = sum(rule.weight for rule in policy.scores) if policy is not None else 0
+        error = ""
+        if decision.errors:
+            error = f"policy {decision.policy} (version {decision.version}): " + "; ".join(
+                decision.errors
+            )
+        return _Outcome(decision, float(weights * MAX_RULE_SCORE), unknown, error)
+
+    def _snapshot(self, args: ExtenderArgs) -> tuple[ClusterSnapshot, tuple[str, ...]]:
+        """The candidate nodes, with the pods the node cache knows on them."""
+        known = self.node_cache.snapshot() if self.node_cache is not None else ClusterSnapshot()
+        nodes: list[Node] = []
+        unknown: list[str] = []
+        if args.node_names is not None:
+            if self.node_cache is None:
+                raise PolicyUnavailable(
+                    "kube-scheduler sent node names (nodeCacheCapable: true) but this extender "
+                    "keeps no node cache: start it with --node-cache, or set "
+                    "nodeCacheCapable: false"
+                )
+            for name in dict.fromkeys(args.node_names):
+                if name in known:
+                    nodes.append(known.node(name).node)
+                else:
+                    unknown.append(name)
+        else:
+            for item in args.nodes or ():
+                try:
+                    nodes.append(parse_node(item))
+                except ModelError as error:
+                    raise BadRequest(f"ExtenderArgs.Nodes: {error}") from None
+        pods = [
+            info.pod for node in nodes if node.name in known for info in known.node(node.name).pods
+        ]
+        try:
+            return ClusterSnapshot.build(nodes, pods), tuple(unknown)
+        except ModelError as error:
+            raise BadRequest(f"ExtenderArgs.Nodes: {error}") from None
+
+
+class PolicyUnavailable(RuntimeError):
+    """The request is well-formed but cannot be decided; reported in ``Error``."""
+
+
+# ---------------------------------------------------------------------------- HTTP
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"  # kube-scheduler's Go client keeps connections alive
+
+    def do_POST(self) -> None:
+        verb = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        if verb not in (FILTER, PRIORITIZE):
+            self._discard_body()
+            self._text(
+                HTTPStatus.NOT_FOUND,
+                f"no extender verb at {self.path}: POST …/filter or …/prioritize",
+            )
+            return
+        extender = self.server.extender
+        metrics = extender.metrics
+        start = time.perf_counter()
+        result = "ok"
+        try:
+            args = parse_args(self._read_body())
+            if verb == FILTER:
+                answer: Any = extender.filter(args)
+                if answer["Error"]:
+                    result = "policy_error"
+                    metrics.rule_errors.labels(verb).inc()
+            else:
+                answer = extender.prioritize(args)
+            self._json(HTTPStatus.OK, answer)
+        except BadRequest as error:
+            result = "bad_request"
+            self._text(HTTPStatus.BAD_REQUEST, str(error))
+        except _BodyError as error:
+            result = "bad_request"
+            self.close_connection = True
+            self._text(error.status, str(error))
+        except PolicyUnavailable as error:
+            result = "policy_error"
+            self._failed(verb, str(error))
+        except Exception as error:  # a bug must still reach kube-scheduler as an error
+            result = "internal_error"
+            log.exception("extender request failed", verb=verb)
+            self._failed(verb, f"internal error: {type(error).__name__}: {error}")
+        finally:
+            metrics.requests.labels(verb, result).inc()
+            metrics.duration.labels(verb).observe(time.perf_counter() - start)
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/") or "/"
+        extender = self.server.extender
+        if path == "/metrics":
+            self._send(HTTPStatus.OK, extender.metrics.render(), CONTENT_TYPE_LATEST)
+        elif path in ("/healthz", "/livez"):
+            self._text(HTTPStatus.OK, "ok")
+        elif path == "/readyz":
+            problem = extender.ready()
+            if problem is None:
+                self._text(HTTPStatus.OK, "ok")
+            else:
+                self._text(HTTPStatus.SERVICE_UNAVAILABLE, problem)
+        else:
+            self._text(
+                HTTPStatus.NOT_FOUND,
+                "not found: POST …/filter, …/prioritize; GET /healthz, /readyz, /metrics",
+            )
+
+    def _failed(self, verb: str, message: str) -> None:
+        if verb == FILTER:
+            # The result's own error field: kube-scheduler fails the attempt and says why.
+            empty: dict[str, Any] = {"Nodes": None, "NodeNames": None, "FailedNodes": {}}
+            self._json(HTTPStatus.OK, {**empty, "FailedAndUnresolvableNodes": {}, "Error": message})
+        else:
+            self._text(HTTPStatus.INTERNAL_SERVER_ERROR, message)
+
+    def _read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            raise _BodyError(HTTPStatus.LENGTH_REQUIRED, "a Content-Length header is required")
+        size = int(length)
+        if size > MAX_BODY:
+            raise _BodyError(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body is larger than {MAX_BODY} bytes"
+            )
+        return self.rfile.read(size)
+
+    def _discard_body(self) -> None:
+        length = self.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) <= MAX_BODY:
+            self.rfile.read(int(length))
+        else:
+            self.close_connection = True
+
+    def _json(self, status: HTTPStatus, payload: Any) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json")
+
+    def _text(self, status: HTTPStatus, message: str) -> None:
+        self._send(status, (message + "\n").encode(), "text/plain; charset=utf-8")
+
+    def _send(self, status: HTTPStatus, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # one line per pod per verb would drown the log; metrics count the requests
+
+
+class _BodyError(Exception):
+    def __init__(self, status: HTTPStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    extender: Extender
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class ExtenderServer:
+    """The extender's HTTP server, on a daemon thread until :meth:`close`."""
+
+    def __init__(self, address: str, extender: Extender) -> None:
+        host, port = parse_address(address)
+        server_class = _Server6 if ":" in host else _Server
+        self._server = server_class((host, port), _RequestHandler)
+        self._server.extender = extender
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="policyengine-extender",
+            daemon=True,
+        )
+        self._thread.start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    @property
+    def url(self) -> str:
+        host, port = self.address
+        shown = "127.0.0.1" if host == "0.0.0.0" else f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def policy_metrics(metrics: ExtenderMetrics, program: Program) -> None:
+    """Show the loaded policies on ``/metrics`` (``policyengine_policy_info``)."""
+    metrics.policy_info.clear()
+    for policy in program.policies:
+        metrics.policy_info.labels(policy.name, program.version).set(1)
+
+
+__all__ = [
+    "BadRequest",
+    "Extender",
+    "ExtenderArgs",
+    "ExtenderMetrics",
+    "ExtenderServer",
+    "NodeCache",
+    "PolicyUnavailable",
+    "extender_score",
+    "parse_args",
+    "policy_metrics",
+]
