@@ -20,11 +20,14 @@ from policyengine import __version__
 COMMAND_MODULES = (
     "policyengine.cli.lint",
     "policyengine.cli.fmt",
+    "policyengine.cli.test",
     "policyengine.cli.filter",
     "policyengine.cli.score",
     "policyengine.cli.explain",
     "policyengine.cli.simulate",
+    "policyengine.cli.diff",
     "policyengine.cli.run",
+    "policyengine.cli.extender",
 )
 
 
