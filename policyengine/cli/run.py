@@ -10,6 +10,11 @@ is reported with what to do and retried with backoff; it is never a traceback or
 SIGTERM or SIGINT: stop taking pods, finish the binds in flight, release the lease (so a
 standby takes over at once), exit 0. A second signal exits at once (status 1).
 
+The policy is reloaded while running (``policyengine.controller.reload``): ``--policy`` paths
+are polled (SIGHUP re-reads them at once), or the policy lives in ConfigMaps
+(``--policy-configmap``, ``--policy-configmap-selector``) watched through the API. A new
+version replaces the active one only once it compiles and passes its own tests.
+
 The Kubernetes client is reached only through ``policyengine.controller`` modules, and only
 once the command runs: building the CLI's parser must not import it.
 """
@@ -78,9 +83,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sched.add_argument(
         "--policy",
         action="append",
-        required=True,
         metavar="P",
-        help="a .sched file or a directory of them (repeatable)",
+        help="a .sched file or a directory of them (repeatable); re-read when it changes "
+        "(polled, and at once on SIGHUP). Either this or --policy-configmap/-selector",
     )
     sched.add_argument(
         "--scheduler-name",
@@ -94,6 +99,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=None, metavar="N", help="seed for breaking score ties"
     )
     common.add_topology_option(sched)
+    reload = parser.add_argument_group("policy reload")
+    reload.add_argument(
+        "--policy-configmap",
+        action="append",
+        default=[],
+        metavar="NAMESPACE/NAME",
+        help="take the policy from the .sched keys of this ConfigMap, watched through the API "
+        "(repeatable; NAME alone is in --policy-namespace)",
+    )
+    reload.add_argument(
+        "--policy-configmap-selector",
+        metavar="SELECTOR",
+        help="also take the .sched keys of every ConfigMap in --policy-namespace that this "
+        "label selector matches (e.g. policyengine.io/policy=true)",
+    )
+    reload.add_argument(
+        "--policy-namespace",
+        metavar="NS",
+        help="namespace for --policy-configmap-selector and unqualified --policy-configmap "
+        "names (default: the pod's own namespace, else default)",
+    )
+    reload.add_argument(
+        "--policy-poll-interval",
+        type=duration,
+        default=2.0,
+        metavar="D",
+        help="how often --policy paths are re-read for changes (default 2s)",
+    )
+    reload.add_argument(
+        "--policy-debounce",
+        type=duration,
+        default=0.5,
+        metavar="D",
+        help="wait this long after the last change before validating, so a burst of updates "
+        "is validated once (default 500ms)",
+    )
     ha = parser.add_argument_group("leader election")
     ha.add_argument(
         "--leader-elect",
@@ -162,6 +203,8 @@ class _State:
     stop: threading.Event = field(default_factory=threading.Event)
     connected: threading.Event = field(default_factory=threading.Event)
     scheduler: Any = None
+    holder: Any = None  # policy_source.PolicyHolder
+    reloader: Any = None  # reload.Reloader, once started
     elector: Any = None
     failure: BaseException | None = None
     signals: int = 0
@@ -180,11 +223,29 @@ def _run(args: argparse.Namespace) -> int:
     log = logs.get_logger("policyengine.run")
     if args.kube_api_burst < 1 and args.kube_api_qps > 0:
         raise common.InputError("--kube-api-burst must be at least 1")
-    program = common.load_program(args.policy)
-    args.scheduler_names = tuple(args.scheduler_name or program.profiles)
-    for name in args.scheduler_names:
-        common.check_profile(program, name)
-    args.scheduler_name = args.scheduler_names[0]
+    from policyengine.controller.policy_source import PolicyHolder
+
+    state = _State(holder=PolicyHolder())
+    configmaps = _configmap_names(args)
+    if args.policy and configmaps is not None:
+        raise common.InputError(
+            "--policy and --policy-configmap/--policy-configmap-selector are exclusive: "
+            "the policy comes from files or from ConfigMaps"
+        )
+    if configmaps is None:
+        if not args.policy:
+            raise common.InputError(
+                "no policy: pass --policy P, or --policy-configmap / --policy-configmap-selector"
+            )
+        source = _load_from_files(args, state.holder, log)
+        program = state.holder.current()
+        args.scheduler_names = tuple(args.scheduler_name or program.profiles)
+        for name in args.scheduler_names:
+            common.check_profile(program, name)
+    else:
+        # The policy is in the cluster: it is loaded (and validated) once the API answers.
+        source = None
+        args.scheduler_names = tuple(args.scheduler_name or ())
     election = _election_config(args) if args.leader_elect else None
     args.topology_config = common.topology_from(args.topology)
 
@@ -197,11 +258,14 @@ def _run(args: argparse.Namespace) -> int:
     except connection.ConnectionConfigError as error:
         raise common.InputError(str(error)) from None
 
-    state = _State()
     metrics = Metrics()
-    metrics.set_policy((p.name for p in program.policies), program.version)
+    holder = state.holder
+    if holder.active is not None:
+        program = holder.current()
+        metrics.set_policy((p.name for p in program.policies), program.version)
+    metrics.track_policy(holder.stale_seconds, lambda: holder.since)
     metrics.set_leader(False)
-    health = _health(Health(), state, args, program.version)
+    health = _health(Health(), state, args)
     try:
         server = HealthServer(args.metrics_addr, health, metrics.render)
     except (OSError, ValueError) as error:
@@ -212,17 +276,19 @@ def _run(args: argparse.Namespace) -> int:
         "policyengine run starting",
         version=__version__,
         scheduler_names=list(args.scheduler_names),
-        policy_version=program.version,
-        policies=[p.name for p in program.policies],
+        policy_version=holder.version,
+        policy_origin=source.origin if source is not None else _configmap_origin(args, configmaps),
         api_server=conn.host,
         connection=conn.source,
         leader_elect=args.leader_elect,
         metrics_url=server.url,
     )
     previous = _install_signals(state, log)
+    if source is not None:
+        _start_reloader(state, source, metrics, args, events=None)
     worker = threading.Thread(
         target=_work,
-        args=(state, conn, program, metrics, election, args, log),
+        args=(state, conn, configmaps, metrics, election, args, log),
         name="policyengine-run",
         daemon=True,
     )
@@ -233,6 +299,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if state.reloader is not None:
+            state.reloader.stop()
         server.close()
         conn.close()
     if state.failure is not None:
@@ -243,6 +311,93 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     log.info("policyengine run stopped")
     return common.EXIT_OK
+
+
+# --- where the policy comes from ----------------------------------------------------------------
+
+_SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def _own_namespace() -> str:
+    try:
+        with open(_SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as file:
+            return file.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def _configmap_names(args: argparse.Namespace) -> list[tuple[str, str]] | None:
+    """The ``--policy-configmap`` names; None when the policy does not come from ConfigMaps."""
+    if not args.policy_configmap and not args.policy_configmap_selector:
+        return None
+    from policyengine.controller.policy_source import parse_configmap_name
+
+    args.policy_namespace = args.policy_namespace or _own_namespace()
+    names = []
+    for text in args.policy_configmap:
+        try:
+            names.append(parse_configmap_name(text, args.policy_namespace))
+        except ValueError as error:
+            raise common.InputError(f"--policy-configmap: {error}") from None
+    return names
+
+
+def _configmap_origin(args: argparse.Namespace, names: list[tuple[str, str]] | None) -> str:
+    shown = [f"{ns}/{name}" for ns, name in names or ()]
+    if args.policy_configmap_selector:
+        shown.append(f"{args.policy_namespace}/[{args.policy_configmap_selector}]")
+    return "configmap " + ", ".join(shown)
+
+
+def _load_from_files(args: argparse.Namespace, holder: Any, log: Any) -> Any:
+    """Compile ``--policy`` before the cluster is touched (a broken one exits 2, as it
+    always did), run its own tests, and make it the active version."""
+    from policyengine.controller.policy_source import DirectorySource, subpath_warnings
+    from policyengine.controller.reload import run_policy_tests
+
+    for warning in subpath_warnings(args.policy):
+        log.warning(warning)
+    source = DirectorySource(args.policy, poll_interval=args.policy_poll_interval)
+    # Fingerprint first: if the files change while we compile, the first poll sees it.
+    before = source.snapshot()
+    program = common.load_program(args.policy)
+    failures = run_policy_tests(program, before)
+    if failures:
+        raise common.InputError("the policy's own tests fail:\n  " + "\n  ".join(failures))
+    holder.swap(program, source.origin, before.fingerprint)
+    return source
+
+
+def _start_reloader(
+    state: _State, source: Any, metrics: Any, args: argparse.Namespace, events: Any
+) -> Any:
+    from policyengine.controller.reload import Reloader, ReloadHooks, ReloadOptions
+
+    def accepted(active: Any, _previous: Any) -> None:
+        metrics.observe_reload("accepted")
+        program = active.program
+        metrics.set_policy((p.name for p in program.policies), program.version)
+        scheduler = state.scheduler
+        if scheduler is not None:
+            scheduler.policy_changed()
+
+    def rejected(_problem: Any) -> None:
+        metrics.observe_reload("rejected")
+
+    reloader = Reloader(
+        state.holder,
+        source,
+        scheduler_names=args.scheduler_names,
+        hooks=ReloadHooks(on_accepted=accepted, on_rejected=rejected),
+        events=events,
+        controller=args.scheduler_names[0] if args.scheduler_names else DEFAULT_SCHEDULER_NAME,
+        options=ReloadOptions(
+            debounce=args.policy_debounce, max_delay=max(5.0, 4 * args.policy_debounce)
+        ),
+    )
+    state.reloader = reloader
+    reloader.start()
+    return reloader
 
 
 def _default_lease_name(args: argparse.Namespace) -> str:
@@ -266,7 +421,7 @@ def _election_config(args: argparse.Namespace) -> Any:
         raise common.InputError(f"leader election: {error}") from None
 
 
-def _health(health: Any, state: _State, args: argparse.Namespace, version: str) -> Any:
+def _health(health: Any, state: _State, args: argparse.Namespace) -> Any:
     def loop() -> str | None:
         if state.failure is not None:
             return f"the scheduler loop failed: {type(state.failure).__name__}"
@@ -287,8 +442,16 @@ def _health(health: Any, state: _State, args: argparse.Namespace, version: str) 
             return None if elector.observed.is_set() else "the lease has not been read yet"
         scheduler = state.scheduler
         if scheduler is None:
-            return "the scheduler has not started"
+            return policy() or "the scheduler has not started"
         return None if scheduler.has_synced() else "the caches have not synced yet"
+
+    def policy() -> str | None:
+        # Once a version is active a bad update never fails readiness: the active version
+        # keeps scheduling, and the ``policy`` detail shows what went wrong.
+        if state.holder.active is not None:
+            return None
+        problem = state.holder.problem
+        return "no valid policy yet" + (f": {problem.message}" if problem else "")
 
     def queues() -> dict[str, int] | None:
         scheduler = state.scheduler
@@ -300,7 +463,8 @@ def _health(health: Any, state: _State, args: argparse.Namespace, version: str) 
     health.add_readiness("scheduler", role)
     health.add_detail("role", state.role)
     health.add_detail("scheduler_names", lambda: list(args.scheduler_names))
-    health.add_detail("policy_version", lambda: version)
+    health.add_detail("policy_version", lambda: state.holder.version)
+    health.add_detail("policy", state.holder.status)
     health.add_detail("version", lambda: __version__)
     health.add_detail("queues", queues)
     return health
@@ -316,16 +480,75 @@ def _install_signals(state: _State, log: Any) -> dict[int, Any]:
         log.info(f"{name}: stopping — finishing binds in flight, then releasing the lease")
         state.stop.set()
 
-    previous = {}
+    def reread(_signum: int, _frame: FrameType | None) -> None:
+        reloader = state.reloader
+        if reloader is None:
+            log.info("SIGHUP: no policy source to re-read yet")
+            return
+        log.info("SIGHUP: re-reading the policy")
+        reloader.request("SIGHUP", force=True)
+
+    previous: dict[int, Any] = {}
     for signum in (signal.SIGTERM, signal.SIGINT):
         previous[signum] = signal.signal(signum, handle)
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, reread)
     return previous
+
+
+def _load_from_configmaps(
+    state: _State,
+    conn: Any,
+    names: list[tuple[str, str]],
+    metrics: Any,
+    args: argparse.Namespace,
+    log: Any,
+) -> bool:
+    """Watch the ConfigMaps and wait for a first valid version; False if stopped first."""
+    from policyengine.controller.events import EventRecorder
+    from policyengine.controller.policy_source import ConfigMapSource
+
+    events = EventRecorder(conn.client)
+    events.start()
+    source = ConfigMapSource(
+        conn.client,
+        names=names,
+        selector=args.policy_configmap_selector,
+        namespace=args.policy_namespace,
+    )
+    _start_reloader(state, source, metrics, args, events)
+    waited = 0.0
+    while not state.holder.wait_ready(_POLL):
+        if state.stop.is_set():
+            return False
+        waited += _POLL
+        if waited >= 30.0:
+            waited = 0.0
+            problem = state.holder.problem
+            log.warning(
+                "still waiting for a valid policy",
+                origin=source.origin,
+                error=problem.message if problem else "no version seen yet",
+            )
+    program = state.holder.current()
+    if not args.scheduler_names:
+        args.scheduler_names = tuple(program.profiles)
+        # Later versions must keep serving these profiles.
+        state.reloader.scheduler_names = args.scheduler_names
+        state.reloader.controller = args.scheduler_names[0]
+    log.info(
+        "policy loaded from ConfigMaps",
+        origin=source.origin,
+        policy_version=program.version,
+        policies=[p.name for p in program.policies],
+        scheduler_names=list(args.scheduler_names),
+    )
+    return True
 
 
 def _work(
     state: _State,
     conn: Any,
-    program: Any,
+    configmaps: list[tuple[str, str]] | None,
     metrics: Any,
     election: Any,
     args: argparse.Namespace,
@@ -339,7 +562,7 @@ def _work(
     def schedule(stop: threading.Event) -> None:
         scheduler = Scheduler(
             conn.client,
-            lambda: program,
+            state.holder.current,
             scheduler_names=args.scheduler_names,
             seed=args.seed,
             hooks=metrics.hooks(),
@@ -355,6 +578,11 @@ def _work(
         server_version = connection.wait_for_api(conn, stop=state.stop, log=log)
         state.connected.set()
         log.info("connected to the API server", api_server=conn.host, version=server_version)
+        if configmaps is not None:
+            if not _load_from_configmaps(state, conn, configmaps, metrics, args, log):
+                return
+            if election is not None and not args.lease_name and not args.scheduler_name:
+                election = _election_config(args)  # named after the profiles just loaded
         if election is None:
             metrics.set_leader(True)
             schedule(state.stop)

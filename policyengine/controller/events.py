@@ -172,6 +172,43 @@ class EventRecorder:
         }
         self._work.put(lambda: self._post_event(pod, body))
 
+    def object_event(
+        self,
+        regarding: Mapping[str, Any],
+        controller: str,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+    ) -> None:
+        """An Event about any namespaced object (``regarding`` as events.k8s.io spells it):
+        the policy reloader's verdicts on the ConfigMap that holds the policy. De-duplicated
+        like the pods' events."""
+        namespace = str(regarding.get("namespace") or "default")
+        name = str(regarding.get("name") or "")
+        dedup_key = (str(regarding.get("uid") or f"{namespace}/{name}"), reason, note)
+        now = self._clock()
+        with self._lock:
+            last = self._recent.get(dedup_key)
+            if last is not None and now - last < self._window:
+                self.suppressed += 1
+                return
+            self._recent[dedup_key] = now
+        body = {
+            "kind": "Event",
+            "apiVersion": "events.k8s.io/v1",
+            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+            "eventTime": _event_time(dt.datetime.now(dt.UTC)),
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self._hostname}",
+            "action": action,
+            "reason": reason,
+            "regarding": dict(regarding),
+            "note": note,
+            "type": type_,
+        }
+        self._work.put(lambda: self._post_object_event(namespace, f"{namespace}/{name}", body))
+
     def _patch_condition(self, pod: Pod, message: str, current: Mapping[str, Any] | None) -> None:
         ident = pod.uid or pod.key
         shown = (
@@ -230,6 +267,23 @@ class EventRecorder:
             log.warning(
                 "could not post event",
                 pod=pod.key,
+                reason=body["reason"],
+                status=getattr(exc, "status", None),
+                error=str(getattr(exc, "reason", None) or exc),
+            )
+
+    def _post_object_event(self, namespace: str, key: str, body: dict[str, Any]) -> None:
+        try:
+            response = self._events.create_namespaced_event(
+                namespace, body, _preload_content=False, _request_timeout=self._timeout
+            )
+            _ = response.data
+            response.release_conn()
+            self.posted += 1
+        except Exception as exc:  # best effort, as for pods
+            log.warning(
+                "could not post event",
+                object=key,
                 reason=body["reason"],
                 status=getattr(exc, "status", None),
                 error=str(getattr(exc, "reason", None) or exc),

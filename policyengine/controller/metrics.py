@@ -14,14 +14,19 @@ one) so that tests and several schedulers in one process do not share counts, an
 | ``policyengine_binds_in_flight`` | gauge | | binds sent and not yet answered |
 | ``policyengine_policy_info`` | gauge (1) | policy, version | the policies loaded and the version of the program |
 | ``policyengine_leader`` | gauge (0/1) | | whether this replica holds the lease and schedules |
+| ``policyengine_policy_reload_total`` | counter | result | new policy versions accepted or rejected by hot reload |
+| ``policyengine_policy_stale_seconds`` | gauge | | how long the policy source has differed from the active version (0 in step) |
+| ``policyengine_policy_active_since_timestamp_seconds`` | gauge | | when the active version took effect (Unix time) |
 
-The histograms use kube-scheduler's buckets: 1 ms doubling to 16 s for an attempt, 0.1 ms
+The last three exist only once hot reload is wired (``track_policy``, as ``policyengine run``
+does). The histograms use kube-scheduler's buckets: 1 ms doubling to 16 s for an attempt, 0.1 ms
 doubling to 0.2 s for a stage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -88,6 +93,11 @@ class Metrics:
             "1 while this replica holds the lease and schedules, else 0.",
             registry=self.registry,
         )
+        # Hot reload's collectors exist once a reloader is wired (``track_policy``).
+        self.policy_reloads: Counter | None = None
+        self.policy_stale: Gauge | None = None
+        self.policy_active_since: Gauge | None = None
+        self._reload_lock = threading.Lock()
         self._queues: set[str] = set()
 
     # --- what the scheduler reports ----------------------------------------------------------
@@ -128,6 +138,45 @@ class Metrics:
         self.policy_info.clear()
         for name in policies:
             self.policy_info.labels(policy=name, version=version).set(1)
+
+    def observe_reload(self, result: str) -> None:
+        """A new policy version was accepted or rejected by hot reload."""
+        reloads, _, _ = self._reload_collectors()
+        reloads.labels(result=result).inc()
+
+    def track_policy(
+        self, stale_seconds: Callable[[], float], active_since: Callable[[], float | None]
+    ) -> None:
+        """Expose hot reload's metrics; staleness and activation time are read at scrape
+        time, so they never lag."""
+        _, stale, since = self._reload_collectors()
+        stale.set_function(stale_seconds)
+        since.set_function(lambda: active_since() or 0.0)
+
+    def _reload_collectors(self) -> tuple[Counter, Gauge, Gauge]:
+        with self._reload_lock:
+            if self.policy_reloads is None:
+                self.policy_reloads = Counter(
+                    "policyengine_policy_reload",
+                    "New policy versions seen by hot reload, by result (accepted, rejected).",
+                    ("result",),
+                    registry=self.registry,
+                )
+                for result in ("accepted", "rejected"):
+                    self.policy_reloads.labels(result=result)  # shown at 0 from the start
+                self.policy_stale = Gauge(
+                    "policyengine_policy_stale_seconds",
+                    "Seconds since the policy source stopped matching the active version "
+                    "(a rejected or missing version); 0 while they match.",
+                    registry=self.registry,
+                )
+                self.policy_active_since = Gauge(
+                    "policyengine_policy_active_since_timestamp_seconds",
+                    "When the active policy version took effect, in Unix time.",
+                    registry=self.registry,
+                )
+            assert self.policy_stale is not None and self.policy_active_since is not None
+            return self.policy_reloads, self.policy_stale, self.policy_active_since
 
     def set_leader(self, leading: bool) -> None:
         self.leader.set(1 if leading else 0)

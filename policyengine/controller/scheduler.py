@@ -58,6 +58,9 @@ log = structlog.get_logger(__name__)
 
 JSON = dict[str, Any]
 
+# The queue event a policy swap raises: a new policy may place any unschedulable pod.
+POLICY_CHANGE = "PolicyChange"
+
 # kube-scheduler's pod informer leaves out pods that can never hold resources again.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -193,6 +196,13 @@ class Scheduler:
             "in_flight": self.queue.in_flight(),
             "binds_in_flight": self.binder.in_flight(),
         }
+
+    def policy_changed(self) -> int:
+        """A new policy version is active: every unschedulable pod gets another try, since
+        the verdict it waits under came from the old one. Returns how many moved."""
+        moved = self.queue.move_all(POLICY_CHANGE)
+        log.info("policy changed; unschedulable pods re-queued", moved=moved)
+        return moved
 
     # ------------------------------------------------------------------ the loop
 
