@@ -198,6 +198,22 @@ class SchedulingQueue:
                 self._requeue_moved(item)
             return len(moved)
 
+    def retry_all_now(self, event: str) -> int:
+        """Every unschedulable or backing-off pod straight to activeQ.
+
+        For a new policy version: the failures that earned those pods their backoff were
+        verdicts of the old policy, so they say nothing about the new one.
+        """
+        with self._cond:
+            self._move_cycle = self._cycle
+            moved = [*self._unschedulable.values(), *(item for _, item in self._backoff.values())]
+            self._unschedulable.clear()
+            self._backoff.clear()  # their heap entries go stale and are skipped
+            for item in moved:
+                self._push_active(item)
+            self._cond.notify()
+            return len(moved)
+
     # ------------------------------------------------------------------ loop side
 
     def pop(self, timeout: float | None = None) -> QueuedPod | None:

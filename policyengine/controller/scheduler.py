@@ -198,9 +198,10 @@ class Scheduler:
         }
 
     def policy_changed(self) -> int:
-        """A new policy version is active: every unschedulable pod gets another try, since
-        the verdict it waits under came from the old one. Returns how many moved."""
-        moved = self.queue.move_all(POLICY_CHANGE)
+        """A new policy version is active: every unschedulable or backing-off pod is tried
+        again at once, since the verdict it waits under came from the old one. Returns how
+        many moved."""
+        moved = self.queue.retry_all_now(POLICY_CHANGE)
         log.info("policy changed; unschedulable pods re-queued", moved=moved)
         return moved
 

@@ -145,6 +145,23 @@ def test_moved_pod_still_backing_off_goes_to_backoff(q: SchedulingQueue, clock: 
     assert drain(q) == ["p"]
 
 
+def test_a_policy_change_retries_unschedulable_and_backing_off_pods_at_once(
+    q: SchedulingQueue, clock: Clock
+) -> None:
+    for name in ("parked", "backing"):
+        q.add(pod(name))
+    parked, backing = q.pop(timeout=0), q.pop(timeout=0)
+    assert parked is not None and backing is not None
+    q.add_unschedulable(parked)
+    q.add_backoff(backing)
+    assert (q.where("default/parked"), q.where("default/backing")) == (UNSCHEDULABLE, BACKOFF)
+    assert q.retry_all_now("PolicyChange") == 2
+    # no time has passed: the old policy's backoff does not hold them back
+    assert sorted(drain(q)) == ["backing", "parked"]
+    clock.advance(20)
+    assert q.pop(timeout=0) is None  # the stale backoff entry does not bring one back twice
+
+
 def test_unschedulable_times_out_after_five_minutes(q: SchedulingQueue, clock: Clock) -> None:
     q.add(pod("p"))
     item = q.pop(timeout=0)
