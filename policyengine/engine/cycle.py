@@ -10,13 +10,17 @@ order, so a run is reproducible.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
-from policyengine.engine.decision import Decision, NodeScore, Rejection
+import numpy as np
+
+from policyengine.engine.classcache import CACHE, ClassEntry, class_key, new_entry, policy_plan
+from policyengine.engine.decision import Decision, Rejection, RejectionTable, ScoreTable
 from policyengine.engine.histogram import histogram_line
 from policyengine.engine.nodeviews import node_views
-from policyengine.engine.normalize import normalize
+from policyengine.engine.normalize import normalize_array
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
 from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
 from policyengine.model.objects import Pod
@@ -79,27 +83,38 @@ def schedule(
             num_nodes=len(nodes),
             message=f"no policy of profile {profile} matches the pod",
         )
+    plan = policy_plan(policy)
+    keyed = class_key(program, policy, plan, pod, topology, config, options.all_filters)
+    if keyed is None:
+        entry = new_entry((program, policy, topology, config), plan)
+    else:
+        entry = CACHE.checkout(keyed[0], keyed[1], plan)
+    entry.align(nodes)
     errors: list[str] = []
     batch = NodeBatch(pod_env, {"node": node_views(snapshot, topology)})
-    rows, infeasible = _filter(policy, nodes, batch, options, errors)
-    feasible = [nodes[row].name for row in rows]
-    context.feasible = tuple(nodes[row] for row in rows)
-    scores = _score(policy, feasible, batch.take(rows), errors)
-    ranking = tuple(sorted(feasible, key=lambda name: (-scores[name].total, name)))
-    chosen = _select(ranking, scores, rng)
+    feasible_mask, infeasible = _filter(entry, batch, context, options, errors)
+    rows = np.flatnonzero(feasible_mask)
+    context.feasible = _pick(nodes, rows)
+    names = entry.names[rows]
+    feasible = tuple(names.tolist())
+    totals, scores = _score(entry, rows, feasible, batch, context, errors)
+    if keyed is not None:
+        CACHE.checkin(keyed[0], entry)
+    order = np.lexsort((_name_ranks(entry)[rows], -totals))
+    ranking = tuple(names[order].tolist())
+    chosen = _select(ranking, totals[order], rng)
     if chosen is None:
         message = histogram_line(len(nodes), infeasible)
     else:
-        message = (
-            f"scheduled on {chosen} by policy {policy.name} (score {_fmt(scores[chosen].total)})"
-        )
+        best = float(totals[order[0]]) if policy.scores else 0
+        message = f"scheduled on {chosen} by policy {policy.name} (score {_fmt(best)})"
     return Decision(
         pod=pod.key,
         policy=policy.name,
         version=program.version,
         node=chosen,
         num_nodes=len(nodes),
-        feasible=tuple(feasible),
+        feasible=feasible,
         infeasible=infeasible,
         scores=scores,
         ranking=ranking,
@@ -112,54 +127,95 @@ def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
+def _pick(nodes: Sequence[NodeInfo], rows: np.ndarray) -> tuple[NodeInfo, ...]:
+    if len(rows) == 0:
+        return ()
+    if len(rows) == len(nodes):
+        return tuple(nodes)
+    picked = itemgetter(*rows.tolist())(nodes)
+    return picked if len(rows) > 1 else (picked,)
+
+
 def _filter(
-    policy: CompiledPolicy,
-    nodes: Sequence[NodeInfo],
+    entry: ClassEntry,
     batch: NodeBatch,
+    context: CycleContext,
     options: CycleOptions,
     errors: list[str],
-) -> tuple[list[int], dict[str, tuple[Rejection, ...]]]:
-    """Each filter over all the nodes still in the running, rule by rule.
+) -> tuple[np.ndarray, Mapping[str, tuple[Rejection, ...]]]:
+    """Each filter over the nodes still in the running, rule by rule, re-evaluating only the
+    rows whose cached verdict is not valid (``classcache``).
 
     Without ``all_filters`` a node leaves the running at its first rejection, so every node
     sees exactly the rules it would see node by node. Errors are reported in node order, then
     rule order, as a node-by-node loop would meet them.
     """
-    rejections: dict[int, list[Rejection]] = {}
+    size = batch.size
+    alive = np.ones(size, bool)
+    dead_at = np.full(size, -1, np.int64)
+    failed: list[np.ndarray] = []
     found: list[tuple[int, int, str]] = []
-    alive: list[int] = list(range(len(nodes)))
-    for index, rule in enumerate(policy.filters):
-        if not alive:
+    for index, (plan, column) in enumerate(zip(entry.plan.filters, entry.filters, strict=True)):
+        if not alive.any():
             break
-        sub = batch if len(alive) == batch.size else batch.take(alive)
-        verdicts = _filter_many(rule, sub)
-        made: dict[tuple[tuple[str, ...], object], Rejection] = {}
-        survivors: list[int] = []
-        for row, verdict in zip(alive, verdicts, strict=True):
-            if verdict.passed and verdict.error is None:
-                survivors.append(row)
-                continue
-            if verdict.error is not None:
-                found.append((row, index, str(verdict.error)))
-                if verdict.passed:
-                    survivors.append(row)
-                    continue
-            # Thousands of nodes fail for the same reasons: one (frozen) Rejection serves them.
-            key = (verdict.reasons, verdict.error)
-            rejection = made.get(key)
-            if rejection is None:
-                rejection = made[key] = _rejection(rule, verdict)
-            rejections.setdefault(row, []).append(rejection)
-            if options.all_filters:
-                survivors.append(row)
+        key = _STALE_KEY if plan.always else plan.key(context)
+        if key is _STALE_KEY or column.key != key:
+            column.valid[:] = False
+            column.key = key
+        rows = np.flatnonzero(alive & ~column.valid)
+        if len(rows):
+            wanted = rows.tolist()
+            sub = batch if len(wanted) == size else batch.take(wanted)
+            column.store(wanted, plan.rule, _filter_many(plan.rule, sub))
+        hit = alive & column.errored
+        if hit.any():
+            for row in np.flatnonzero(hit).tolist():
+                found.append((row, index, column.error[row]))
+        fail = alive & ~column.passed
         if options.all_filters:
+            failed.append(fail)
             continue
-        alive = survivors
+        dead_at[fail] = index
+        alive &= column.passed
     found.sort(key=lambda item: (item[0], item[1]))
     errors.extend(message for _, _, message in found)
-    feasible = [row for row in range(len(nodes)) if row not in rejections]
-    infeasible = {nodes[row].name: tuple(rejections[row]) for row in sorted(rejections)}
-    return feasible, infeasible
+    if options.all_filters:
+        return _all_rejections(entry, failed, size)
+    return alive, _first_rejections(entry, dead_at)
+
+
+def _first_rejections(
+    entry: ClassEntry, dead_at: np.ndarray
+) -> RejectionTable | dict[str, tuple[Rejection, ...]]:
+    rows = np.flatnonzero(dead_at >= 0)
+    if not len(rows):
+        return {}
+    # Copied now: the columns change with the next pod of the class, the table is read later.
+    names = entry.names[rows]
+    rejections = np.empty(len(rows), object)
+    rules = dead_at[rows]
+    for index in np.unique(rules).tolist():
+        at = rules == index
+        rejections[at] = entry.filters[index].rejection[rows[at]]
+
+    def build() -> dict[str, tuple[Rejection, ...]]:
+        return {name: (r,) for name, r in zip(names.tolist(), rejections.tolist(), strict=True)}
+
+    return RejectionTable(build, len(rows))
+
+
+def _all_rejections(
+    entry: ClassEntry, failed: list[np.ndarray], size: int
+) -> tuple[np.ndarray, dict[str, tuple[Rejection, ...]]]:
+    any_failed = np.zeros(size, bool)
+    for fail in failed:
+        any_failed |= fail
+    infeasible: dict[str, tuple[Rejection, ...]] = {}
+    for row in np.flatnonzero(any_failed).tolist():
+        infeasible[entry.names[row]] = tuple(
+            entry.filters[index].rejection[row] for index, fail in enumerate(failed) if fail[row]
+        )
+    return ~any_failed, infeasible
 
 
 def _filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:
@@ -168,53 +224,75 @@ def _filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:
     return [rule.filter(batch.env_at(i)) for i in range(batch.size)]
 
 
-def _rejection(rule: CompiledRule, verdict: FilterVerdict) -> Rejection:
-    return Rejection(
-        rule.qualified_name, tuple(verdict.reasons), str(verdict.error) if verdict.error else None
-    )
-
-
 def _score(
-    policy: CompiledPolicy,
-    feasible: list[str],
+    entry: ClassEntry,
+    rows: np.ndarray,
+    feasible: tuple[str, ...],
     batch: NodeBatch,
+    context: CycleContext,
     errors: list[str],
-) -> dict[str, NodeScore]:
-    raw: dict[str, list[float | None]] = {}
-    normalised: dict[str, list[float]] = {}
-    for rule in policy.scores:
-        if rule.score_many is not None:
-            results = rule.score_many(batch)
-        else:
-            results = [rule.score(batch.env_at(i)) for i in range(batch.size)]
-        values: list[float | None] = []
-        for result in results:
-            if result.error is not None:
-                errors.append(str(result.error))
-            values.append(result.value)
-        raw[rule.qualified_name] = values
-        normalised[rule.qualified_name] = normalize(rule.normalize or "none", values)
-    names = [rule.qualified_name for rule in policy.scores]
-    weights = [rule.weight for rule in policy.scores]
-    raw_columns = [raw[name] for name in names]
-    normal_columns = [normalised[name] for name in names]
-    scores: dict[str, NodeScore] = {}
-    for index, node in enumerate(feasible):
-        per_rule = {name: column[index] for name, column in zip(names, normal_columns, strict=True)}
-        total = sum(weight * per_rule[name] for name, weight in zip(names, weights, strict=True))
-        scores[node] = NodeScore(
-            total=total,
-            rules=per_rule,
-            raw={name: column[index] for name, column in zip(names, raw_columns, strict=True)},
-        )
-    return scores
+) -> tuple[np.ndarray, ScoreTable]:
+    """Each score rule's raw values over the feasible nodes (cached rows reused), normalised
+    over them every cycle, weighted and summed in rule order as a node-by-node sum would."""
+    totals = np.zeros(len(rows))
+    names: list[str] = []
+    raw: list[np.ndarray] = []
+    scored: list[np.ndarray] = []
+    normalised: list[np.ndarray] = []
+    feasible_mask = np.zeros(batch.size, bool)
+    feasible_mask[rows] = True
+    for plan, column in zip(entry.plan.scores, entry.scores, strict=True):
+        rule = plan.rule
+        key = _STALE_KEY if plan.always else plan.key(context)
+        if key is _STALE_KEY or column.key != key:
+            column.valid[:] = False
+            column.key = key
+        todo = np.flatnonzero(feasible_mask & ~column.valid)
+        if len(todo):
+            wanted = todo.tolist()
+            sub = batch if len(wanted) == batch.size else batch.take(wanted)
+            if rule.score_many is not None:
+                results = rule.score_many(sub)
+            else:
+                results = [rule.score(sub.env_at(i)) for i in range(sub.size)]
+            column.store(wanted, results)
+        hit = column.errored[rows]
+        if hit.any():
+            errors.extend(column.error[rows[hit]].tolist())
+        values = column.values[rows]
+        present = column.scored[rows]
+        norm = normalize_array(rule.normalize or "none", values, present)
+        totals = totals + rule.weight * norm
+        names.append(rule.qualified_name)
+        raw.append(values)
+        scored.append(present)
+        normalised.append(norm)
+    return totals, ScoreTable(feasible, totals, names, normalised, raw, scored)
 
 
-def _select(
-    ranking: tuple[str, ...], scores: dict[str, NodeScore], rng: random.Random
-) -> str | None:
+_STALE_KEY = object()
+
+# The last node-name order computed, shared by the classes of one node set.
+_RANKS: list[tuple[np.ndarray, np.ndarray]] = []
+
+
+def _name_ranks(entry: ClassEntry) -> np.ndarray:
+    """Each row's position in name order: the ranking's tie-break, without sorting strings
+    every cycle."""
+    names = entry.names
+    if _RANKS:
+        known, ranks = _RANKS[0]
+        if known is names or (len(known) == len(names) and bool(np.all(known == names))):
+            return ranks
+    ranks = np.empty(len(names), np.int64)
+    ranks[np.argsort(names.astype(str), kind="stable")] = np.arange(len(names))
+    _RANKS[:] = [(names.copy(), ranks)]
+    return ranks
+
+
+def _select(ranking: tuple[str, ...], totals: np.ndarray, rng: random.Random) -> str | None:
+    """The best node; ties (a prefix of the ranking) broken by ``rng`` as a list would be."""
     if not ranking:
         return None
-    best = scores[ranking[0]].total
-    tied = [name for name in ranking if scores[name].total == best]
-    return tied[0] if len(tied) == 1 else rng.choice(tied)
+    tied = int(np.count_nonzero(totals == totals[0]))
+    return ranking[0] if tied == 1 else rng.choice(list(ranking[:tied]))

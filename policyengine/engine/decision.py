@@ -7,7 +7,7 @@ so every output agrees with every other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -44,3 +44,97 @@ class Decision:
     @property
     def scheduled(self) -> bool:
         return self.node is not None
+
+
+class ScoreTable(Mapping[str, NodeScore]):
+    """``Decision.scores`` for a cycle that kept its scores as columns: a node's ``NodeScore``
+    is built when first read. Building 5,000 of them (two dicts each) per pod cost more than
+    choosing the node; most consumers read one or a few (the chosen node, a top-N).
+
+    ``totals`` has one float per feasible node; ``raw`` and ``normalised`` one column per
+    rule (``scored`` False where the raw value is null).
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        totals: Sequence[float],
+        rules: Sequence[str],
+        normalised: Sequence[Sequence[float]],
+        raw: Sequence[Sequence[float]],
+        scored: Sequence[Sequence[bool]],
+        empty_total: float = 0,
+    ):
+        self._nodes = nodes
+        self._totals = totals
+        self._rules = rules
+        self._normalised = normalised
+        self._raw = raw
+        self._scored = scored
+        self._empty_total = empty_total
+        self._index: dict[str, int] | None = None
+        self._built: dict[int, NodeScore] = {}
+
+    def _position(self, node: str) -> int | None:
+        if self._index is None:
+            self._index = {name: i for i, name in enumerate(self._nodes)}
+        return self._index.get(node)
+
+    def __getitem__(self, node: str) -> NodeScore:
+        i = self._position(node)
+        if i is None:
+            raise KeyError(node)
+        score = self._built.get(i)
+        if score is None:
+            rules = self._rules
+            score = self._built[i] = NodeScore(
+                total=float(self._totals[i]) if rules else self._empty_total,
+                rules={r: float(c[i]) for r, c in zip(rules, self._normalised, strict=True)},
+                raw={
+                    r: float(c[i]) if s[i] else None
+                    for r, c, s in zip(rules, self._raw, self._scored, strict=True)
+                },
+            )
+        return score
+
+    def __contains__(self, node: object) -> bool:
+        return isinstance(node, str) and self._position(node) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __repr__(self) -> str:
+        return f"ScoreTable({len(self)} nodes)"
+
+
+class RejectionTable(Mapping[str, tuple[Rejection, ...]]):
+    """``Decision.infeasible`` built on first read: an unschedulable GPU pod has thousands of
+    infeasible nodes and nearly every consumer only counts them or reads a few."""
+
+    def __init__(self, build: Callable[[], dict[str, tuple[Rejection, ...]]], size: int):
+        self._build = build
+        self._size = size
+        self._table: dict[str, tuple[Rejection, ...]] | None = None
+
+    def _get(self) -> dict[str, tuple[Rejection, ...]]:
+        if self._table is None:
+            self._table = self._build()
+        return self._table
+
+    def __getitem__(self, node: str) -> tuple[Rejection, ...]:
+        return self._get()[node]
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._get()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return f"RejectionTable({self._size} nodes)"

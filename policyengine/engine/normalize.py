@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from policyengine.model.normalize import (
     MAX_NODE_SCORE,
     default_normalize,
@@ -85,3 +87,94 @@ NORMALIZERS: dict[str, Callable[[Values], list[float]]] = {
 
 def normalize(kind: str, values: Values) -> list[float]:
     return NORMALIZERS[kind](values)
+
+
+# --- over numpy columns ------------------------------------------------------------------
+#
+# The engine keeps raw scores as float64 columns with a mask of the scored nodes; normalising
+# 5,000 nodes value by value in Python cost more than scoring them. These give exactly what
+# ``normalize`` gives (Go's truncating int64 division where the values are whole, the same
+# IEEE operations in the same order otherwise); anything outside the range where int64 and
+# float64 agree exactly (non-finite, or beyond 2**50) goes through ``normalize`` itself.
+
+_EXACT = float(2**50)
+
+
+def _go_div(a: np.ndarray, b: int) -> np.ndarray:
+    q = np.abs(a) // abs(b)
+    return np.where((a >= 0) == (b >= 0), q, -q)
+
+
+def _array_none(v: np.ndarray, scored: np.ndarray) -> np.ndarray:
+    return np.where(scored, np.clip(v, 0.0, float(MAX_NODE_SCORE)), 0.0)
+
+
+def _array_by_max(v: np.ndarray, scored: np.ndarray, reverse: bool) -> np.ndarray:
+    present = v[scored]
+    top_value = max(0.0, float(present.max())) if present.size else 0.0
+    if np.all(present == np.floor(present)):
+        ints = v.astype(np.int64)
+        top = int(top_value)
+        if top == 0:
+            out = np.full(v.shape, float(MAX_NODE_SCORE)) if reverse else ints.astype(np.float64)
+        else:
+            scaled = _go_div(MAX_NODE_SCORE * ints, top)
+            out = (MAX_NODE_SCORE - scaled if reverse else scaled).astype(np.float64)
+    elif top_value == 0:
+        out = np.full(v.shape, float(MAX_NODE_SCORE)) if reverse else v.copy()
+    else:
+        out = (MAX_NODE_SCORE * v) / top_value
+        if reverse:
+            out = MAX_NODE_SCORE - out
+    return np.where(scored, out, 0.0)
+
+
+def _array_minmax(v: np.ndarray, scored: np.ndarray) -> np.ndarray:
+    present = v[scored]
+    if not present.size:
+        return np.zeros(v.shape)
+    if np.all(present == np.floor(present)):
+        ints = v.astype(np.int64)
+        lo, hi = int(present.min()), int(present.max())
+        diff = hi - lo
+        if diff > 0:
+            out = np.trunc(float(MAX_NODE_SCORE) * ((ints - lo).astype(np.float64) / float(diff)))
+        else:
+            out = np.zeros(v.shape)
+    else:
+        lo_f, hi_f = float(present.min()), float(present.max())
+        out = np.zeros(v.shape) if hi_f == lo_f else (MAX_NODE_SCORE * (v - lo_f)) / (hi_f - lo_f)
+    return np.where(scored, out, 0.0)
+
+
+def _array_spread(v: np.ndarray, scored: np.ndarray) -> np.ndarray:
+    ints = np.trunc(v).astype(np.int64)
+    present = ints[scored]
+    lo = int(present.min()) if present.size else 0
+    hi = max(0, int(present.max())) if present.size else 0
+    if hi == 0:
+        out = np.full(v.shape, float(MAX_NODE_SCORE))
+    else:
+        out = _go_div(MAX_NODE_SCORE * (hi + lo - ints), hi).astype(np.float64)
+    return np.where(scored, out, 0.0)
+
+
+_ARRAY_NORMALIZERS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "none": _array_none,
+    "max": lambda v, scored: _array_by_max(v, scored, reverse=False),
+    "reverse": lambda v, scored: _array_by_max(v, scored, reverse=True),
+    "minmax": _array_minmax,
+    "pod_topology_spread": _array_spread,
+}
+
+
+def normalize_array(kind: str, values: np.ndarray, scored: np.ndarray) -> np.ndarray:
+    """``normalize`` over a float64 column; ``scored`` is False where the value is None (the
+    value there is ignored)."""
+    v = np.where(scored, values, 0.0)
+    if not np.all(np.isfinite(v)) or (v.size and float(np.abs(v).max()) >= _EXACT):
+        listed = [
+            float(x) if s else None for x, s in zip(values.tolist(), scored.tolist(), strict=True)
+        ]
+        return np.array(normalize(kind, listed), dtype=np.float64)
+    return _ARRAY_NORMALIZERS[kind](v, scored)

@@ -9,7 +9,7 @@ reference is generated from the docs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,13 @@ class Function:
     that varies per node is a sequence with one value per node and every other argument is a
     single value; it returns one result per node, each exactly what ``impl`` returns for that
     node. It may raise: the caller then falls back to ``impl`` node by node.
+
+    ``cluster_key`` tells caches of per-node results (the engine reuses them for pods alike
+    while a node is unchanged) what a context function reads beyond its arguments and the
+    pod: ``cluster_key(context)`` returns a value such that, while it compares equal, every
+    per-node result stays the same — a constant when the result depends on nothing but the
+    pod and the node itself. None (the default) means unknown: never reused across cycles.
+    Functions without ``needs_context`` depend on their arguments alone.
     """
 
     name: str
@@ -62,6 +69,7 @@ class Function:
     needs_context: bool = False
     varies_per_node: bool = False
     batch: Callable[..., Sequence[Any]] | None = None
+    cluster_key: Callable[[Any], Hashable] | None = None
 
 
 @dataclass(frozen=True, eq=False)

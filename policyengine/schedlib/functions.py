@@ -14,7 +14,7 @@ do the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from policyengine.lang.schema import Function, Param
@@ -183,7 +183,75 @@ def domain_pod_count(
     return ctx.prepared(("domain_pod_count", key, wanted), count_by_domain).get(value, 0)
 
 
+# --- what each builtin reads of the cluster (``Function.cluster_key``) --------------------
+
+
+class _Same:
+    """A cluster key equal only to a key of the very same object (a snapshot: results read
+    other nodes' pods, so they hold for that snapshot alone)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Same and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+_IDLE = "idle"  # the plugin does nothing for this pod: every node gets the same answer
+
+
+def _node_only(ctx: CycleContext) -> Hashable:
+    """The plugin reads only the pod and the node it is asked about."""
+    return None
+
+
+def _spread_filter_key(ctx: CycleContext) -> Hashable:
+    state = _filter_state(ctx, PLUGINS_BY_NAME["PodTopologySpread"])
+    return _IDLE if not state.constraints else _Same(ctx.snapshot)
+
+
+def _affinity_filter_key(ctx: CycleContext) -> Hashable:
+    state = _filter_state(ctx, PLUGINS_BY_NAME["InterPodAffinity"])
+    return _IDLE if state.skip else _Same(ctx.snapshot)
+
+
+def _score_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
+    # PreScore reads the whole snapshot and the feasible set; a skipped plugin scores no node.
+    plugin = PLUGINS_BY_NAME[plugin_name]
+
+    def key(ctx: CycleContext) -> Hashable:
+        return _IDLE if _score_state(ctx, plugin) is None else _Same(ctx.snapshot)
+
+    return key
+
+
+def _image_key(ctx: CycleContext) -> Hashable:
+    # ImageLocality reads of the cluster only the node count and how many nodes hold each of
+    # the pod's images.
+    state = _score_state(ctx, PLUGINS_BY_NAME["ImageLocality"])
+    return state.total_nodes, tuple(sorted(state.spread.items()))
+
+
+def _snapshot_key(ctx: CycleContext) -> Hashable:
+    return _Same(ctx.snapshot)
+
+
+_CLUSTER_KEYS: dict[tuple[str, str], Callable[[CycleContext], Hashable]] = {
+    ("PodTopologySpread", "filter"): _spread_filter_key,
+    ("InterPodAffinity", "filter"): _affinity_filter_key,
+    ("PodTopologySpread", "score"): _score_key("PodTopologySpread"),
+    ("InterPodAffinity", "score"): _score_key("InterPodAffinity"),
+    ("ImageLocality", "score"): _image_key,
+}
+
+
 def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
+    cluster_key = _CLUSTER_KEYS.get((plugin, kind), _node_only)
     if kind == "filter":
         return Function(
             name,
@@ -195,6 +263,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
             needs_context=True,
             varies_per_node=True,
             batch=_filter_batch(plugin),
+            cluster_key=cluster_key,
         )
     return Function(
         name,
@@ -206,6 +275,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
         needs_context=True,
         varies_per_node=True,
         batch=_score_batch(plugin),
+        cluster_key=cluster_key,
     )
 
 
@@ -219,8 +289,11 @@ def _fn(
     needs_context: bool = False,
     varies_per_node: bool = False,
     batch: Callable[..., Any] | None = None,
+    cluster_key: Callable[[Any], Hashable] | None = None,
 ) -> Function:
-    return Function(name, params, returns, impl, doc, cost, needs_context, varies_per_node, batch)
+    return Function(
+        name, params, returns, impl, doc, cost, needs_context, varies_per_node, batch, cluster_key
+    )
 
 
 FUNCTIONS: tuple[Function, ...] = (
@@ -234,6 +307,7 @@ FUNCTIONS: tuple[Function, ...] = (
         needs_context=True,
         varies_per_node=True,
         batch=considered_batch,
+        cluster_key=_node_only,
     ),
     _kube(
         "taint_toleration_reasons",
@@ -326,5 +400,6 @@ FUNCTIONS: tuple[Function, ...] = (
         cost=100,
         needs_context=True,
         varies_per_node=True,
+        cluster_key=_snapshot_key,
     ),
 )

@@ -70,7 +70,12 @@ def policies(draw: st.DrawFn) -> str:
         )
     disable = draw(st.sampled_from(["", " { disable image_locality }"]))
     inner = "\n  ".join(rules)
-    return f'import "kube-default.sched"\npolicy "p" {{\n  use kube{disable}\n  {inner}\n}}\n'
+    # The profile makes "p" govern: otherwise the imported "kube-default" policy, first in the
+    # default profile, would decide every pod and the random rules would never run.
+    return (
+        f'import "kube-default.sched"\npolicy "p" {{\n  use kube{disable}\n  {inner}\n}}\n'
+        'profile "policyengine" {\n  policies "p"\n}\n'
+    )
 
 
 @st.composite
