@@ -90,6 +90,14 @@ def add_pod_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_one_pod_options(parser: argparse.ArgumentParser) -> None:
+    """What ``filter``, ``score`` and ``explain`` share: a policy, a snapshot, one pod."""
+    add_policy_option(parser)
+    add_cluster_option(parser)
+    add_pod_option(parser)
+    add_engine_options(parser)
+
+
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scheduler-name",

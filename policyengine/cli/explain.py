@@ -42,11 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "With --node, every rule's verdict on that node and the values that decided it. "
         "Exit status: 0 explained, 2 bad input.",
     )
-    common.add_policy_option(parser)
-    common.add_cluster_option(parser)
-    common.add_pod_option(parser)
+    common.add_one_pod_options(parser)
     parser.add_argument("--node", metavar="N", help="show every rule's verdict on node N")
-    common.add_engine_options(parser)
     parser.set_defaults(run=run)
 
 

@@ -24,10 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         '[{"rule", "reason"}...]}}. Exit status: 0 answered (even with no feasible node), '
         "2 bad input.",
     )
-    common.add_policy_option(parser)
-    common.add_cluster_option(parser)
-    common.add_pod_option(parser)
-    common.add_engine_options(parser)
+    common.add_one_pod_options(parser)
     common.add_format_option(parser, FORMATS)
     parser.set_defaults(run=run)
 

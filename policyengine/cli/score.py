@@ -23,10 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         'JSON: {"pod", "scores": {node: {"total", "rules": {rule: score}}}, '
         '"ranking": [node...]}. Exit status: 0 answered, 2 bad input.',
     )
-    common.add_policy_option(parser)
-    common.add_cluster_option(parser)
-    common.add_pod_option(parser)
-    common.add_engine_options(parser)
+    common.add_one_pod_options(parser)
     common.add_format_option(parser, FORMATS)
     parser.set_defaults(run=run)
 
