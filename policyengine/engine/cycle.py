@@ -278,15 +278,19 @@ _RANKS: list[tuple[np.ndarray, np.ndarray]] = []
 
 def _name_ranks(entry: ClassEntry) -> np.ndarray:
     """Each row's position in name order: the ranking's tie-break, without sorting strings
-    every cycle."""
+    every cycle (kept per class entry while its names stay, shared between entries)."""
+    if entry.ranks is not None:
+        return entry.ranks
     names = entry.names
     if _RANKS:
         known, ranks = _RANKS[0]
-        if known is names or (len(known) == len(names) and bool(np.all(known == names))):
+        if len(known) == len(names) and bool(np.all(known == names)):
+            entry.ranks = ranks
             return ranks
     ranks = np.empty(len(names), np.int64)
     ranks[np.argsort(names.astype(str), kind="stable")] = np.arange(len(names))
     _RANKS[:] = [(names.copy(), ranks)]
+    entry.ranks = ranks
     return ranks
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,11 @@ class ScoreTable(Mapping[str, NodeScore]):
     def __init__(
         self,
         nodes: Sequence[str],
-        totals: Sequence[float],
+        totals: Any,  # a float per node: a list or a numpy array
         rules: Sequence[str],
-        normalised: Sequence[Sequence[float]],
-        raw: Sequence[Sequence[float]],
-        scored: Sequence[Sequence[bool]],
+        normalised: Sequence[Any],
+        raw: Sequence[Any],
+        scored: Sequence[Any],
         empty_total: float = 0,
     ):
         self._nodes = nodes

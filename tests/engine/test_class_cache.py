@@ -1,0 +1,146 @@
+"""Pods of one template share cached per-node results and still decide as the reference.
+
+``engine.classcache`` reuses a rule's per-node verdicts and raw scores for the next pod of the
+same class while the node's ``NodeInfo`` is unchanged. Hypothesis draws a cluster, a policy
+and a few pod templates, then places a sequence of pods stamped from those templates one after
+another, assuming each choice (so the node the previous pod went to changes under the cache),
+and holds every decision equal to the reference evaluator's. Policies may read ``pod.name``
+(then pods share nothing) and use inter-pod anti-affinity and spread (rules whose verdicts
+depend on other nodes' pods, guarded by their cluster keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policyengine.engine.classcache import pod_class
+from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.reference_cycle import differences, reference_decision
+from policyengine.model.frozen import FrozenDict
+from policyengine.model.objects import Pod
+from tests.engine.test_fast_path import compiled, nodes, pods, policies
+from tests.model.builders import make_node, make_pod, snapshot
+
+NAME_RULES = [
+    "",
+    'score named weight 2 { if pod.name == "pod-1" then 80 else 10 }',
+    'filter named { pod.name != "pod-2" or node.pod_count == 0 }',
+]
+
+ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app": "web"}},
+                "topologyKey": "zone",
+            }
+        ]
+    }
+}
+SPREAD = [
+    {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+]
+
+
+@st.composite
+def templates(draw: st.DrawFn, names: list[str], index: int) -> Pod:
+    pod = draw(pods(f"template{index}", names))
+    extra = draw(st.sampled_from(["", "anti", "spread", "spread"]))
+    if extra == "anti":
+        helper = make_pod("h", labels={"app": "web"}, affinity=ANTI_AFFINITY)
+        pod = dataclasses.replace(pod, labels=helper.labels, affinity=helper.affinity)
+    elif extra == "spread":
+        helper = make_pod("h", labels={"app": "web"}, spread=SPREAD)
+        pod = dataclasses.replace(
+            pod,
+            labels=helper.labels,
+            topology_spread_constraints=helper.topology_spread_constraints,
+        )
+    return pod
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_pods_of_templates_decide_as_the_reference(data: st.DataObject) -> None:
+    source = data.draw(policies())
+    named = data.draw(st.sampled_from(NAME_RULES))
+    if named:
+        source = source.replace("\n}\nprofile", f"\n  {named}\n}}\nprofile")
+    program = compiled(source)
+    cluster_nodes = data.draw(nodes(data.draw(st.integers(2, 6))))
+    names = [n.name for n in cluster_nodes]
+    running = [
+        data.draw(pods(f"run{i}", names, on=data.draw(st.sampled_from(names))))
+        for i in range(data.draw(st.integers(0, 3)))
+    ]
+    snap = snapshot(cluster_nodes, running)
+    shapes = [data.draw(templates(names, i)) for i in range(data.draw(st.integers(1, 3)))]
+    all_filters = data.draw(st.booleans())
+    rng = random.Random(data.draw(st.integers(0, 5)))
+    for index in range(data.draw(st.integers(3, 8))):
+        template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
+        pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
+        state = rng.getstate()
+        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=all_filters))
+        replay = random.Random()
+        replay.setstate(state)
+        reference = reference_decision(program, pod, snap, replay)
+        assert differences(decision, reference) == []
+        if decision.node is not None:
+            snap = snap.with_pod(pod, decision.node)
+
+
+def test_pods_of_one_template_are_one_class() -> None:
+    owner = FrozenDict({"kind": "ReplicaSet", "name": "rs-1", "uid": "u1"})
+    a = dataclasses.replace(make_pod("a", labels={"app": "web"}), owner_references=(owner,))
+    b = dataclasses.replace(
+        a,
+        name="b",
+        uid="other",
+        creation_timestamp="2024-01-01T00:00:00Z",
+        owner_references=(FrozenDict({**owner, "name": "rs-2", "uid": "u2"}),),
+    )
+    assert pod_class(a) == pod_class(b)
+    assert pod_class(a) != pod_class(dataclasses.replace(a, labels=FrozenDict({"app": "db"})))
+    assert pod_class(a) != pod_class(dataclasses.replace(a, priority=5))
+    other_kind = FrozenDict({**owner, "kind": "Job"})
+    assert pod_class(a) != pod_class(dataclasses.replace(a, owner_references=(other_kind,)))
+
+
+def test_spread_and_anti_affinity_see_pods_placed_on_other_nodes() -> None:
+    # Placing a pod on one node of zone "a" changes the spread and anti-affinity verdicts of
+    # every other node of zone "a", whose NodeInfo did not change: their cluster keys must.
+    program = compiled(
+        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
+        'profile "policyengine" {\n  policies "p"\n}\n'
+    )
+    cluster = [
+        make_node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}", "zone": zone})
+        for i, zone in enumerate(["a", "a", "b", "b", "a", "b"])
+    ]
+    for extra in ({"spread": SPREAD}, {"affinity": ANTI_AFFINITY}):
+        snap = snapshot(cluster)
+        template = make_pod("t", labels={"app": "web"}, requests={"cpu": "100m"}, **extra)
+        rng = random.Random(1)
+        zones = []
+        for index in range(4):
+            pod = dataclasses.replace(template, name=f"pod-{index}")
+            state = rng.getstate()
+            decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+            replay = random.Random()
+            replay.setstate(state)
+            assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+            if decision.node is not None:
+                zones.append(snap.node(decision.node).labels["zone"])
+                snap = snap.with_pod(pod, decision.node)
+        expected = ["a", "b", "a", "b"] if "spread" in extra else ["a", "b"]
+        assert sorted(zones) == sorted(expected)
