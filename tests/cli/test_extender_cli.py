@@ -74,7 +74,8 @@ def test_serves_the_contract_and_stops_on_sigterm(tmp_path: Path) -> None:
                     break
             except (urllib.error.URLError, ConnectionError):
                 assert process.poll() is None, (tmp_path / "extender.log").read_text()
-                assert time.monotonic() < deadline, "the extender never became ready"
+                if time.monotonic() >= deadline:  # a bound on waiting, not a speed check
+                    pytest.fail("the extender never became ready")
                 time.sleep(0.1)
         exchange = json.loads((WIRE / "09-extender-nodecachecapable-false.json").read_text())[
             "exchanges"
