@@ -241,7 +241,7 @@ def install(api_client: k8s.ApiClient, limiter: TokenBucket | None) -> None:
                 )
         return send(method, url, *args, **kwargs)
 
-    rest.request = request
+    rest.request = request  # type: ignore[method-assign]  # deliberately wrapping the client's method
 
 
 # --- what went wrong -----------------------------------------------------------------------

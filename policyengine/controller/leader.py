@@ -111,7 +111,9 @@ class LeaderElector:
         log: Any = None,
     ) -> None:
         self.config = config
-        self._leases = k8s.CoordinationV1Api(api_client)
+        # Typed as Any: called on the raw wire (_preload_content=False) with plain dict bodies,
+        # not with models.
+        self._leases: Any = k8s.CoordinationV1Api(api_client)
         self._server = str(getattr(api_client.configuration, "host", "") or "")
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading

@@ -14,6 +14,7 @@ import sys
 from typing import Any, TextIO
 
 import structlog
+from structlog.typing import EventDict
 
 LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("json", "console")
@@ -22,7 +23,7 @@ FORMATS = ("json", "console")
 _FIRST = ("timestamp", "level", "logger", "event")
 
 
-def _ordered(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+def _ordered(_: Any, __: str, event: EventDict) -> EventDict:
     # Readers and grep scan a line from the left: the fixed keys first, then the call's own.
     head = {key: event[key] for key in _FIRST if key in event}
     return {**head, **{k: v for k, v in event.items() if k not in head}}

@@ -35,7 +35,7 @@ def _integral(values: Values) -> list[int] | None:
     return out
 
 
-def _scatter(values: Values, scored: list[float]) -> list[float]:
+def _scatter(values: Values, scored: Sequence[float]) -> list[float]:
     it = iter(scored)
     return [0.0 if v is None else float(next(it)) for v in values]
 

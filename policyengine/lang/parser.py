@@ -155,9 +155,12 @@ def _describe(error: UnexpectedInput, text: str, path: str) -> Diagnostic:
     line = max(getattr(error, "line", 1) or 1, 1)
     column = max(getattr(error, "column", 1) or 1, 1)
     if isinstance(error, UnexpectedCharacters):
-        char = text[error.pos_in_stream] if error.pos_in_stream < len(text) else ""
+        # lark declares ``pos_in_stream = None`` on the base class; UnexpectedCharacters always
+        # sets it to the lexer's position, an int.
+        pos: int = error.pos_in_stream  # type: ignore[assignment]  # lark stub gap (see above)
+        char = text[pos] if pos < len(text) else ""
         span = Span(path, line, column, line, column + 1)
-        two = text[error.pos_in_stream : error.pos_in_stream + 2]
+        two = text[pos : pos + 2]
         if two in ("&&", "||"):
             word = "and" if two == "&&" else "or"
             return Diagnostic(

@@ -472,8 +472,8 @@ class Planner:
         decls = self._let_decls.get(id(owner))
         if decls is None:
             decls = {}
-            for let in owner.lets:
-                decls.setdefault(let.name, let)
+            for decl in owner.lets:
+                decls.setdefault(decl.name, decl)
             self._let_decls[id(owner)] = decls
         let = decls.get(name)
         if let is None:

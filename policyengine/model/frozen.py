@@ -18,6 +18,7 @@ class FrozenDict(dict[K, V]):
     """A ``dict`` that cannot be changed after construction."""
 
     __slots__ = ("_hash",)
+    _hash: int  # set lazily by __hash__
 
     def _readonly(self, *_args: Any, **_kwargs: Any) -> NoReturn:
         raise TypeError("FrozenDict is immutable")

@@ -93,17 +93,17 @@ def run_cycle(
         if result is None:
             continue
         if result.rejection is not None:
-            status = NodeStatus(plugin.name, UNSCHEDULABLE_AND_UNRESOLVABLE, (result.rejection,))
-            statuses = {n.name: status for n in snapshot.nodes}
-            post = preemption_message(pod, snapshot, statuses) if explain_preemption else None
+            rejected = NodeStatus(plugin.name, UNSCHEDULABLE_AND_UNRESOLVABLE, (result.rejection,))
+            all_rejected = {n.name: rejected for n in snapshot.nodes}
+            post = preemption_message(pod, snapshot, all_rejected) if explain_preemption else None
             return CycleResult(
                 pod,
                 (),
-                statuses,
+                all_rejected,
                 prefilter_message=result.rejection,
                 message=fit_error_message(
                     snapshot.num_nodes,
-                    statuses,
+                    all_rejected,
                     prefilter_message=result.rejection,
                     postfilter_message=post,
                 ),

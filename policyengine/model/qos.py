@@ -30,6 +30,7 @@ def qos_class(pod: Pod) -> str:
     requests: dict[str, Fraction] = {}
     limits: dict[str, Fraction] = {}
     guaranteed = True
+    sources: list[tuple[Mapping[str, Fraction], Mapping[str, Fraction], bool]]
     if pod.pod_requests is not None or pod.pod_limits is not None:
         sources = [(pod.pod_requests or {}, pod.pod_limits or {}, pod.pod_limits is not None)]
     else:

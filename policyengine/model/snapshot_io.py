@@ -113,7 +113,8 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
             elif kind == "Namespace":
                 namespaces.append(parse_namespace(obj, source))
             else:
-                meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+                raw_meta = obj.get("metadata")
+                meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
                 if not kind:
                     warnings.append(f"{source}: an object without a kind was ignored")
                 else:
