@@ -361,18 +361,11 @@ def score_evaluator(
             if guard is not None and not guard(env):
                 return NOT_SCORED
             value = body(env)
-            if value is None:
-                return NOT_SCORED
-            kind = type(value)
-            if kind is float:
-                return ScoreValue(value)
-            if kind is int or kind is Fraction:
-                return ScoreValue(float(value))
-            raise EvalError(span, f"a score is a number, not {type_name(value)}")
         except EvalError as error:
             return ScoreValue(0.0, _failure(rule, error))
         except Exception as error:
             return ScoreValue(0.0, _failure(rule, _internal(span, error)))
+        return _score_of(rule, span, value)
 
     return evaluate
 
