@@ -25,6 +25,7 @@ SCENARIOS = {
     "basic": "benchmarks.basic",
     "affinity": "benchmarks.affinity",
     "gangs": "benchmarks.gangs",
+    "gpushare": "benchmarks.gpushare",
     "e2e": "benchmarks.e2e",
     "scaling": "benchmarks.scaling",
     "reload": "benchmarks.reload",

@@ -18,7 +18,7 @@ from benchmarks import affinity, basic, e2e, gangs, memory, reload, scaling
 from benchmarks import compile as compile_scenario
 from benchmarks.__main__ import SCENARIOS, main
 from benchmarks.agreement import Agreement, check
-from benchmarks.harness import Measurement, percentile, render
+from benchmarks.harness import Measurement, pending, percentile, render, to_json
 from benchmarks.workload import Workload, build, evenly, place_all
 from policyengine.engine.simulate import simulate
 
@@ -91,11 +91,24 @@ def test_reload_times_a_configmap_update_through_policyengine_run() -> None:
     assert rows[0].target == reload.TARGET
 
 
-def test_unbuilt_features_are_pending_rows_without_numbers() -> None:
-    (row,) = gangs.run(runs=1)
-    assert row.metric.startswith("pending: needs ")
-    assert math.isnan(row.median)
-    assert "nan" not in render([row])
+def test_gangs_scenario_reports_member_throughput_latency_and_gangs_placed() -> None:
+    rows = gangs.run(runs=1, scale=1.0, nodes=24, gangs=2)
+    head = rows[0].metric.split(": ", 1)[0]
+    # The generator draws each gang's size, so the pod count makes about two gangs.
+    count = int(head.split(", ")[1].split(" of ")[0])
+    assert head.startswith(f"24 nodes, {count} of {count} gangs (") and count >= 1
+    assert all(r.metric.startswith(head + ": ") for r in rows), _metrics(rows)
+    suffixes = [r.metric.split(": ", 1)[1] for r in rows]
+    assert suffixes == [
+        "member pods/s (wall)",
+        "member pods/s (CPU time)",
+        "per-gang latency p50",
+        "per-gang latency p99",
+        "gangs placed whole",
+    ]
+    assert all(r.median > 0 for r in rows[:4])
+    assert rows[4].unit == f"of {count}" and 0 <= rows[4].median <= count
+    assert "nan" not in render(rows)
 
 
 def test_compile_scenario_still_runs() -> None:
@@ -128,13 +141,21 @@ def test_the_reference_check_sees_the_sampled_pods_with_the_rng_they_started_wit
 
 def test_json_output_and_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "bench.json"
-    assert main(["gangs", "--runs", "1", "--json", str(out)]) == 0
+    assert main(["compile", "--runs", "1", "--json", str(out)]) == 0
     table = capsys.readouterr().out
-    assert "pending: needs" in table
+    assert table.splitlines()[0].split()[:2] == ["scenario", "metric"]
     document = json.loads(out.read_text())
-    assert document["scenarios"] == ["gangs"]
-    assert [r["scenario"] for r in document["rows"]] == ["gangs"]
-    assert all(r["median"] is None for r in document["rows"])
+    assert document["scenarios"] == ["compile"]
+    assert {r["scenario"] for r in document["rows"]} == {"compile"}
+    assert all(r["median"] > 0 for r in document["rows"])
+
+
+def test_rows_without_numbers_print_and_serialise_as_blanks() -> None:
+    row = pending("gangs", "something")
+    assert row.metric == "pending: needs something"
+    assert math.isnan(row.median)
+    assert "nan" not in render([row])
+    assert json.loads(to_json([row]))["rows"][0]["median"] is None
 
 
 def test_every_scenario_is_registered() -> None:

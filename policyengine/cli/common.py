@@ -224,7 +224,12 @@ class Cluster:
 
 def cluster_from(loaded: LoadedObjects) -> Cluster:
     snapshot, pending, warnings = snapshot_from_objects(
-        loaded.nodes, loaded.pods, loaded.namespaces
+        loaded.nodes,
+        loaded.pods,
+        loaded.namespaces,
+        loaded.pod_groups,
+        loaded.node_metrics,
+        pdbs=loaded.pdbs,
     )
     pods = {pod.key: pod for pod in loaded.pods}
     return Cluster(snapshot, pending, pods, (*loaded.warnings, *warnings))
@@ -338,6 +343,7 @@ class Setup:
     topology: TopologyConfig
     scheduler_name: str | None
     seed: int
+    pending: tuple[Pod, ...] = ()  # the snapshot's pending pods (a gang member's peers)
 
     @property
     def profile(self) -> str:
@@ -370,4 +376,5 @@ def setup(command: str, args: argparse.Namespace) -> Setup:
         topology=topology_from(args.topology),
         scheduler_name=args.scheduler_name,
         seed=args.seed,
+        pending=cluster.pending,
     )

@@ -14,15 +14,23 @@ imported only when ``--node`` asks for it (and, were it missing, the verdicts st
 from __future__ import annotations
 
 import argparse
+import random
 from collections import Counter
 from fractions import Fraction
 from typing import Any
 
 from policyengine.cli import common, render
 from policyengine.cli.render import Explanation, Nearest, NodeReport, RuleReport, Shortage
+from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.gangs import Gang, GangDecision, gangs_of, schedule_gang
+from policyengine.engine.overcommit import policy_config
+from policyengine.engine.preemption import PreemptionDecision, preempt
+from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule
 from policyengine.lang.runtime import Env
+from policyengine.model.overcommit import Overcommits, overcommit_ratio
+from policyengine.model.podgroup import pod_group_key
 from policyengine.model.resources import PODS, pod_requests
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib.context import CycleContext
@@ -64,8 +72,10 @@ def shortages(
     requests: dict[str, Fraction],
     snapshot: ClusterSnapshot,
     node: str,
+    overcommit: Overcommits = (),
 ) -> tuple[Shortage, ...]:
-    """The resources behind ``Insufficient R`` and ``Too many pods`` reasons, with amounts."""
+    """The resources behind ``Insufficient R`` and ``Too many pods`` reasons, with amounts;
+    an overcommitted resource counts its allocatable as the fit did (times the ratio)."""
     info = snapshot.node(node)
     found: list[Shortage] = []
     for rejection in rejections:
@@ -73,12 +83,18 @@ def shortages(
             if reason.startswith(INSUFFICIENT):
                 resource = reason[len(INSUFFICIENT) :]
                 allocatable = Fraction(info.node.allocatable.get(resource, 0))
+                free = Fraction(info.free.get(resource, allocatable))
+                ratio = overcommit_ratio(resource, info.load, overcommit)
+                if ratio is not None:
+                    free += allocatable * (ratio - 1)
+                    allocatable *= ratio
                 found.append(
                     Shortage(
                         resource,
                         Fraction(requests.get(resource, 0)),
-                        Fraction(info.free.get(resource, allocatable)),
+                        free,
                         allocatable,
+                        ratio,
                     )
                 )
             elif reason == TOO_MANY_PODS:
@@ -88,7 +104,10 @@ def shortages(
 
 
 def nearest(
-    decision: Decision, snapshot: ClusterSnapshot, requests: dict[str, Fraction]
+    decision: Decision,
+    snapshot: ClusterSnapshot,
+    requests: dict[str, Fraction],
+    overcommit: Overcommits = (),
 ) -> Nearest | None:
     """The infeasible node with the fewest rejecting rules, then the fewest reasons."""
     if not decision.infeasible:
@@ -104,7 +123,9 @@ def nearest(
     shown = ties[:_EQUALLY_NEAR_SHOWN]
     if len(ties) > len(shown):
         shown = (*shown, f"and {len(ties) - len(shown)} more")
-    return Nearest(node, rejections, shortages(rejections, requests, snapshot, node), shown)
+    return Nearest(
+        node, rejections, shortages(rejections, requests, snapshot, node, overcommit), shown
+    )
 
 
 # --- one node, rule by rule ----------------------------------------------------------------
@@ -157,7 +178,8 @@ def node_report(
     score = decision.scores.get(node)
     snapshot = setup.target.snapshot
     pod_view = PodView(setup.target.pod)
-    context = CycleContext(snapshot, pod_view, setup.config, setup.topology)
+    config = policy_config(policy, setup.target.pod, setup.config)
+    context = CycleContext(snapshot, pod_view, config, setup.topology)
     env = Env({"pod": pod_view}, context).derive(node=NodeView(snapshot.node(node), setup.topology))
 
     def report(rule: CompiledRule, verdict: str, reasons: tuple[str, ...] = ()) -> RuleReport:
@@ -190,7 +212,11 @@ def node_report(
         raw=dict(score.raw) if score is not None else {},
         weights={rule.qualified_name: rule.weight for rule in policy.scores},
         shortages=shortages(
-            tuple(rejected.values()), dict(pod_requests(setup.target.pod)), snapshot, node
+            tuple(rejected.values()),
+            dict(pod_requests(setup.target.pod)),
+            snapshot,
+            node,
+            config.overcommit,
         ),
     )
 
@@ -198,22 +224,71 @@ def node_report(
 # --- the command ---------------------------------------------------------------------------
 
 
+def gang_decision(setup: common.Setup) -> GangDecision | None:
+    """The decision for the target pod's gang (its pending peers with it), if it is in one."""
+    target = setup.target.pod
+    key = pod_group_key(target)
+    if key is None or target.node_name or target.key in setup.target.snapshot.pod_nodes:
+        return None
+    # The gang as simulate meets it: its pending members in queue order.
+    peers = [p for p in setup.pending if p.key != target.key and pod_group_key(p) == key]
+    units = gangs_of(queue_order([target, *peers]), setup.target.snapshot)
+    gang = next((u for u in units if isinstance(u, Gang)), None)
+    if gang is None:
+        return None
+    options = CycleOptions(all_filters=True, scheduler_name=setup.scheduler_name)
+    return schedule_gang(
+        setup.program,
+        gang,
+        setup.target.snapshot,
+        random.Random(setup.seed),
+        options,
+        setup.topology,
+        setup.config,
+    )
+
+
 def explain(setup: common.Setup, node: str | None = None) -> Explanation:
     decision = setup.decide()
+    gang = gang_decision(setup)
     profile = setup.profile
     policy = common.policy_named(setup.program, decision.policy)
     if policy is None:
         listed = tuple(setup.program.profiles.get(profile, ()))
-        return Explanation(decision, profile, (), profile_policies=listed)
+        return Explanation(decision, profile, (), profile_policies=listed, gang=gang)
     requests = dict(pod_requests(setup.target.pod))
     return Explanation(
         decision=decision,
         profile=profile,
         filter_counts=filter_counts(policy, decision),
-        nearest=nearest(decision, setup.target.snapshot, requests)
+        nearest=nearest(
+            decision,
+            setup.target.snapshot,
+            requests,
+            policy_config(policy, setup.target.pod, setup.config).overcommit,
+        )
         if not decision.feasible
         else None,
         node=node_report(setup, policy, decision, node) if node is not None else None,
+        gang=gang,
+        preemption=preemption(setup, decision) if gang is None else None,
+    )
+
+
+def preemption(setup: common.Setup, decision: Decision) -> PreemptionDecision | None:
+    """What preemption would do for a pod that fits nowhere (None for one that fits)."""
+    if decision.node is not None or decision.policy is None:
+        return None
+    target = setup.target
+    return preempt(
+        setup.program,
+        target.pod,
+        target.snapshot,
+        decision,
+        [p for p in setup.pending if p.nominated_node_name],
+        setup.topology,
+        setup.config,
+        setup.scheduler_name,
     )
 
 

@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 
 from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.gangs import GangDecision
+from policyengine.engine.preemption import PreemptionDecision
 from policyengine.engine.simulate import Simulation
 from policyengine.model.resources import CPU, NVIDIA_GPU, PODS
 from policyengine.quantity import format_quantity
@@ -230,6 +232,7 @@ class Shortage:
     requested: Fraction
     free: Fraction
     allocatable: Fraction
+    overcommit: Fraction | None = None  # the policy's ratio, already applied to the two above
 
 
 @dataclass(frozen=True)
@@ -277,6 +280,8 @@ class Explanation:
     node: NodeReport | None = None
     profile_policies: tuple[str, ...] = ()
     top: int = 5
+    gang: GangDecision | None = None  # the pod's gang placed as a unit, when it is in one
+    preemption: PreemptionDecision | None = None  # for a pod that fits nowhere
 
 
 def _explain_head(e: Explanation) -> list[str]:
@@ -337,7 +342,8 @@ def _shortage_line(s: Shortage) -> str:
     return (
         f"{s.resource}: requests {amount(s.resource, s.requested)}, "
         f"free {amount(s.resource, s.free)} of {amount(s.resource, s.allocatable)} allocatable "
-        f"(short by {amount(s.resource, short)})"
+        + (f"(overcommitted {float(s.overcommit):g}×) " if s.overcommit is not None else "")
+        + f"(short by {amount(s.resource, short)})"
     )
 
 
@@ -393,11 +399,65 @@ def explain_text(e: Explanation) -> str:
             sections.append(_explain_ranking(e))
         elif e.nearest is not None:
             sections.append(_explain_nearest(e.nearest))
+    if e.gang is not None:
+        sections.append(explain_gang(e.gang, e.decision.pod))
+    if e.preemption is not None:
+        sections.append(explain_preemption(e.preemption))
     if e.node is not None:
         sections.append(_explain_node(e.node))
     if e.decision.errors:
         sections.append(["Rule errors:", *(f"  {error}" for error in e.decision.errors)])
     return "\n\n".join("\n".join(section) for section in sections)
+
+
+def explain_preemption(p: PreemptionDecision) -> list[str]:
+    """Which node preemption would free and whom it would evict, or why it cannot help."""
+    if p.node is None:
+        return ["Preemption:", f"  none: {p.message}"]
+    lines = [
+        "Preemption:",
+        f"  would evict {plural(len(p.victims), 'pod')} on {p.node} "
+        f"({plural(p.pdb_violations, 'PodDisruptionBudget violation')}):",
+    ]
+    lines.extend(f"    {v.key} (priority {v.priority})" for v in p.victims)
+    others = [c for c in p.candidates if c.node != p.node]
+    if others:
+        shown = ", ".join(
+            f"{c.node} ({plural(len(c.victims), 'victim')})" for c in others[:_OTHERS_SHOWN]
+        )
+        more = len(others) - _OTHERS_SHOWN
+        lines.append(f"  other candidates: {shown}" + (f" and {more} more" if more > 0 else ""))
+    lines.append(
+        "  chosen by: fewest budget violations, lowest highest-victim priority, smallest "
+        "priority sum, fewest victims, latest start"
+    )
+    return lines
+
+
+_OTHERS_SHOWN = 5
+
+
+def explain_gang(g: GangDecision, pod: str) -> list[str]:
+    """The gang decision a member's placement depends on: the verdict, every candidate
+    domain in the order tried with what became of it, and this member's part."""
+    state = "placed" if g.scheduled else "not placed"
+    pending = len(g.placements)
+    lines = [
+        f"Gang {g.gang} (minMember {g.min_member}, {pending} pending, "
+        f"{g.already_placed} placed): {state}",
+        f"  {g.message}",
+    ]
+    if g.domains:
+        lines.append("  Domains, in the order considered:")
+        for outcome in g.domains:
+            score = f" (score {fmt(outcome.score)})" if outcome.score is not None else ""
+            detail = f": {outcome.detail}" if outcome.detail else ""
+            lines.append(f"    {outcome.label}{score}: {outcome.outcome}{detail}")
+    mine = next((d for d in g.placements if d.pod == pod), None)
+    if mine is not None and g.scheduled:
+        where = mine.node if mine.node is not None else f"nowhere ({mine.message})"
+        lines.append(f"  With its gang, {pod} would be placed on {where}")
+    return lines
 
 
 def _indent(text: str, prefix: str = "  ") -> str:
@@ -423,12 +483,17 @@ def simulation_summary(simulation: Simulation) -> dict[str, Any]:
     ``allocated_before`` / ``allocated_after`` (summed requests, base units; for ``pods`` the
     number of pods); ``gpu_fragmentation``: ``largest_pending_request`` (GPUs),
     ``free_gpus`` after the run, and ``fragmented_gpus``, the free GPUs on nodes with fewer
-    free than that request. Resources nobody has or asks for are left out.
+    free than that request. Resources nobody has or asks for are left out. When pending pods
+    form gangs (PodGroups): ``gangs``, with ``total``, ``scheduled``, ``unschedulable`` and
+    ``outcomes``, one per gang: ``gang``, ``scheduled``, ``members`` (pending), ``placed``,
+    ``domain`` (``"level/value"`` or null) and ``message``. When pods preempted others:
+    ``preemptions`` (``preemption_summary``).
     """
     after_pods = _pod_count(simulation)
     # The engine's resource totals come from pod requests, which never name ``pods``; what a
     # node's ``pods`` allocatable bounds is the number of pods on it, so count those instead.
-    pods_before = after_pods - simulation.scheduled
+    evicted = sum(len(p.victims) for p in simulation.preemptions)
+    pods_before = after_pods - simulation.scheduled + evicted
     resources: dict[str, Any] = {}
     zero = Fraction(0)
     for name in sorted(set(simulation.before) | set(simulation.after)):
@@ -461,6 +526,48 @@ def simulation_summary(simulation: Simulation) -> dict[str, Any]:
             "free_gpus": fragmentation.free_gpus,
             "fragmented_gpus": fragmentation.fragmented_gpus,
         },
+        **({"gangs": gang_summary(simulation)} if simulation.gangs else {}),
+        **({"preemptions": preemption_summary(simulation)} if simulation.preemptions else {}),
+    }
+
+
+def preemption_summary(simulation: Simulation) -> dict[str, Any]:
+    """``total`` preempting pods, ``evicted`` pods, and one outcome per preemption: ``pod``,
+    ``node``, ``victims`` (``ns/name``, most important first), ``pdb_violations``; for a
+    gang's preemption ``gang: true``, ``pod`` naming the PodGroup and ``node`` the domain
+    (``level/value``, or ``the whole cluster``)."""
+    outcomes = [
+        {
+            "pod": p.pod,
+            "node": p.node,
+            "victims": [v.key for v in p.victims],
+            "pdb_violations": p.pdb_violations,
+            **({"gang": True} if p.gang else {}),
+        }
+        for p in simulation.preemptions
+    ]
+    evicted = sum(len(p.victims) for p in simulation.preemptions)
+    return {"total": len(outcomes), "evicted": evicted, "outcomes": outcomes}
+
+
+def gang_summary(simulation: Simulation) -> dict[str, Any]:
+    outcomes = [
+        {
+            "gang": g.gang,
+            "scheduled": g.scheduled,
+            "members": len(g.placements),
+            "placed": sum(1 for d in g.placements if d.node is not None),
+            "domain": "/".join(g.domain) if g.domain is not None else None,
+            "message": g.message,
+        }
+        for g in simulation.gangs
+    ]
+    scheduled = sum(1 for g in simulation.gangs if g.scheduled)
+    return {
+        "total": len(outcomes),
+        "scheduled": scheduled,
+        "unschedulable": len(outcomes) - scheduled,
+        "outcomes": outcomes,
     }
 
 
@@ -533,6 +640,20 @@ def simulation_table(simulation: Simulation) -> str:
             f"GPU fragmentation: {gpu['fragmented_gpus']} of {gpu['free_gpus']} free GPUs are on "
             f"nodes that cannot host the largest pending request "
             f"({plural(gpu['largest_pending_request'], 'GPU')})"
+        )
+    if simulation.gangs:
+        gangs = gang_summary(simulation)
+        parts.append(
+            f"Gangs: {gangs['scheduled']} of {gangs['total']} placed whole"
+            + "".join(f"\n  {g['message']}" for g in gangs["outcomes"] if not g["scheduled"])
+        )
+    if simulation.preemptions:
+        rows = [
+            [p.pod, p.node or NONE, ", ".join(v.key for v in p.victims) or NONE]
+            for p in simulation.preemptions
+        ]
+        parts.append(
+            f"Preemptions ({len(rows)}):\n" + table(("POD", "NODE", "VICTIMS"), rows)
         )
     sections.append("\n".join(parts))
     return "\n\n".join(sections)

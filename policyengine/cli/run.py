@@ -98,6 +98,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sched.add_argument(
         "--seed", type=int, default=None, metavar="N", help="seed for breaking score ties"
     )
+    sched.add_argument(
+        "--load-poll-interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often node load is read from metrics.k8s.io and annotations (default 30)",
+    )
+    sched.add_argument(
+        "--load-max-age",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="a load reading older than this counts as missing, never as idle (default 300)",
+    )
     common.add_topology_option(sched)
     reload = parser.add_argument_group("policy reload")
     reload.add_argument(
@@ -566,7 +580,11 @@ def _work(
             scheduler_names=args.scheduler_names,
             seed=args.seed,
             hooks=metrics.hooks(),
-            options=SchedulerOptions(topology=args.topology_config),
+            options=SchedulerOptions(
+                topology=args.topology_config,
+                load_poll_interval=args.load_poll_interval,
+                load_max_age=args.load_max_age,
+            ),
         )
         state.scheduler = scheduler
         try:

@@ -14,8 +14,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from policyengine.cli import common, render
+from policyengine.cli import common, gpu_render, render
+from policyengine.engine.arrivals import ArrivalReport, replay
+from policyengine.engine.gpu_report import Shapes, declared_shapes, parse_shapes
 from policyengine.engine.simulate import Simulation, simulate
+from policyengine.lang.compiler import Program
+from policyengine.model.gpu_share import gpu_warnings
+from policyengine.model.objects import Pod
+from policyengine.model.snapshot_io import load_snapshot
 
 FORMATS = ("table", "json", "yaml")
 _PROGRESS_INTERVAL = 0.1  # seconds between redraws of the progress counter
@@ -34,6 +40,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common.add_cluster_option(parser, required=False)
     common.add_engine_options(parser)
     common.add_format_option(parser, FORMATS)
+    parser.add_argument(
+        "--arrivals",
+        metavar="FILE",
+        help="replay an arrival list instead of the pending pods: the pods of FILE (YAML or "
+        "JSON, as for --cluster), in file order, each placed at once or dropped",
+    )
+    parser.add_argument(
+        "--gpu-shapes",
+        metavar="SPEC",
+        help="pod shapes for GPU fragmentation, e.g. 'cores=25,memory=10Gi,weight=3;gpus=1' "
+        "(default: the policy's `let gpu_shapes`/`let shapes`, else the simulated pods' demands)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -62,9 +80,33 @@ def progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[],
     return report, finish
 
 
+def _gpu_shapes(args: argparse.Namespace, program: Program) -> Shapes | None:
+    spec = getattr(args, "gpu_shapes", None)
+    if spec is None:
+        return declared_shapes(program)
+    shapes = parse_shapes(spec)
+    if isinstance(shapes, str):
+        raise common.InputError(f"--gpu-shapes: {shapes}")
+    return shapes
+
+
+def _arrivals(path: str) -> list[Pod]:
+    pods = load_snapshot(path).pods
+    if not pods:
+        raise common.InputError(f"--arrivals {path}: no pods in the file")
+    return list(pods)
+
+
 def run_simulation(
     args: argparse.Namespace, progress: Callable[[int, int], None] | None = None
 ) -> Simulation:
+    return run_with_arrivals(args, progress)[0]
+
+
+def run_with_arrivals(
+    args: argparse.Namespace, progress: Callable[[int, int], None] | None = None
+) -> tuple[Simulation, ArrivalReport | None]:
+    """The simulation, and the arrival replay's report when ``--arrivals`` was given."""
     program = common.load_program(args.policy)
     common.check_profile(program, args.scheduler_name)
     if args.cluster:
@@ -76,7 +118,31 @@ def run_simulation(
             file=sys.stderr,
         )
     common.warn("simulate", cluster.warnings)
-    return simulate(
+    nodes = [info.node for info in cluster.snapshot.nodes]
+    common.warn("simulate", gpu_warnings(nodes, [*cluster.snapshot.pods(), *cluster.pending]))
+    shapes = _gpu_shapes(args, program)
+    arrivals_path = getattr(args, "arrivals", None)
+    if arrivals_path:
+        arrivals = _arrivals(arrivals_path)
+        common.warn("simulate", gpu_warnings((), arrivals))
+        if cluster.pending:
+            print(
+                f"policyengine simulate: replaying {arrivals_path}; the snapshot's "
+                f"{len(cluster.pending)} pending pod(s) are not placed",
+                file=sys.stderr,
+            )
+        return replay(
+            program,
+            cluster.snapshot,
+            arrivals,
+            args.seed,
+            progress,
+            topology=common.topology_from(args.topology),
+            config=common.KUBE_VERSIONS[args.kube_version],
+            scheduler_name=args.scheduler_name,
+            gpu_shapes=shapes,
+        )
+    simulation = simulate(
         program,
         cluster.snapshot,
         cluster.pending,
@@ -85,23 +151,31 @@ def run_simulation(
         topology=common.topology_from(args.topology),
         config=common.KUBE_VERSIONS[args.kube_version],
         scheduler_name=args.scheduler_name,
+        gpu_shapes=shapes,
     )
+    return simulation, None
 
 
 def _run(args: argparse.Namespace) -> int:
     report, finish = progress_reporter()
     try:
-        simulation = run_simulation(args, report)
+        simulation, arrivals = run_with_arrivals(args, report)
     finally:
         finish()
     errors = dict.fromkeys(error for d in simulation.decisions for error in d.errors)
     common.warn("simulate", list(errors))
-    if args.format == "json":
-        print(render.to_json(render.simulation_document(simulation)))
-    elif args.format == "yaml":
-        print(render.to_yaml(render.simulation_document(simulation)))
+    if args.format in ("json", "yaml"):
+        document = render.simulation_document(simulation)
+        if simulation.gpu is not None:
+            document["summary"]["gpu"] = gpu_render.gpu_summary(simulation.gpu)
+        if arrivals is not None:
+            document["summary"]["arrivals"] = gpu_render.arrivals_summary(arrivals)
+        to_text = render.to_json if args.format == "json" else render.to_yaml
+        print(to_text(document))
     else:
-        print(render.simulation_table(simulation))
+        table = render.simulation_table(simulation)
+        extra = gpu_render.gpu_lines(simulation.gpu, arrivals)
+        print(table + ("\n" + extra if extra else ""))
     return common.EXIT_OK
 
 

@@ -22,7 +22,7 @@ import enum
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -89,17 +89,25 @@ class Binder:
         self._closed = False
         self._on_in_flight = on_in_flight
 
-    def bind(self, pod: Pod, node: str, callback: Callable[[BindResult], None]) -> bool:
+    def bind(
+        self,
+        pod: Pod,
+        node: str,
+        callback: Callable[[BindResult], None],
+        annotations: Mapping[str, str] | None = None,
+    ) -> bool:
         """Start binding ``pod`` to ``node``; ``callback`` gets the result on a worker thread.
         False (and nothing happens) when a bind of this pod is in flight or the binder is
-        shut down."""
+        shut down. ``annotations`` (the GPU devices chosen, in HAMi's annotations) are patched
+        onto the pod first, as HAMi's scheduler does, so the device plugin finds them when
+        the kubelet starts the pod; a failed patch fails the bind."""
         with self._lock:
             if self._closed or pod.key in self._in_flight:
                 return False
             self._in_flight.add(pod.key)
             count = len(self._in_flight)
         self._report(count)
-        self._pool.submit(self._run, pod, node, callback)
+        self._pool.submit(self._run, pod, node, callback, annotations or {})
         return True
 
     def in_flight(self) -> int:
@@ -125,10 +133,18 @@ class Binder:
         self._pool.shutdown(wait=finished)
         return finished
 
-    def _run(self, pod: Pod, node: str, callback: Callable[[BindResult], None]) -> None:
+    def _run(
+        self,
+        pod: Pod,
+        node: str,
+        callback: Callable[[BindResult], None],
+        annotations: Mapping[str, str],
+    ) -> None:
         start = time.perf_counter()
         try:
-            result = self._post(pod, node, start)
+            result = self._annotate(pod, node, annotations, start) if annotations else None
+            if result is None:
+                result = self._post(pod, node, start)
         except Exception as exc:  # a bug here must not leave the pod in flight forever
             log.exception("bind crashed", pod=pod.key, node=node)
             result = BindResult(pod, node, BindOutcome.FAILED, None, str(exc), 0.0)
@@ -170,6 +186,36 @@ class Binder:
                 BindOutcome.FAILED,
                 None,
                 f"{type(exc).__name__}: {exc}",
+                time.perf_counter() - start,
+            )
+
+    def _annotate(
+        self, pod: Pod, node: str, annotations: Mapping[str, str], start: float
+    ) -> BindResult | None:
+        """PATCH the annotations onto the pod; None when that worked, else the failed bind."""
+        try:
+            response = self._core.patch_namespaced_pod(
+                pod.name,
+                pod.namespace,
+                {"metadata": {"annotations": dict(annotations)}},
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+            _ = response.data
+            response.release_conn()
+            return None
+        except ApiException as exc:
+            message = f"annotating the pod's GPU devices: {_message(exc)}"
+            return BindResult(
+                pod, node, BindOutcome.FAILED, exc.status, message, time.perf_counter() - start
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            return BindResult(
+                pod,
+                node,
+                BindOutcome.FAILED,
+                None,
+                f"annotating the pod's GPU devices: {type(exc).__name__}: {exc}",
                 time.perf_counter() - start,
             )
 

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import structlog
 
+from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Node, Pod
+from policyengine.model.podgroup import PodGroup
 from policyengine.model.snapshot import ClusterSnapshot
 
 log = structlog.get_logger(__name__)
@@ -122,6 +124,15 @@ class ClusterCache:
             self._snapshot = snap
             return NODE_CHANGED if _node_changed(old, node) else NODE_UNCHANGED
 
+    def set_loads(self, loads: Mapping[str, NodeLoad]) -> bool:
+        """Every node's measured load (``controller.load``; a node left out has none); True
+        when some node's load changed. Only those nodes get a new ``NodeInfo``."""
+        with self._lock:
+            snap = self._snapshot.with_loads(loads)
+            changed = snap is not self._snapshot
+            self._snapshot = snap
+            return changed
+
     def remove_node(self, name: str) -> bool:
         with self._lock:
             if self._nodes.pop(name, None) is None:
@@ -183,6 +194,17 @@ class ClusterCache:
                         del self._by_node[old.node_name]
             self._snapshot = snap
             return old is not None
+
+    # ------------------------------------------------------------------ PodGroups
+
+    def set_pod_group(self, group: PodGroup) -> None:
+        """A PodGroup was added or changed: the snapshot carries gang definitions too."""
+        with self._lock:
+            self._snapshot = self._snapshot.with_pod_group(group)
+
+    def remove_pod_group(self, key: str) -> None:
+        with self._lock:
+            self._snapshot = self._snapshot.without_pod_group(key)
 
     # ------------------------------------------------------------------ assumptions
 

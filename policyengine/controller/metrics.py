@@ -14,6 +14,9 @@ one) so that tests and several schedulers in one process do not share counts, an
 | ``policyengine_binds_in_flight`` | gauge | | binds sent and not yet answered |
 | ``policyengine_policy_info`` | gauge (1) | policy, version | the policies loaded and the version of the program |
 | ``policyengine_leader`` | gauge (0/1) | | whether this replica holds the lease and schedules |
+| ``policyengine_gang_attempts_total`` | counter | result | gang attempts by result (scheduled, unschedulable, bind_failed, error) |
+| ``policyengine_gang_reports_total`` | counter | reason | gangs reported as not placed (timeout, crd_missing) |
+| ``policyengine_gangs_waiting`` | gauge | | gangs with members waiting to be placed |
 | ``policyengine_policy_reload_total`` | counter | result | new policy versions accepted or rejected by hot reload |
 | ``policyengine_policy_stale_seconds`` | gauge | | how long the policy source has differed from the active version (0 in step) |
 | ``policyengine_policy_active_since_timestamp_seconds`` | gauge | | when the active version took effect (Unix time) |
@@ -93,6 +96,24 @@ class Metrics:
             "1 while this replica holds the lease and schedules, else 0.",
             registry=self.registry,
         )
+        self.gang_attempts = Counter(
+            "policyengine_gang_attempts",
+            "Gang scheduling attempts, by result (scheduled, unschedulable, bind_failed, error).",
+            ("result",),
+            registry=self.registry,
+        )
+        self.gang_reports = Counter(
+            "policyengine_gang_reports",
+            "Gangs reported as not placed (events and PodGroup status), by reason "
+            "(timeout, crd_missing).",
+            ("reason",),
+            registry=self.registry,
+        )
+        self.gangs_waiting = Gauge(
+            "policyengine_gangs_waiting",
+            "Gangs (PodGroups) with members waiting to be placed.",
+            registry=self.registry,
+        )
         # Hot reload's collectors exist once a reloader is wired (``track_policy``).
         self.policy_reloads: Counter | None = None
         self.policy_stale: Gauge | None = None
@@ -120,6 +141,15 @@ class Metrics:
     def set_binds_in_flight(self, in_flight: int) -> None:
         self.binds_in_flight.set(in_flight)
 
+    def observe_gang_attempt(self, result: str, seconds: float) -> None:
+        self.gang_attempts.labels(result=result).inc()
+
+    def observe_gang_report(self, reason: str) -> None:
+        self.gang_reports.labels(reason=reason).inc()
+
+    def set_gangs_waiting(self, count: int) -> None:
+        self.gangs_waiting.set(count)
+
     def hooks(self) -> SchedulerHooks:
         """``SchedulerHooks`` that feed these collectors."""
         from policyengine.controller.scheduler import SchedulerHooks
@@ -129,6 +159,9 @@ class Metrics:
             on_stage=self.observe_stage,
             on_queue=self.set_queue_depths,
             on_bind=self.set_binds_in_flight,
+            on_gang_attempt=self.observe_gang_attempt,
+            on_gang_report=self.observe_gang_report,
+            on_gangs_waiting=self.set_gangs_waiting,
         )
 
     # --- what the process reports ------------------------------------------------------------

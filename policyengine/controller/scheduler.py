@@ -6,14 +6,20 @@ only wires them the way kube-scheduler does:
 * two informers (``informer``) keep the cluster cache (``cache``) and the scheduling queue
   (``queue``) in step with the API server: nodes, and *all* pods (pods placed by other
   schedulers use capacity too), with kube-scheduler's field selector that leaves out finished
-  pods;
+  pods; once they have synced, a poller (``load``) puts each node's measured load in the cache;
 * the loop pops one pod at a time, reads the program (``program_source()``, once per cycle, so
   a reload takes effect between cycles), reads one immutable snapshot, runs the engine with the
   pod's profile (its ``spec.schedulerName``), and either assumes the chosen node and hands the
   bind to the binder (``binder``), or parks the pod as unschedulable and tells the user
   (``events``);
 * bind results come back on binder threads: success confirms and emits ``Scheduled``, a 409
-  drops the pod, anything else forgets the assumption and requeues it with backoff.
+  drops the pod, anything else forgets the assumption and requeues it with backoff;
+* a pod that fits nowhere goes through preemption (``preemption``): victims are deleted
+  gracefully, the pod is nominated to their node and bound there once they are gone; nominated
+  pods of equal or higher priority count as placed in every cycle;
+* pods labelled into a coscheduling PodGroup never enter the queue themselves: the gang
+  coordinator (``gangs``, fed by a PodGroup watch from ``podgroups``) queues one entry per
+  gang once it could be placed, and places, assumes and binds the whole gang in one attempt.
 
 A pod is ours when its ``spec.schedulerName`` is one of ``scheduler_names`` (by default the
 program's profile names, read when the scheduler is built). The tie-break rng is seeded, so a
@@ -28,7 +34,8 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -37,7 +44,15 @@ from kubernetes import client as k8s
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
 from policyengine.controller.cache import NODE_ADDED, NODE_CHANGED, AssumeError, ClusterCache
 from policyengine.controller.events import EventRecorder
+from policyengine.controller.gangs import DEFAULT_GANG_TIMEOUT, GangCoordinator
 from policyengine.controller.informer import Informer, InformerOptions, object_key
+from policyengine.controller.load import DEFAULT_POLL_INTERVAL, LoadPoller
+from policyengine.controller.podgroups import (
+    DEFAULT_CRD_RECHECK,
+    PodGroupSource,
+    PodGroupStatusWriter,
+)
+from policyengine.controller.preemption import Preemptor
 from policyengine.controller.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -48,8 +63,11 @@ from policyengine.controller.queue import (
 )
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.gpu_placement import gpu_annotations, with_devices
+from policyengine.engine.preemption import failed_scheduling_message, with_nominated
 from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
+from policyengine.model.load import DEFAULT_MAX_AGE
 from policyengine.model.objects import Pod
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
@@ -83,6 +101,12 @@ class SchedulerHooks:
     on_queue: Callable[[dict[str, int]], None] = _noop
     # binds in flight
     on_bind: Callable[[int], None] = _noop
+    # gang attempt result: "scheduled" | "unschedulable" | "bind_failed" | "error"; seconds
+    on_gang_attempt: Callable[[str, float], None] = _noop
+    # a gang reported as not placed: "timeout" | "crd_missing"
+    on_gang_report: Callable[[str], None] = _noop
+    # gangs with members waiting
+    on_gangs_waiting: Callable[[int], None] = _noop
 
 
 @dataclass(frozen=True)
@@ -100,6 +124,14 @@ class SchedulerOptions:
     shutdown_timeout: float = 30.0  # how long binds in flight may take to finish on stop
     # Which node labels name the rack, NVLink domain, … (``run --topology LEVEL=LABEL``).
     topology: TopologyConfig = DEFAULT_TOPOLOGY
+    # Gangs: the wait before reporting a PodGroup without scheduleTimeoutSeconds, and how
+    # often a missing PodGroup CRD is looked for again.
+    gang_timeout: float = DEFAULT_GANG_TIMEOUT
+    podgroup_crd_recheck: float = DEFAULT_CRD_RECHECK
+    # Node load (controller/load.py): how often metrics.k8s.io is polled, and the age after
+    # which a reading counts as missing.
+    load_poll_interval: float = DEFAULT_POLL_INTERVAL
+    load_max_age: float = DEFAULT_MAX_AGE.total_seconds()
 
 
 class Scheduler:
@@ -138,6 +170,8 @@ class Scheduler:
             on_in_flight=self._on_bind_count,
         )
         self.events = EventRecorder(api_client, dedup_window=opts.event_dedup_window)
+        # Preemption (controller/preemption.py): nominations, victims' deletion.
+        self.preemptor = Preemptor(api_client, self.events, topology=opts.topology)
         core = k8s.CoreV1Api(api_client)
         informer_rng = random.Random(seed)
         self.node_informer = Informer(
@@ -155,6 +189,47 @@ class Scheduler:
             options=opts.informer,
             rng=informer_rng,
         )
+        self.load = LoadPoller(
+            api_client,
+            self.cache,
+            interval=opts.load_poll_interval,
+            max_age=timedelta(seconds=opts.load_max_age),
+            on_change=lambda: self.queue.move_all(NODE_UPDATE),
+        )
+        # PodDisruptionBudgets, which preemption respects; synced before the first cycle, as
+        # kube-scheduler waits for its PDB informer.
+        self.pdb_informer = Informer(
+            "poddisruptionbudgets",
+            k8s.PolicyV1Api(api_client).list_pod_disruption_budget_for_all_namespaces,
+            _Handler(
+                self.preemptor.pdb_added, self.preemptor.pdb_updated, self.preemptor.pdb_deleted
+            ),
+            options=opts.informer,
+            rng=informer_rng,
+        )
+        # Gangs (controller/gangs.py): PodGroups, their status, and the members' queue entry.
+        self.podgroup_status = PodGroupStatusWriter(api_client)
+        self.gangs = GangCoordinator(
+            cache=self.cache,
+            queue=self.queue,
+            binder=self.binder,
+            events=self.events,
+            status=self.podgroup_status,
+            program_source=program_source,
+            rng=self._rng,
+            hooks=self._hooks,
+            raw_pod=self.pod_informer.get,
+            topology=opts.topology,
+            default_timeout=opts.gang_timeout,
+        )
+        self.podgroups = PodGroupSource(
+            api_client,
+            _Handler(self.gangs.group_added, self.gangs.group_updated, self.gangs.group_deleted),
+            self.gangs.crd_changed,
+            options=opts.informer,
+            rng=informer_rng,
+            recheck=opts.podgroup_crd_recheck,
+        )
 
     # ------------------------------------------------------------------ public API
 
@@ -162,13 +237,17 @@ class Scheduler:
         """Schedule until ``stop`` is set; then finish binds in flight and return."""
         log.info("scheduler starting", scheduler_names=list(self.scheduler_names))
         self.events.start()
+        self.podgroup_status.start()
+        self.podgroups.start()
         self.node_informer.start()
         self.pod_informer.start()
+        self.pdb_informer.start()
         try:
             while not stop.is_set() and not self.has_synced():
                 stop.wait(0.05)
             if not stop.is_set():
                 log.info("caches synced", **self.stats())
+                self.load.start()  # its first poll judges the nodes just listed
             next_housekeeping = 0.0
             while not stop.is_set():
                 now = time.monotonic()
@@ -182,12 +261,20 @@ class Scheduler:
                     # Not scheduled: leave it for whoever runs next (a new leader).
                     self.queue.done(item.key)
                     break
-                self._schedule_one(item)
+                if self.gangs.handles(item):
+                    self.gangs.schedule(item)
+                else:
+                    self._schedule_one(item)
         finally:
             self._shutdown()
 
     def has_synced(self) -> bool:
-        return self.node_informer.has_synced() and self.pod_informer.has_synced()
+        return (
+            self.node_informer.has_synced()
+            and self.pod_informer.has_synced()
+            and self.pdb_informer.has_synced()
+            and self.podgroups.has_synced()
+        )
 
     def stats(self) -> dict[str, int]:
         """Queue depths by sub-queue, pods in a scheduling or binding cycle, binds in flight."""
@@ -213,6 +300,10 @@ class Scheduler:
         if not self.binder.shutdown(timeout=self._options.shutdown_timeout):
             log.warning("binds still in flight at shutdown", binds=self.binder.in_flight())
         self.events.stop(timeout=5.0)
+        self.podgroup_status.stop(timeout=5.0)
+        self.podgroups.stop()
+        self.load.stop()
+        self.pdb_informer.stop()
         self.pod_informer.stop()
         self.node_informer.stop()
         log.info("scheduler stopped")
@@ -223,6 +314,7 @@ class Scheduler:
             pod_obj = self.pod_informer.get(key)
             if pod_obj is not None:
                 self._pod_added(pod_obj)
+        self.gangs.housekeeping()
         self._call(self._hooks.on_queue, self.queue.depths())
 
     def _schedule_one(self, item: QueuedPod) -> None:
@@ -235,7 +327,9 @@ class Scheduler:
             return
         try:
             program = self._program_source()
-            snapshot = self.cache.snapshot()
+            cached = self.cache.snapshot()
+            # Preemptors of equal or higher priority hold the nodes they were nominated to.
+            snapshot = with_nominated(cached, pod, self.preemptor.nominated())
             decision = schedule(
                 program,
                 pod,
@@ -251,10 +345,19 @@ class Scheduler:
             return
         self._call(self._hooks.on_stage, "filter_score", time.perf_counter() - start)
         if decision.node is None:
-            self._unschedulable(item, decision, start)
+            try:
+                outcome = self.preemptor.run(program, pod, cached, decision, profile, self._rng)
+            except Exception:
+                log.exception("preemption failed", pod=pod.key)
+                outcome = None
+            message = failed_scheduling_message(decision, outcome)
+            self._unschedulable(item, replace(decision, message=message), start)
             return
+        now = int(time.time())
+        devices = gpu_annotations(decision.gpu_devices, decision.node, now)
         try:
-            self.cache.assume(pod, decision.node)
+            placed = with_devices(pod, decision.node, decision.gpu_devices, now)
+            self.cache.assume(placed, decision.node)
         except AssumeError as exc:
             log.info("could not assume pod", pod=pod.key, node=decision.node, error=str(exc))
             self.queue.add_backoff(item)
@@ -264,6 +367,7 @@ class Scheduler:
             pod,
             decision.node,
             lambda result: self._bound(item, decision, start, result),
+            devices,
         )
         if not started:
             self.cache.forget(pod.key)
@@ -372,26 +476,34 @@ class Scheduler:
         if pod.phase in TERMINAL_PHASES:
             self._pod_deleted(obj)
             return
+        self.preemptor.observe(pod)
         if pod.node_name:
             # Assigned (by us — a confirmation — or by anyone else): capacity, not queue.
             new = self.cache.set_pod(pod)
             self.queue.delete(key)
+            self.gangs.assigned(pod)
             if new:
                 self.queue.move_all(ASSIGNED_POD_ADD, _has_pod_affinity)
             return
         if pod.scheduler_name not in self._names:
+            self.gangs.removed(key)
             return
         if pod.deletion_timestamp:
             self.queue.delete(key)
+            self.gangs.removed(key)
             return
         if self.cache.is_assumed(key, pod.uid):
             return  # our bind is in flight or awaits the watch; not pending any more
         created = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+        if self.gangs.offer(pod, created):
+            return  # a gang member: its gang enters the queue as one entry
         self.queue.update(pod, created)
 
     def _pod_deleted(self, obj: JSON) -> None:
         key = object_key(obj)
+        self.preemptor.forget(key)
         self.queue.delete(key)
+        self.gangs.removed(key)
         if self.cache.remove_pod(key):
             self.queue.move_all(ASSIGNED_POD_DELETE)
 

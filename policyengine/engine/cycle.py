@@ -16,11 +16,13 @@ from operator import itemgetter
 
 import numpy as np
 
-from policyengine.engine.classcache import CACHE, ClassEntry, class_key, new_entry, policy_plan
+from policyengine.engine.classcache import CACHE, ClassEntry, policy_plan
 from policyengine.engine.decision import Decision, Rejection, RejectionTable, ScoreTable
+from policyengine.engine.gpu_placement import choose_devices
 from policyengine.engine.histogram import histogram_line
-from policyengine.engine.nodeviews import node_views
+from policyengine.engine.nodeviews import node_frame
 from policyengine.engine.normalize import normalize_array
+from policyengine.engine.overcommit import policy_config
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
 from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
 from policyengine.model.objects import Pod
@@ -40,6 +42,10 @@ class CycleOptions:
 
     all_filters: bool = True
     scheduler_name: str | None = None
+    # Gangs: only these nodes may be chosen (one topology domain); the others are rejected
+    # after filtering, with ``candidates_reason``. None: every node.
+    candidates: frozenset[str] | None = None
+    candidates_reason: str = "node(s) outside the gang's topology domain"
 
 
 def profile_for(program: Program, pod: Pod, scheduler_name: str | None = None) -> str:
@@ -83,24 +89,24 @@ def schedule(
             num_nodes=len(nodes),
             message=f"no policy of profile {profile} matches the pod",
         )
+    config = context.config = policy_config(policy, pod, config)
     plan = policy_plan(policy)
-    keyed = class_key(program, policy, plan, pod, topology, config, options.all_filters)
-    if keyed is None:
-        entry = new_entry((program, policy, topology, config), plan)
-    else:
-        entry = CACHE.checkout(keyed[0], keyed[1], plan)
-    entry.align(nodes)
+    frame = node_frame(snapshot, topology)
+    refs = (program, policy, topology, config)
+    entry = CACHE.checkout(refs, plan, pod, pod_view, context, frame)
     errors: list[str] = []
-    batch = NodeBatch(pod_env, {"node": node_views(snapshot, topology)})
+    batch = NodeBatch(pod_env, {"node": frame.views})
     feasible_mask, infeasible = _filter(entry, batch, context, options, errors)
+    if options.candidates is not None:
+        feasible_mask, infeasible = _outside(entry.names, feasible_mask, infeasible, options)
     rows = np.flatnonzero(feasible_mask)
     context.feasible = _pick(nodes, rows)
     names = entry.names[rows]
     feasible = tuple(names.tolist())
+    CACHE.score_columns(entry, pod_view, context)
     totals, scores = _score(entry, rows, feasible, batch, context, errors)
-    if keyed is not None:
-        CACHE.checkin(keyed[0], entry)
-    order = np.lexsort((_name_ranks(entry)[rows], -totals))
+    CACHE.checkin(entry)
+    order = np.lexsort((entry.ranks[rows], -totals))
     ranking = tuple(names[order].tolist())
     chosen = _select(ranking, totals[order], rng)
     if chosen is None:
@@ -120,7 +126,29 @@ def schedule(
         ranking=ranking,
         message=message,
         errors=tuple(dict.fromkeys(errors)),
+        gpu_devices=choose_devices(snapshot, chosen, pod) if chosen is not None else (),
     )
+
+
+def _outside(
+    names: np.ndarray,
+    feasible: np.ndarray,
+    infeasible: Mapping[str, tuple[Rejection, ...]],
+    options: CycleOptions,
+) -> tuple[np.ndarray, Mapping[str, tuple[Rejection, ...]]]:
+    """Feasible nodes outside ``options.candidates`` become infeasible (rule ``gang_domain``)."""
+    wanted = options.candidates or frozenset()
+    inside = np.fromiter((name in wanted for name in names.tolist()), bool, len(names))
+    out = feasible & ~inside
+    if not out.any():
+        return feasible, infeasible
+    extra = names[out].tolist()
+    rejection = (Rejection("gang_domain", (options.candidates_reason,)),)
+
+    def build() -> dict[str, tuple[Rejection, ...]]:
+        return {**infeasible, **dict.fromkeys(extra, rejection)}
+
+    return feasible & inside, RejectionTable(build, len(infeasible) + len(extra))
 
 
 def _fmt(value: float) -> str:
@@ -160,13 +188,13 @@ def _filter(
             break
         key = _STALE_KEY if plan.always else plan.key(context)
         if key is _STALE_KEY or column.key != key:
-            column.valid[:] = False
+            column.invalidate()
             column.key = key
-        rows = np.flatnonzero(alive & ~column.valid)
+        rows = np.flatnonzero(alive & ~column.valid(entry.frame))
         if len(rows):
             wanted = rows.tolist()
             sub = batch if len(wanted) == size else batch.take(wanted)
-            column.store(wanted, plan.rule, _filter_many(plan.rule, sub))
+            column.store(rows, plan.rule, _filter_many(plan.rule, sub), entry.frame)
         hit = alive & column.errored
         if hit.any():
             for row in np.flatnonzero(hit).tolist():
@@ -245,9 +273,9 @@ def _score(
         rule = plan.rule
         key = _STALE_KEY if plan.always else plan.key(context)
         if key is _STALE_KEY or column.key != key:
-            column.valid[:] = False
+            column.invalidate()
             column.key = key
-        todo = np.flatnonzero(feasible_mask & ~column.valid)
+        todo = np.flatnonzero(feasible_mask & ~column.valid(entry.frame))
         if len(todo):
             wanted = todo.tolist()
             sub = batch if len(wanted) == batch.size else batch.take(wanted)
@@ -255,7 +283,7 @@ def _score(
                 results = rule.score_many(sub)
             else:
                 results = [rule.score(sub.env_at(i)) for i in range(sub.size)]
-            column.store(wanted, results)
+            column.store(todo, results, entry.frame)
         hit = column.errored[rows]
         if hit.any():
             errors.extend(column.error[rows[hit]].tolist())
@@ -271,27 +299,6 @@ def _score(
 
 
 _STALE_KEY = object()
-
-# The last node-name order computed, shared by the classes of one node set.
-_RANKS: list[tuple[np.ndarray, np.ndarray]] = []
-
-
-def _name_ranks(entry: ClassEntry) -> np.ndarray:
-    """Each row's position in name order: the ranking's tie-break, without sorting strings
-    every cycle (kept per class entry while its names stay, shared between entries)."""
-    if entry.ranks is not None:
-        return entry.ranks
-    names = entry.names
-    if _RANKS:
-        known, ranks = _RANKS[0]
-        if len(known) == len(names) and bool(np.all(known == names)):
-            entry.ranks = ranks
-            return ranks
-    ranks = np.empty(len(names), np.int64)
-    ranks[np.argsort(names.astype(str), kind="stable")] = np.arange(len(names))
-    _RANKS[:] = [(names.copy(), ranks)]
-    entry.ranks = ranks
-    return ranks
 
 
 def _select(ranking: tuple[str, ...], totals: np.ndarray, rng: random.Random) -> str | None:

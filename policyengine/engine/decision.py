@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from policyengine.model.gpu_devices import Grant
+
 
 @dataclass(frozen=True)
 class Rejection:
@@ -41,6 +43,7 @@ class Decision:
     ranking: tuple[str, ...] = ()
     message: str = ""  # why the pod is unschedulable (the histogram line), or how it was placed
     errors: tuple[str, ...] = ()  # runtime errors of rules, each with its rule and position
+    gpu_devices: tuple[Grant, ...] = ()  # the GPU device(s) the pod gets on ``node``
 
     @property
     def scheduled(self) -> bool:

@@ -39,6 +39,9 @@ import yaml
 from policyengine.diagnostics import render
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.gangs import Gang, GangDecision, gangs_of, schedule_gang
+from policyengine.engine.overcommit import policy_config
+from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import CompiledRule, Program
 from policyengine.lang.loader import SUFFIX, expand_paths
 from policyengine.lang.reference import Evaluation, run_filter, run_score
@@ -46,6 +49,7 @@ from policyengine.lang.runtime import Env, FilterVerdict
 from policyengine.model.errors import ModelError
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
+from policyengine.model.podgroup import pod_group_key
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import LoadedObjects, load_snapshot, parse_objects
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
@@ -62,12 +66,16 @@ EXPECTATIONS = (
     "score_order",
     "unschedulable",
     "policy",
+    "gang",
 )
 DEFAULT_NAMESPACE = "default"
 _FILE_KEYS = ("policy", "cluster", "cases")
 _CASE_KEYS = ("name", "pod", "scheduler_name", "seed", "cluster", *EXPECTATIONS)
-_CLUSTER_KEYS = ("snapshot", "nodes", "pods", "namespaces")
-_KIND_OF = {"nodes": "Node", "pods": "Pod", "namespaces": "Namespace"}
+_CLUSTER_KEYS = ("snapshot", "nodes", "pods", "namespaces", "pod_groups")
+_KIND_OF = {"nodes": "Node", "pods": "Pod", "namespaces": "Namespace", "pod_groups": "PodGroup"}
+# Inline objects may leave these out (a PodGroup is known by its API group too).
+_DEFAULT_FIELDS = {"pod_groups": {"apiVersion": "scheduling.x-k8s.io/v1alpha1"}}
+_GANG_KEYS = ("placed", "domain", "message")
 _VERDICTS = ("pass", "reject")
 _SHOWN = 5  # names listed in a "did you mean" or "known names" hint
 
@@ -197,6 +205,7 @@ class Case:
     scheduler_name: str | None = None
     seed: int = 0
     line: int | None = None
+    pending: tuple[Pod, ...] = ()  # the cluster's pending pods (a gang member's peers)
 
 
 @dataclass(frozen=True)
@@ -357,7 +366,8 @@ def _cluster(value: Any, base: Path, where: _Where) -> TestCluster:
             if kind != _KIND_OF[key]:
                 raise at.error(field_name, f"expected kind {_KIND_OF[key]}, got {kind}")
             try:
-                loaded.append(parse_objects([{**item, "kind": kind}], where.path))
+                defaults = _DEFAULT_FIELDS.get(key, {})
+                loaded.append(parse_objects([{**defaults, **item, "kind": kind}], where.path))
             except ModelError as error:
                 raise at.error(field_name, _model_message(error, where)) from None
     if not snapshots and not inline:
@@ -374,13 +384,17 @@ def _build_cluster(loaded: Sequence[LoadedObjects], where: _Where) -> TestCluste
     nodes = [n for part in loaded for n in part.nodes]
     pods = [p for part in loaded for p in part.pods]
     namespaces = [ns for part in loaded for ns in part.namespaces]
+    pod_groups = [g for part in loaded for g in part.pod_groups]
+    node_metrics = [m for part in loaded for m in part.node_metrics]
     seen: set[str] = set()
     for node in nodes:
         if node.name in seen:
             raise where.error("cluster", f"node {node.name} is defined twice")
         seen.add(node.name)
     try:
-        snapshot, pending, warnings = snapshot_from_objects(nodes, pods, namespaces)
+        snapshot, pending, warnings = snapshot_from_objects(
+            nodes, pods, namespaces, pod_groups, node_metrics
+        )
     except ModelError as error:
         raise where.error("cluster", str(error)) from None
     return TestCluster(
@@ -444,7 +458,7 @@ def _case(
         raise case_where.error(
             None, f"unschedulable contradicts {other}: an unschedulable pod has no {other}"
         )
-    return Case(name, pod, snapshot, expectations, scheduler_name, seed, line)
+    return Case(name, pod, snapshot, expectations, scheduler_name, seed, line, cluster.pending)
 
 
 def _pod(value: Any, cluster: TestCluster, where: _Where) -> tuple[Pod, ClusterSnapshot]:
@@ -535,11 +549,32 @@ def _expectation(kind: str, value: Any, snapshot: ClusterSnapshot, where: _Where
             want = value
         else:
             raise where.error(kind, f"expected true or a reason substring, got {_type_name(value)}")
+    elif kind == "gang":
+        want = _gang_expectation(value, where)
     else:  # policy
         if not isinstance(value, str) or not value:
             raise where.error(kind, f"expected a policy name, got {_type_name(value)}")
         want = value
     return Expectation(kind, want, where.line)
+
+
+def _gang_expectation(value: Any, where: _Where) -> dict[str, Any]:
+    """``{placed: bool, domain: "level/value" or null, message: substring}``, any of them."""
+    if not isinstance(value, dict) or not value:
+        shape = ", ".join(_GANG_KEYS)
+        raise where.error("gang", f"expected a mapping of {shape}, got {_type_name(value)}")
+    _unknown_keys(value, _GANG_KEYS, where, "gang")
+    if "placed" in value and not isinstance(value["placed"], bool):
+        found = _type_name(value["placed"])
+        raise where.error("gang.placed", f"expected true or false, got {found}")
+    domain = value.get("domain")
+    if domain is not None and not (isinstance(domain, str) and "/" in domain):
+        found = _type_name(domain)
+        raise where.error("gang.domain", f"expected LEVEL/VALUE or null, got {found}")
+    if "message" in value and not (isinstance(value["message"], str) and value["message"]):
+        found = _type_name(value["message"])
+        raise where.error("gang.message", f"expected a non-empty part of the message, got {found}")
+    return dict(value)
 
 
 def _verdicts(kind: str, value: Any, snapshot: ClusterSnapshot, where: _Where) -> dict[str, str]:
@@ -803,6 +838,43 @@ def check(expectation: Expectation, decision: Decision) -> list[Check]:
     return [Check(kind, decision.policy == want, want, got)]
 
 
+def _gang_decision(
+    case: Case, program: Program, topology: TopologyConfig, config: SchedulerConfig
+) -> GangDecision | None:
+    """The case pod's gang, placed as ``simulate`` would: it and its pending peers."""
+    key = pod_group_key(case.pod)
+    if key is None:
+        return None
+    peers = [p for p in case.pending if p.key != case.pod.key and pod_group_key(p) == key]
+    units = gangs_of(queue_order([case.pod, *peers]), case.snapshot)
+    gang = next((u for u in units if isinstance(u, Gang)), None)
+    if gang is None:
+        return None
+    options = CycleOptions(all_filters=False, scheduler_name=case.scheduler_name)
+    rng = random.Random(case.seed)
+    return schedule_gang(program, gang, case.snapshot, rng, options, topology, config)
+
+
+def check_gang(expectation: Expectation, gang: GangDecision | None) -> Check:
+    """Hold a ``gang`` expectation against the gang decision of the case pod."""
+    want = expectation.want
+    shown = ", ".join(f"{k} {want[k]!r}" if k == "message" else f"{k} {want[k]}" for k in want)
+    if gang is None:
+        got = "the pod is in no gang (no PodGroup label, or no PodGroup)"
+        return Check("gang", False, shown, got)
+    domain = "/".join(gang.domain) if gang.domain is not None else None
+    got = f"placed {str(gang.scheduled).lower()}, domain {domain}: {gang.message}"
+    passed = (
+        ("placed" not in want or want["placed"] == gang.scheduled)
+        and ("domain" not in want or want["domain"] == domain)
+        and ("message" not in want or want["message"] in gang.message)
+    )
+    detail = tuple(
+        f"{o.label}: {o.outcome}" + (f": {o.detail}" if o.detail else "") for o in gang.domains
+    )
+    return Check("gang", passed, shown, got, detail=detail)
+
+
 def _score_order(want: Sequence[str], decision: Decision) -> Check:
     """The listed nodes are feasible and their totals strictly decrease in the order given."""
     shown = " > ".join(want)
@@ -892,7 +964,9 @@ class CoverageRecorder:
         if decision.policy in self._policies:
             self._policies[decision.policy] += 1
         pod_view = PodView(case.pod)
-        context = CycleContext(case.snapshot, pod_view, config, topology)
+        context = CycleContext(
+            case.snapshot, pod_view, policy_config(policy, case.pod, config), topology
+        )
         pod_env = Env({"pod": pod_view}, context)
         envs = {
             info.name: pod_env.derive(node=NodeView(info, topology)) for info in case.snapshot.nodes
@@ -974,7 +1048,16 @@ def run_case(
     decision = schedule(
         program, case.pod, case.snapshot, random.Random(case.seed), options, topology, config
     )
-    checks = tuple(c for expectation in case.expectations for c in check(expectation, decision))
+    checks = tuple(
+        c
+        for expectation in case.expectations
+        if expectation.kind != "gang"
+        for c in check(expectation, decision)
+    )
+    gang_wanted = [e for e in case.expectations if e.kind == "gang"]
+    if gang_wanted:
+        gang = _gang_decision(case, program, topology, config)
+        checks += tuple(check_gang(e, gang) for e in gang_wanted)
     if coverage is not None:
         coverage.record(program, case, decision, topology, config)
     return CaseResult(

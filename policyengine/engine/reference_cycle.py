@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from policyengine.engine.cycle import profile_for
 from policyengine.engine.decision import Decision
 from policyengine.engine.normalize import normalize
+from policyengine.engine.overcommit import policy_config
 from policyengine.lang.compiler import Program
 from policyengine.lang.reference import reference_filter, reference_score
 from policyengine.lang.runtime import Env
@@ -60,6 +61,7 @@ def reference_decision(
     policy = program.governing_policy(profile_for(program, pod), Env({"pod": pod_view}, context))
     if policy is None:
         return ReferenceDecision(None, (), {}, {}, {}, {}, None)
+    context.config = policy_config(policy, pod, config)
     envs = {
         info.name: Env({"pod": pod_view, "node": NodeView(info, topology)}, context)
         for info in snapshot.nodes

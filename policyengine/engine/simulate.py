@@ -15,6 +15,11 @@ from fractions import Fraction
 
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.gang_preemption import preempt_gang_in_simulation
+from policyengine.engine.gangs import Gang, GangDecision, gangs_of, schedule_gang
+from policyengine.engine.gpu_placement import with_devices
+from policyengine.engine.gpu_report import GpuReport, Shapes, gpu_report, shapes_of
+from policyengine.engine.preemption import PreemptionDecision, preempt_in_simulation
 from policyengine.lang.compiler import Program
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
@@ -54,6 +59,10 @@ class Simulation:
     policy_version: str
     seed: int
     extra: dict[str, object] = field(default_factory=dict)
+    gangs: tuple[GangDecision, ...] = ()  # one per PodGroup among the pending pods
+    gpu: GpuReport | None = None  # device-level GPU use after the run (None: no GPU devices)
+    # Pods that fit nowhere and evicted lower-priority pods to run, in queue order.
+    preemptions: tuple[PreemptionDecision, ...] = ()
 
     @property
     def scheduled(self) -> int:
@@ -110,19 +119,51 @@ def simulate(
     topology: TopologyConfig = DEFAULT_TOPOLOGY,
     config: SchedulerConfig = DEFAULT_CONFIG,
     scheduler_name: str | None = None,
+    gpu_shapes: Shapes | None = None,
 ) -> Simulation:
     rng = random.Random(seed)
     before = resource_use(snapshot)
     ordered = queue_order(pending)
     decisions = []
     options = CycleOptions(all_filters=False, scheduler_name=scheduler_name)
-    for index, pod in enumerate(ordered):
-        decision = schedule(program, pod, snapshot, rng, options, topology, config)
-        decisions.append(decision)
-        if decision.node is not None:
-            snapshot = snapshot.with_pod(pod, decision.node)
+    gangs: list[GangDecision] = []
+    preemptions: list[PreemptionDecision] = []
+    done = 0
+    # Members of a PodGroup are placed together, at their first member's place in the queue.
+    for unit in gangs_of(ordered, snapshot):
+        if isinstance(unit, Gang):
+            outcome = schedule_gang(program, unit, snapshot, rng, options, topology, config)
+            if not outcome.scheduled:
+                outcome, snapshot, preempted = preempt_gang_in_simulation(
+                    program, unit, snapshot, outcome, rng, options, topology, config
+                )
+                if preempted is not None:
+                    preemptions.append(preempted)
+            gangs.append(outcome)
+            members = {pod.key: pod for pod in unit.pending}
+            for decision in outcome.placements:
+                decisions.append(decision)
+                if outcome.scheduled and decision.node is not None:
+                    placed = with_devices(
+                        members[decision.pod], decision.node, decision.gpu_devices
+                    )
+                    snapshot = snapshot.with_pod(placed, decision.node)
+            done += len(unit.pending)
+        else:
+            decision = schedule(program, unit, snapshot, rng, options, topology, config)
+            if decision.node is None:
+                decision, snapshot, preempted = preempt_in_simulation(
+                    program, unit, snapshot, decision, topology, config, scheduler_name, rng
+                )
+                if preempted is not None:
+                    preemptions.append(preempted)
+            decisions.append(decision)
+            if decision.node is not None:
+                placed = with_devices(unit, decision.node, decision.gpu_devices)
+                snapshot = snapshot.with_pod(placed, decision.node)
+            done += 1
         if progress is not None:
-            progress(index + 1, len(ordered))
+            progress(done, len(ordered))
     return Simulation(
         decisions=tuple(decisions),
         before=before,
@@ -131,4 +172,12 @@ def simulate(
         snapshot=snapshot,
         policy_version=program.version,
         seed=seed,
+        gangs=tuple(gangs),
+        preemptions=tuple(preemptions),
+        gpu=_gpu(snapshot, ordered, gpu_shapes),
     )
+
+
+def _gpu(snapshot: ClusterSnapshot, pods: Sequence[Pod], shapes: Shapes | None) -> GpuReport | None:
+    report = gpu_report(snapshot, shapes_of(pods) if shapes is None else shapes)
+    return report if report.total_gpus else None

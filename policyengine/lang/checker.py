@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from policyengine.diagnostics import Diagnostic, Severity, Span, sorted_diagnostics
@@ -151,9 +151,12 @@ class _Scope:
     later: Mapping[str, n.Let] = field(default_factory=dict)
     targets: Mapping[str, tuple[n.Comprehension, Type]] = field(default_factory=dict)
     current_let: n.Let | None = None
+    gang: bool = False  # inside a gang block: the gang roots, no root varying per node
 
     def with_targets(self, targets: Mapping[str, tuple[n.Comprehension, Type]]) -> _Scope:
-        return _Scope(self.lets, self.later, {**self.targets, **targets}, self.current_let)
+        return _Scope(
+            self.lets, self.later, {**self.targets, **targets}, self.current_let, self.gang
+        )
 
 
 def _span(expr: n.Expr) -> Span:
@@ -318,10 +321,17 @@ class _Checker:
         if name in scope.lets:
             let = scope.lets[name]
             self.bindings[id(expr)] = Binding("let", name, let=let)
+            if scope.gang and self.varies(let.expr):
+                self.report(m.hidden_in_gang(f"let '{name}' reads a value per node; it"), _span(expr))
             return self.let_types.get(id(let), DYN)
         root = self.schema.roots.get(name)
         if root is not None:
             self.bindings[id(expr)] = Binding("root", name)
+            in_gang_roots = name in self.schema.gang_roots
+            if in_gang_roots and not scope.gang:
+                self.report(m.gang_root_outside(name), _span(expr))
+            elif scope.gang and not in_gang_roots and root.varies_per_node:
+                self.report(m.hidden_in_gang(f"'{name}'"), _span(expr))
             return root.type
         if name in scope.later:
             if scope.later[name] is scope.current_let:
@@ -826,8 +836,22 @@ class _Checker:
         scope = _Scope(lets=lets)
         self._matches(owner, scope)
         self._rules(owner, scope)
+        self._gangs(owner, lets)
+        self._preempts(owner, scope)
         self._uses(owner)
         for overcommit in owner.overcommits:
+            if overcommit.resource not in self.schema.compressible_resources:
+                self.report(
+                    m.incompressible_overcommit(
+                        overcommit.resource, self.schema.compressible_resources
+                    ),
+                    _resource_span(overcommit, self.sources.get(overcommit.span.file, "")),
+                )
+            if overcommit.max_load is not None and not 0 <= overcommit.max_load <= 1:
+                self.report(
+                    m.max_load_out_of_range(overcommit.resource, overcommit.max_load_text),
+                    overcommit.span,
+                )
             if overcommit.ratio < 1:
                 self.report(
                     m.overcommit_below_one(overcommit.resource, overcommit.ratio_text),
@@ -869,11 +893,32 @@ class _Checker:
                 if culprit is not None:
                     self.report(m.match_reads_per_node(culprit[0]), culprit[1])
 
-    def _rules(self, owner: n.Policy, scope: _Scope) -> None:
+    def _gangs(self, owner: n.Policy, lets: Mapping[str, n.Let]) -> None:
+        for position, block in enumerate(owner.gangs):
+            if isinstance(owner, n.Library):
+                self.report(m.gang_in_library(owner.name), block.span)
+            elif position > 0:
+                self.report(m.second_gang(owner.name), block.span)
+            withins = [s for s in block.body if isinstance(s, n.Within)]
+            known = self.schema.topology_levels
+            for index, within in enumerate(withins):
+                if index > 0:
+                    self.report(m.second_within(), within.span)
+                for level, span in zip(within.levels, within.level_spans, strict=False):
+                    if level not in known:
+                        self.report(m.unknown_level(level, _closest(level, known), known), span)
+            self._rules(owner, _Scope(lets=lets, gang=True), block.rules)
+
+    def _rules(
+        self,
+        owner: n.Policy,
+        scope: _Scope,
+        rules: Iterable[n.Filter | n.Score] | None = None,
+    ) -> None:
         # A filter and a score may share a name (kube-scheduler plugins such as
         # taint_toleration are both), so names are unique per kind.
         seen: dict[tuple[str, str], n.Filter | n.Score] = {}
-        for rule in owner.rules:
+        for rule in owner.rules if rules is None else rules:
             kind = "filter" if isinstance(rule, n.Filter) else "score"
             first = seen.setdefault((kind, rule.name), rule)
             if first is not rule:
@@ -908,6 +953,30 @@ class _Checker:
                 accepts,
                 f"a {kind}",
                 partial(m.bad_rule_body, kind, rule.name, body),
+            )
+
+    def _preempts(self, owner: n.Policy, scope: _Scope) -> None:
+        """A preempt guard is about the pod alone; its body also sees the preempt roots
+        (``victim``), which no other expression does."""
+        for rule in owner.preempts:
+            if rule.guard is not None:
+                guard = self.expr(rule.guard, scope)
+                ok = self.require(
+                    rule.guard, guard, lambda t: t == BOOL, "a guard",
+                    partial(m.bad_preempt_guard, guard),
+                )
+                culprit = self.per_node_culprit(rule.guard) if ok else None
+                if culprit is not None:
+                    self.report(m.preempt_guard_reads_per_node(culprit[0]), culprit[1])
+            schema = self.schema
+            self.schema = replace(schema, roots={**schema.roots, **schema.preempt_roots})
+            try:
+                body = self.expr(rule.body, scope)
+            finally:
+                self.schema = schema
+            self.require(
+                rule.body, body, lambda t: t == BOOL, "a preempt rule",
+                partial(m.bad_preempt_body, body),
             )
 
     def _normalize(self, rule: n.Score) -> None:
@@ -973,9 +1042,26 @@ def _owner_label(owner: n.Policy) -> str:
     return f"library {owner.name}" if isinstance(owner, n.Library) else f'policy "{owner.name}"'
 
 
+_OVERCOMMIT_NAME = re.compile(r'overcommit\s+("(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*)')
+
+
+def _resource_span(overcommit: n.Overcommit, source: str) -> Span:
+    """The resource name in ``overcommit NAME …`` (the node keeps only the statement's span)."""
+    span = overcommit.span
+    lines = source.split("\n")
+    if not 1 <= span.line <= len(lines):
+        return span
+    found = _OVERCOMMIT_NAME.match(lines[span.line - 1], span.column - 1)
+    if found is None:
+        return span
+    return Span(span.file, span.line, found.start(1) + 1, span.line, found.end(1) + 1)
+
+
 def _ratio_span(overcommit: n.Overcommit) -> Span:
     """The ratio is the statement's last token; the parser keeps only its text."""
     span = overcommit.span
+    if overcommit.max_load_text:
+        return span
     if overcommit.ratio_text and span.end_column > len(overcommit.ratio_text):
         start = span.end_column - len(overcommit.ratio_text)
         return Span(span.file, span.end_line, start, span.end_line, span.end_column)
@@ -1024,6 +1110,9 @@ def check(unit: Unit, schema: Schema, linked: Linked | None = None) -> CheckResu
             cost = rule_costs[id(rule)] = model.rule(rule)
             key = (owner.name, rule.name)
             costs[key] = max(costs.get(key, 0), cost.total)
+        for block in owner.gangs:
+            for rule in block.rules:
+                rule_costs[id(rule)] = model.rule(rule)
     per_node = {key: checker.varies(_node) for key, _node in _typed_nodes(owners)}
     diagnostics = [*(linked.diagnostics if own_link else ()), *checker.diagnostics]
     return CheckResult(
@@ -1052,6 +1141,11 @@ def _typed_nodes(owners: Iterable[n.Policy]) -> Iterable[tuple[int, n.Expr]]:
                 stack.extend(e for e in (statement.guard, statement.body) if e is not None)
                 if isinstance(statement, n.Filter) and statement.reason is not None:
                     stack.append(statement.reason)
+            elif isinstance(statement, n.GangBlock):
+                for rule in statement.rules:
+                    stack.extend(e for e in (rule.guard, rule.body) if e is not None)
+                    if isinstance(rule, n.Filter) and rule.reason is not None:
+                        stack.append(rule.reason)
     while stack:
         expr = stack.pop()
         yield id(expr), expr

@@ -11,7 +11,7 @@ threads; ``cache`` keeps one per version of the sources.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -22,7 +22,7 @@ from policyengine.lang.checker import CheckResult, check
 from policyengine.lang.cost import RuleCost
 from policyengine.lang.link import Linked, LinkedPolicy, LinkedRule, link
 from policyengine.lang.loader import Unit, load, load_texts
-from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner
+from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner, batch_form
 from policyengine.lang.runtime import (
     Env,
     FilterVerdict,
@@ -76,6 +76,31 @@ class CompiledRule:
 
 
 @dataclass(frozen=True, eq=False)
+class CompiledGang:
+    """A policy's ``gang`` block: topology levels to try (lowest first), whether the last one
+    is required, and rules evaluated once per candidate domain (roots pod, gang, domain)."""
+
+    levels: tuple[str, ...]
+    required: bool
+    filters: tuple[CompiledRule, ...]
+    scores: tuple[CompiledRule, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledPreempt:
+    """One ``preempt`` rule: ``applies(env)`` reads the pod alone; ``allows(env)`` reads the
+    pod, a candidate ``victim`` and its ``node``. A runtime error in either counts as false
+    (the rule does not apply; the pod is not evicted), never as permission."""
+
+    span: Span
+    applies: Callable[[Env], bool] = field(repr=False)
+    allows: Callable[[Env], bool] = field(repr=False)
+    source: n.Preempt | None = field(default=None, repr=False)
+    library: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class CompiledPolicy:
     name: str
     span: Span
@@ -84,6 +109,12 @@ class CompiledPolicy:
     filters: tuple[CompiledRule, ...]
     scores: tuple[CompiledRule, ...]
     overcommit: Mapping[str, float]
+    # Resource -> the measured load up to which its ratio holds (``overcommit … max_load L``).
+    overcommit_max_load: Mapping[str, float] = field(default_factory=dict)
+    gang: CompiledGang | None = None  # the policy's gang block, if it has one
+    # The policy's own preempt rules, then those of the libraries it uses, in order; empty
+    # means kube-scheduler's rule: any pod of lower priority may be evicted.
+    preempt: tuple[CompiledPreempt, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -281,6 +312,28 @@ class _ProgramBuilder:
             filters=tuple(r for r in rules if r.kind == "filter"),
             scores=tuple(r for r in rules if r.kind == "score"),
             overcommit=MappingProxyType(self._overcommit(policy)),
+            overcommit_max_load=MappingProxyType(self._overcommit_max_load(policy)),
+            gang=self._gang(linked),
+            preempt=self._preempts(policy),
+        )
+
+    def _gang(self, linked: LinkedPolicy) -> CompiledGang | None:
+        blocks = linked.policy.gangs
+        if not blocks:
+            return None
+        within = blocks[0].within
+        rules = []
+        for linked_rule in linked.gang_rules:
+            try:
+                rules.append(self._rule(linked_rule))
+            except PlanError as error:
+                self.problems.append(error.diagnostic)
+        return CompiledGang(
+            levels=within.levels if within is not None else (),
+            required=within.required if within is not None else False,
+            filters=tuple(r for r in rules if r.kind == "filter"),
+            scores=tuple(r for r in rules if r.kind == "score"),
+            span=blocks[0].span,
         )
 
     def _rule(self, linked: LinkedRule) -> CompiledRule:
@@ -340,9 +393,10 @@ class _ProgramBuilder:
                 per_node,
                 guard_fn,
                 guard is not None and guard.per_node,
-                body.batch,
+                batch_form(body),
                 reason.fn if reason is not None and not reason.const else None,
                 constant_reason,
+                guard_body=batch_form(guard) if guard is not None and guard.per_node else None,
             )
             return filter_fn, _not_a(name, "score"), per_node, filter_many, None
         score_fn = score_evaluator(name, body_span, guard_fn, body.fn)
@@ -354,13 +408,50 @@ class _ProgramBuilder:
             per_node,
             guard_fn,
             guard is not None and guard.per_node,
-            body.batch,
+            batch_form(body),
+            guard_body=batch_form(guard) if guard is not None and guard.per_node else None,
         )
         return _not_a(name, "filter"), score_fn, per_node, None, score_many
 
     def _cost(self, linked: LinkedRule) -> int | None:
         cost = self.costs.get(id(linked.rule))
         return cost.total if cost is not None else None
+
+    def _preempts(self, policy: n.Policy) -> tuple[CompiledPreempt, ...]:
+        owners: list[n.Policy] = [policy]
+        for use in policy.uses:
+            library = self.linked.libraries.get(use.library)
+            if library is not None:
+                owners.append(library)
+        planner = None
+        compiled: list[CompiledPreempt] = []
+        for owner in owners:
+            for rule in owner.preempts:
+                if planner is None:
+                    roots = {**self.schema.roots, **self.schema.preempt_roots}
+                    checked = self.checked
+                    planner = Planner(
+                        replace(self.schema, roots=roots),
+                        checked.types if checked is not None else None,
+                        checked.patterns if checked is not None else None,
+                    )
+                try:
+                    guard = planner.expression(rule.guard, owner) if rule.guard else None
+                    body = planner.expression(rule.body, owner)
+                except PlanError as error:
+                    self.problems.append(error.diagnostic)
+                    continue
+                source_library = owner.name if isinstance(owner, n.Library) else None
+                compiled.append(
+                    CompiledPreempt(
+                        rule.span,
+                        match_evaluator(guard.fn if guard is not None else None),
+                        match_evaluator(body.fn),
+                        rule,
+                        source_library,
+                    )
+                )
+        return tuple(compiled)
 
     def _overcommit(self, policy: n.Policy) -> dict[str, float]:
         # Libraries a policy uses contribute their ratios; the policy's own statements win.
@@ -373,6 +464,17 @@ class _ProgramBuilder:
         for statement in policy.overcommits:
             ratios[statement.resource] = float(statement.ratio)
         return ratios
+
+    def _overcommit_max_load(self, policy: n.Policy) -> dict[str, float]:
+        # The statement that sets a resource's ratio (see ``_overcommit``) also sets its bound.
+        bounds: dict[str, float] = {}
+        owners = [self.linked.libraries.get(use.library) for use in policy.uses]
+        for owner in (*owners, policy):
+            for statement in owner.overcommits if owner is not None else ():
+                bounds.pop(statement.resource, None)
+                if statement.max_load is not None:
+                    bounds[statement.resource] = float(statement.max_load)
+        return bounds
 
     def _profiles(self) -> dict[str, tuple[str, ...]]:
         declared = self.unit.profiles

@@ -123,6 +123,9 @@ _KEYWORDS = frozenset(
     {
         *("import", "policy", "library", "profile", "policies", "match", "use", "disable"),
         *("weight", "let", "filter", "score", "overcommit", "normalize", "when", "reason"),
+        "max_load",
+        *("gang", "within", "required"),
+        "preempt",
         *("if", "then", "else", "or", "and", "not", "in", "true", "false", "null", "for"),
     }
 )
@@ -538,10 +541,13 @@ class _Printer:
 
     # statements
 
-    def _statement_renderer(self, statement: n.Statement) -> _Render:
+    def _statement_renderer(self, statement: n.Statement | n.Within) -> _Render:
         def render(comments: Sequence[n.Comment], depth: int) -> list[str]:
             if isinstance(statement, n.Use) and statement.adjustments:
                 return self._use(statement, comments, depth)
+            if isinstance(statement, n.GangBlock):
+                children = [(s.span, self._statement_renderer(s)) for s in statement.body]
+                return self._container("gang", statement.span, children, comments, depth)
             return self._leaf(self._statement(statement, depth), statement.span, comments, depth)
 
         return render
@@ -567,7 +573,7 @@ class _Printer:
         children = [(item.span, adjustment(item)) for item in use.adjustments]
         return self._container(f"use {use.library}", use.span, children, comments, depth)
 
-    def _statement(self, statement: n.Statement, depth: int) -> list[str]:
+    def _statement(self, statement: n.Statement | n.Within, depth: int) -> list[str]:
         pad = INDENT * depth
         match statement:
             case n.Match(expr=expr):
@@ -576,8 +582,16 @@ class _Printer:
                 return _hanging(expr, depth + 1, f"{pad}let {name} = ")
             case n.Use(library=library):
                 return [f"{pad}use {library}"]
+            case n.Within(levels=levels, required=required):
+                return [f"{pad}within {', '.join(levels)}" + (" required" if required else "")]
             case n.Overcommit(resource=resource, ratio=ratio, ratio_text=text):
-                return [f"{pad}overcommit {_resource(resource)} {text or ratio}"]
+                line = f"{pad}overcommit {_resource(resource)} {text or ratio}"
+                if statement.max_load is not None:
+                    line += f" max_load {statement.max_load_text or statement.max_load}"
+                return [line]
+            case n.Preempt(guard=guard, body=body):
+                head = "preempt" if guard is None else f"preempt when {print_expr(guard)}"
+                return self._rule(head, body, "", depth)
             case n.Filter(name=name, guard=guard, body=body, reason=reason):
                 head = f"filter {name}"
                 if guard is not None:

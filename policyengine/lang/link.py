@@ -38,6 +38,7 @@ class LinkedRule:
 class LinkedPolicy:
     policy: n.Policy
     rules: tuple[LinkedRule, ...]
+    gang_rules: tuple[LinkedRule, ...] = ()  # the rules of the policy's gang block
 
     @property
     def name(self) -> str:
@@ -88,12 +89,17 @@ def link(unit: Unit) -> Linked:
     linked = []
     for policy in unit.policies:
         rules: list[LinkedRule] = []
+        gang_rules: list[LinkedRule] = []
         for statement in policy.body:
             if isinstance(statement, n.Filter | n.Score):
                 rules.append(LinkedRule(statement, policy, statement.name, _weight_of(statement)))
             elif isinstance(statement, n.Use):
                 rules.extend(_use(statement, libraries, diagnostics))
-        linked.append(LinkedPolicy(policy, tuple(rules)))
+            elif isinstance(statement, n.GangBlock) and not gang_rules:
+                gang_rules.extend(
+                    LinkedRule(rule, policy, rule.name, _weight_of(rule)) for rule in statement.rules
+                )
+        linked.append(LinkedPolicy(policy, tuple(rules), tuple(gang_rules)))
     return Linked(tuple(linked), libraries, tuple(diagnostics))
 
 

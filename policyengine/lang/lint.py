@@ -343,10 +343,13 @@ def statement_exprs(statement: n.Statement) -> Iterator[n.Expr]:
         yield statement.body
         if statement.reason is not None:
             yield statement.reason
-    elif isinstance(statement, n.Score):
+    elif isinstance(statement, n.Score | n.Preempt):
         if statement.guard is not None:
             yield statement.guard
         yield statement.body
+    elif isinstance(statement, n.GangBlock):
+        for rule in statement.rules:
+            yield from statement_exprs(rule)
 
 
 # --- constant folding ----------------------------------------------------------------------
@@ -456,6 +459,8 @@ class _Context:
     config: LintConfig
     # Spans the checker already reported a library used twice at (its PE211, an error).
     used_twice_reported: frozenset[Span] = frozenset()
+    # Overcommit statements the checker already rejected (its PE227, an error).
+    overcommit_reported: frozenset[Span] = frozenset()
 
     def source(self, path: str) -> str:
         return self.unit.sources.get(path, "")
@@ -649,10 +654,12 @@ def _did_you_mean(name: str, known: Iterable[str]) -> str | None:
 
 
 def overcommits(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
-    """PE306: overcommit of anything the schema does not list as compressible."""
+    """PE306: overcommit of anything the schema does not list as compressible (when the
+    checker ran, its PE227 error already says so and this stays silent)."""
     compressible = context.schema.compressible_resources
     for statement in owner.overcommits:
-        if statement.resource in compressible:
+        span = _resource_span(statement, context.source(statement.span.file))
+        if statement.resource in compressible or span in context.overcommit_reported:
             continue
         if not compressible:
             advice = "this schema declares no compressible resources"
@@ -663,7 +670,7 @@ def overcommits(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
                 advice = f"did you mean {suggestion}? " + advice
         yield _finding(
             "incompressible_overcommit",
-            _resource_span(statement, context.source(statement.span.file)),
+            span,
             resource=statement.resource,
             advice=advice,
         )
@@ -713,7 +720,7 @@ def resource_names(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
 
 def empty(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
     """PE308: no rules of its own and none brought in by a ``use`` (after its disables)."""
-    if owner.rules:
+    if owner.rules or owner.gangs:
         return
     libraries = {library.name: library for library in context.unit.libraries}
     for use in owner.uses:
@@ -799,6 +806,9 @@ def lint(
         config=config or LintConfig(),
         used_twice_reported=frozenset(
             d.span for d in getattr(check_result, "diagnostics", ()) if d.code == "PE211"
+        ),
+        overcommit_reported=frozenset(
+            d.span for d in getattr(check_result, "diagnostics", ()) if d.code == "PE227"
         ),
     )
     found: list[Diagnostic] = []

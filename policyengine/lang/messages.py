@@ -34,6 +34,12 @@ PE221  checker  let used before it is defined (forward or self reference)
 PE222  checker  match reads a value that varies from node to node
 PE223  checker  policy or profile defined twice
 PE224  checker  overcommit ratio below 1
+PE225  checker  a name not visible where it is used: ``gang``/``domain`` outside a gang block,
+                ``node`` (or a let reading it) inside one
+PE226  checker  gang block misplaced or malformed: in a library, twice in a policy, two
+                ``within``, an unknown topology level
+PE227  checker  overcommit of an incompressible resource, or a ``max_load`` outside 0..1
+PE228  checker  a preempt guard that reads a value varying from node to node
 =====  =======  ==================================================================
 """
 
@@ -381,9 +387,91 @@ def duplicate_profile(name: str, first_at: str) -> Message:
     )
 
 
+def incompressible_overcommit(resource: str, compressible: Iterable[str]) -> Message:
+    allowed = sorted(compressible)
+    hint = (
+        "only " + ", ".join(allowed) + " can be overcommitted"
+        if allowed
+        else "this schema declares no compressible resources"
+    )
+    return Message("PE227", f"{resource} is not compressible and cannot be overcommitted", hint)
+
+
+def max_load_out_of_range(resource: str, text: str) -> Message:
+    return Message(
+        "PE227",
+        f"max_load {text} for {resource} is not between 0 and 1",
+        "max_load is a fraction of the node's allocatable, e.g. 0.8",
+    )
+
+
 def overcommit_below_one(resource: str, ratio: str) -> Message:
     return Message(
         "PE224",
         f"overcommit ratio {ratio} for {resource} is below 1",
         "a ratio of 1 means no overcommit; ratios below 1 would shrink the node",
+    )
+
+
+def gang_root_outside(name: str) -> Message:
+    return Message(
+        "PE225",
+        f"'{name}' is only visible inside a gang block",
+        "gang rules judge a whole gang against a topology domain: gang { filter ... }",
+    )
+
+
+def hidden_in_gang(what: str) -> Message:
+    return Message(
+        "PE225",
+        f"{what} is not visible inside a gang block",
+        "gang rules see pod (the gang's first pending member), gang and domain; "
+        "per-node rules belong outside the gang block",
+    )
+
+
+def gang_in_library(library: str) -> Message:
+    return Message(
+        "PE226",
+        f"library {library} has a gang block",
+        "a gang block belongs in the policy that governs the gang's pods",
+    )
+
+
+def second_gang(policy: str) -> Message:
+    return Message(
+        "PE226", f'policy "{policy}" has a second gang block', "merge them into one gang block"
+    )
+
+
+def second_within() -> Message:
+    return Message(
+        "PE226",
+        "a gang block has a second within",
+        "list every level in one within, lowest first: within nvlink_domain, rack",
+    )
+
+
+def unknown_level(name: str, suggestion: str | None, known: Iterable[str]) -> Message:
+    hint = _did_you_mean(suggestion) or f"topology levels: {_listing(known)}"
+    return Message("PE226", f"unknown topology level '{name}'", hint)
+
+
+def preempt_guard_reads_per_node(what: str) -> Message:
+    return Message(
+        "PE228",
+        f"a preempt guard cannot read {what}, which varies from node to node",
+        "the guard decides whether the rule applies to the pod; judge nodes and victims in the body",
+    )
+
+
+def bad_preempt_guard(found: Type) -> Message:
+    return Message("PE207", f"the guard of a preempt rule must be bool, not {found}")
+
+
+def bad_preempt_body(found: Type) -> Message:
+    return Message(
+        "PE207",
+        f"the body of a preempt rule must be bool, not {found}",
+        "a preempt rule is true for each running pod (victim) the pod may evict",
     )

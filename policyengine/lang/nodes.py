@@ -223,9 +223,48 @@ class Overcommit:
     ratio: int | float
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     ratio_text: str = field(default="", compare=False, repr=False)
+    # ``max_load L``: the ratio holds on a node only while its measured load is at most L.
+    max_load: int | float | None = None
+    max_load_text: str = field(default="", compare=False, repr=False)
 
 
-Statement = Match | Use | Let | Filter | Score | Overcommit
+@dataclass(frozen=True)
+class Within:
+    """``within LEVEL[, LEVEL...] [required]``: topology levels a gang tries, lowest first."""
+
+    levels: tuple[str, ...]
+    required: bool
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    level_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class GangBlock:
+    """``gang { within ...; filter ...; score ... }``: rules over a whole gang and a domain."""
+
+    body: tuple[Within | Filter | Score, ...]
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+    @property
+    def within(self) -> Within | None:
+        return next((s for s in self.body if isinstance(s, Within)), None)
+
+    @property
+    def rules(self) -> tuple[Filter | Score, ...]:
+        return tuple(s for s in self.body if isinstance(s, Filter | Score))
+
+
+@dataclass(frozen=True)
+class Preempt:
+    """``preempt [when GUARD] { BODY }``: which running pods a pod the guard admits may evict;
+    the body sees ``victim`` (a candidate victim) besides ``pod`` and ``node`` (the victim's)."""
+
+    guard: Expr | None
+    body: Expr
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+Statement = Match | Use | Let | Filter | Score | Overcommit | GangBlock | Preempt
 Rule = Filter | Score
 
 
@@ -255,6 +294,14 @@ class Policy:
     @property
     def overcommits(self) -> tuple[Overcommit, ...]:
         return tuple(s for s in self.body if isinstance(s, Overcommit))
+
+    @property
+    def preempts(self) -> tuple[Preempt, ...]:
+        return tuple(s for s in self.body if isinstance(s, Preempt))
+
+    @property
+    def gangs(self) -> tuple[GangBlock, ...]:
+        return tuple(s for s in self.body if isinstance(s, GangBlock))
 
 
 @dataclass(frozen=True)

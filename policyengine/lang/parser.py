@@ -35,6 +35,10 @@ _STATEMENT_KEYWORDS = frozenset(
         "filter",
         "score",
         "overcommit",
+        "max_load",
+        "gang",
+        "within",
+        "preempt",
     }
 )
 _TERMINAL_NAMES = {
@@ -469,9 +473,36 @@ class _Builder(Transformer):
             self._tspan(normalize) if normalize is not None else None,
         )
 
+    def preempt_rule(self, meta: Any, children: list[Any]) -> n.Preempt:
+        guard, body = children
+        return n.Preempt(guard, body, self._span(meta))
+
     def overcommit_stmt(self, meta: Any, children: list[Any]) -> n.Overcommit:
-        resource, ratio = children
-        return n.Overcommit(resource, ratio[0], self._span(meta), ratio[1])
+        resource, ratio, max_load = children
+        if max_load is None:
+            return n.Overcommit(resource, ratio[0], self._span(meta), ratio[1])
+        return n.Overcommit(
+            resource, ratio[0], self._span(meta), ratio[1], max_load[0], max_load[1]
+        )
+
+    def max_load(self, meta: Any, children: list[Any]) -> tuple[int | float, str]:
+        ratio: tuple[int | float, str] = children[0]
+        return ratio
+
+    def gang_block(self, meta: Any, children: list[Any]) -> n.GangBlock:
+        return n.GangBlock(tuple(children), self._span(meta))
+
+    def within_stmt(self, meta: Any, children: list[Any]) -> n.Within:
+        *levels, required = children
+        return n.Within(
+            tuple(str(t) for t in levels),
+            required is not None,
+            self._span(meta),
+            tuple(self._tspan(t) for t in levels),
+        )
+
+    def required(self, meta: Any, children: list[Token]) -> bool:
+        return True
 
     def resource_name(self, meta: Any, children: list[Token]) -> str:
         token = children[0]

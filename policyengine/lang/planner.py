@@ -26,6 +26,7 @@ from typing import Any
 
 from policyengine.diagnostics import Diagnostic, Severity, Span
 from policyengine.lang import nodes as n
+from policyengine.lang import vector
 from policyengine.lang.runtime import (
     ROOTS,
     BatchBody,
@@ -76,8 +77,44 @@ class Plan:
     const: bool = False
     value: Any = None
     root: int | None = None
-    # Set on a domain call that can be evaluated for a whole ``NodeBatch`` at once.
+    # The whole-``NodeBatch`` form of a plan that varies per node, when it has one (a domain
+    # call with a batch form, or an expression over such values: ``lang.vector``).
     batch: BatchBody | None = None
+
+
+def _side(plan: Plan) -> vector.Side | None:
+    """``plan`` as an operand of a columnar form; None when it varies per node without one."""
+    if not plan.per_node:
+        return vector.Side(None, plan.fn)
+    if plan.batch is None:
+        return None
+    return vector.Side(plan.batch, plan.fn)
+
+
+def _columnar(
+    make: Callable[..., BatchBody | None], *plans: Plan, **options: Any
+) -> BatchBody | None:
+    """``make(*sides)`` when some operand varies per node and every such one has a form."""
+    if not any(plan.per_node for plan in plans):
+        return None
+    sides = [_side(plan) for plan in plans]
+    if any(side is None for side in sides):
+        return None
+    return make(*sides, **options)
+
+
+def batch_form(plan: Plan) -> BatchBody | None:
+    """``plan`` over a whole ``NodeBatch``: its columnar form, or its one value on every node
+    when it does not vary per node; None when it varies per node without a form."""
+    if not plan.per_node:
+        return vector.broadcast(plan.fn)
+    return plan.batch
+
+
+def _each(plan: Plan, op: Callable[[Any], Any]) -> BatchBody | None:
+    if not plan.per_node or plan.batch is None:
+        return None
+    return vector.each(plan.batch, op)
 
 
 class PlanError(Exception):
@@ -463,7 +500,13 @@ class Planner:
         root = self.schema.roots.get(expr.id)
         if root is not None:
             index = ROOTS.slot(expr.id)
-            return Plan(lambda env: env.values[index], root.type, root.varies_per_node, root=index)
+            return Plan(
+                lambda env: env.values[index],
+                root.type,
+                root.varies_per_node,
+                root=index,
+                batch=vector.root(index) if root.varies_per_node else None,
+            )
         raise PlanError(expr.span, f"unknown name {expr.id}")
 
     def _let(self, owner: n.Policy | None, name: str) -> Plan | None:
@@ -491,7 +534,7 @@ class Planner:
             done = inner if inner.const else self._memoised(inner)
             self._lets[key] = done
         # A fresh Plan per reference: _plan may set the checker's type on it.
-        return Plan(done.fn, done.type, done.per_node, done.const, done.value)
+        return Plan(done.fn, done.type, done.per_node, done.const, done.value, batch=done.batch)
 
     def _memoised(self, inner: Plan) -> Plan:
         slot = self._next_let
@@ -507,7 +550,7 @@ class Planner:
                     value = memo[slot] = compute(env)
                     return value
 
-            return Plan(per_node_let, inner.type, True)
+            return Plan(per_node_let, inner.type, True, batch=inner.batch)
 
         def per_pod_let(env: Env) -> Any:
             shared = env.shared
@@ -557,7 +600,14 @@ class Planner:
                     raise EvalError(span, missing)
                 return result
 
-            return Plan(root_attribute, field_type, obj.per_node)
+            return Plan(
+                root_attribute,
+                field_type,
+                obj.per_node,
+                batch=vector.attribute(obj.batch, getter, must_exist)
+                if obj.per_node and obj.batch is not None
+                else None,
+            )
         of = obj.fn
 
         def attribute(env: Env) -> Any:
@@ -570,7 +620,14 @@ class Planner:
                 raise EvalError(span, missing)
             return result
 
-        return Plan(attribute, field_type, obj.per_node)
+        return Plan(
+            attribute,
+            field_type,
+            obj.per_node,
+            batch=vector.attribute(obj.batch, getter, must_exist)
+            if obj.per_node and obj.batch is not None
+            else None,
+        )
 
     def _index(self, expr: n.Index, scope: _Scope) -> Plan:
         obj = self._plan(expr.obj, scope)
@@ -579,9 +636,14 @@ class Planner:
         span = expr.span
         of, kf = obj.fn, key.fn
         result_type: Type
+        lookup: Callable[[Any, Any], Any]
         if isinstance(container, MapType):
             # A total map (resources) reads its default for a missing key; others read null.
             missing = container.default
+
+            def lookup(o: Any, k: Any, missing: Any = missing) -> Any:
+                return o.get(k, missing)
+
             result_type = container.value if missing is not None else Nullable(container.value)
             if key.const:
                 k = key.value
@@ -607,6 +669,7 @@ class Planner:
                 fn = map_get
         else:
             at = _list_at if isinstance(container, ListType) else _index_any
+            lookup = at
             result_type = Nullable(container.element) if isinstance(container, ListType) else DYN
 
             def index(env: Env) -> Any:
@@ -618,7 +681,12 @@ class Planner:
                     raise _index_error(span, o, k, error) from None
 
             fn = index
-        plan = Plan(fn, result_type, obj.per_node or key.per_node)
+        plan = Plan(
+            fn,
+            result_type,
+            obj.per_node or key.per_node,
+            batch=_columnar(vector.binary, obj, key, op=lookup),
+        )
         return self._fold(plan, obj, key)
 
     # calls -------------------------------------------------------------------------------
@@ -668,6 +736,10 @@ class Planner:
             return self._fold(Plan(several, result_type, per_node), *args)
         impl = _UNARY_BUILTINS[name]
         af = args[0].fn
+        if name in _EARLY_EXIT and isinstance(expr.args[0], n.Comprehension):
+            column = None
+        else:
+            column = _each(args[0], impl)
 
         def builtin(env: Env) -> Any:
             value = af(env)
@@ -676,7 +748,7 @@ class Planner:
             except Exception as error:
                 raise _builtin_error(span, name, value, error) from None
 
-        return self._fold(Plan(builtin, result_type, per_node), args[0])
+        return self._fold(Plan(builtin, result_type, per_node, batch=column), args[0])
 
     def _short_circuit(self, name: str, generator: n.Comprehension, scope: _Scope) -> Plan:
         """``any``/``all``/``count`` over a generator: stop as soon as the answer is known."""
@@ -807,7 +879,9 @@ class Planner:
                 except Exception:
                     raise EvalError(span, f"cannot call {name}() on a {type_name(o)}") from None
 
-            return self._fold(Plan(map_method, result_type, obj.per_node), obj)
+            return self._fold(
+                Plan(map_method, result_type, obj.per_node, batch=_each(obj, impl)), obj
+            )
         spec = _STRING_METHODS.get(name)
         if spec is None:
             raise PlanError(expr.name_span, f"unknown method {name}()")
@@ -834,7 +908,7 @@ class Planner:
                 except Exception as error:
                     raise failure(o, [], error) from None
 
-            return self._fold(Plan(method0, result_type, per_node), obj)
+            return self._fold(Plan(method0, result_type, per_node, batch=_each(obj, impl)), obj)
         af = args[0].fn
         if args[0].const:
             a = args[0].value
@@ -846,7 +920,10 @@ class Planner:
                 except Exception as error:
                     raise failure(o, [a], error) from None
 
-            return self._fold(Plan(method_const, result_type, per_node), obj)
+            with_arg = _with_argument(impl, a)
+            return self._fold(
+                Plan(method_const, result_type, per_node, batch=_each(obj, with_arg)), obj
+            )
 
         def method1(env: Env) -> Any:
             o = of(env)
@@ -856,7 +933,16 @@ class Planner:
             except Exception as error:
                 raise failure(o, [a], error) from None
 
-        return self._fold(Plan(method1, result_type, per_node), obj, args[0])
+        return self._fold(
+            Plan(
+                method1,
+                result_type,
+                per_node,
+                batch=_columnar(vector.binary, obj, args[0], op=impl),
+            ),
+            obj,
+            args[0],
+        )
 
     def _matches(self, expr: n.MethodCall, obj: Plan, scope: _Scope) -> Plan:
         if len(expr.args) != 1:
@@ -883,7 +969,10 @@ class Planner:
             except TypeError:
                 raise EvalError(span, f"cannot call matches() on a {type_name(o)}") from None
 
-        return self._fold(Plan(matches, BOOL, obj.per_node), obj)
+        def found(o: Any) -> bool:
+            return search(o) is not None
+
+        return self._fold(Plan(matches, BOOL, obj.per_node, batch=_each(obj, found)), obj)
 
     # operators ---------------------------------------------------------------------------
 
@@ -891,7 +980,15 @@ class Planner:
         operand = self._plan(expr.operand, scope)
         f, span = operand.fn, expr.span
         if expr.op == "not":
-            return self._fold(Plan(lambda env: not f(env), BOOL, operand.per_node), operand)
+            return self._fold(
+                Plan(
+                    lambda env: not f(env),
+                    BOOL,
+                    operand.per_node,
+                    batch=_each(operand, operator.not_),
+                ),
+                operand,
+            )
 
         def negate(env: Env) -> Any:
             value = f(env)
@@ -900,7 +997,15 @@ class Planner:
             except Exception:
                 raise EvalError(span, f"cannot negate a {type_name(value)}") from None
 
-        return self._fold(Plan(negate, non_null(operand.type), operand.per_node), operand)
+        return self._fold(
+            Plan(
+                negate,
+                non_null(operand.type),
+                operand.per_node,
+                batch=_each(operand, operator.neg),
+            ),
+            operand,
+        )
 
     def _binary(self, expr: n.Binary, scope: _Scope) -> Plan:
         op = expr.op
@@ -915,11 +1020,16 @@ class Planner:
                 if decided:
                     return _const(op == "or", BOOL)
                 return right
+            column = _columnar(vector.conjunction, left, right, is_and=op == "and")
             if op == "and":
                 return self._fold(
-                    Plan(lambda env: lf(env) and rf(env), BOOL, per_node), left, right
+                    Plan(lambda env: lf(env) and rf(env), BOOL, per_node, batch=column),
+                    left,
+                    right,
                 )
-            return self._fold(Plan(lambda env: lf(env) or rf(env), BOOL, per_node), left, right)
+            return self._fold(
+                Plan(lambda env: lf(env) or rf(env), BOOL, per_node, batch=column), left, right
+            )
         if op == "??":
             result_type = join(non_null(left.type), right.type) or DYN
             if left.const:
@@ -931,13 +1041,20 @@ class Planner:
                     value = lf(env)
                     return default if value is None else value
 
-                return Plan(coalesce_const, result_type, left.per_node)
+                return Plan(
+                    coalesce_const,
+                    result_type,
+                    left.per_node,
+                    batch=_columnar(vector.coalesce, left, right),
+                )
 
             def coalesce(env: Env) -> Any:
                 value = lf(env)
                 return rf(env) if value is None else value
 
-            return Plan(coalesce, result_type, per_node)
+            return Plan(
+                coalesce, result_type, per_node, batch=_columnar(vector.coalesce, left, right)
+            )
         if op in ("==", "!="):
             eq = op == "=="
             if right.const:
@@ -948,18 +1065,27 @@ class Planner:
                 fn = (lambda env: c == rf(env)) if eq else (lambda env: c != rf(env))
             else:
                 fn = (lambda env: lf(env) == rf(env)) if eq else (lambda env: lf(env) != rf(env))
-            return self._fold(Plan(fn, BOOL, per_node), left, right)
+            compare = operator.eq if eq else operator.ne
+            column = _columnar(vector.binary, left, right, op=compare)
+            return self._fold(Plan(fn, BOOL, per_node, batch=column), left, right)
         if op in ("in", "not in") and right.const and not left.const:
             members = _as_member_set(right.value)
             if members is not None:
                 test = _member_test(lf, members, op, expr.span, right.value)
-                return Plan(test, BOOL, left.per_node)
+                positive = op == "in"
+
+                def member(value: Any) -> bool:
+                    # An unhashable value raises here: the closures then decide node by node.
+                    return (value in members) is positive
+
+                return Plan(test, BOOL, left.per_node, batch=_each(left, member))
         if op not in _ARITHMETIC:
             raise PlanError(expr.op_span, f"unknown operator {op}")
         plan = Plan(
             _checked_binary(op, expr.span, left, right),
             _arithmetic_type(op, left.type, right.type),
             per_node,
+            batch=_columnar(vector.binary, left, right, op=_ARITHMETIC[op]),
         )
         return self._fold(plan, left, right)
 
@@ -974,6 +1100,7 @@ class Planner:
             lambda env: tf(env) if cf(env) else of(env),
             join(then.type, otherwise.type) or DYN,
             cond.per_node or then.per_node or otherwise.per_node,
+            batch=_columnar(vector.conditional, cond, then, otherwise),
         )
 
     # collections -------------------------------------------------------------------------
@@ -1118,6 +1245,13 @@ def _batched(function: Function, args: list[Plan], must_exist: bool) -> BatchBod
 
 def _always(env: Env) -> bool:
     return True
+
+
+def _with_argument(impl: Callable[..., Any], argument: Any) -> Callable[[Any], Any]:
+    def call(value: Any) -> Any:
+        return impl(value, argument)
+
+    return call
 
 
 def _items_of(span: Span) -> Callable[[Any], Any]:

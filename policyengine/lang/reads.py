@@ -24,10 +24,23 @@ from policyengine.lang.schema import Function
 @dataclass(frozen=True)
 class RuleReads:
     """``functions`` called (each once, in first-seen order); ``attributes`` as (root, name)
-    pairs such as ``("pod", "name")`` for every attribute read directly off a root."""
+    pairs such as ``("pod", "name")`` for every attribute read directly off a root.
+
+    ``entries`` holds (root, name, key) for reads of one constant key of a root's attribute
+    (``pod.requests["nvidia.com/gpu"]``) where the rule reads nothing else of that attribute;
+    such an attribute is not in ``attributes``.
+
+    A root used whole is in ``root_args`` as (function, root) when it is passed straight to a
+    domain function (``resources_fit(pod, node)``), and in ``bare_roots`` when it is used any
+    other way (compared, put in a list, passed to a builtin): then what the rule reads of it
+    cannot be told from its attributes.
+    """
 
     functions: tuple[Function, ...]
     attributes: frozenset[tuple[str, str]]
+    root_args: tuple[tuple[Function, str], ...] = ()
+    bare_roots: frozenset[str] = frozenset()
+    entries: frozenset[tuple[str, str, Any]] = frozenset()
 
 
 def rule_reads(source: n.Filter | n.Score | None, checked: CheckResult | None) -> RuleReads | None:
@@ -39,7 +52,15 @@ def rule_reads(source: n.Filter | n.Score | None, checked: CheckResult | None) -
     for part in (source.guard, source.body, getattr(source, "reason", None)):
         if part is not None and not walker.walk(part):
             return None
-    return RuleReads(tuple(walker.functions.values()), frozenset(walker.attributes))
+    whole = walker.attributes
+    entries = {e for e in walker.entries if (e[0], e[1]) not in whole}
+    return RuleReads(
+        tuple(walker.functions.values()),
+        frozenset(whole),
+        tuple(walker.root_args.values()),
+        frozenset(walker.bare_roots),
+        frozenset(entries),
+    )
 
 
 class _Walker:
@@ -47,7 +68,14 @@ class _Walker:
         self.checked = checked
         self.functions: dict[int, Function] = {}
         self.attributes: set[tuple[str, str]] = set()
+        self.root_args: dict[tuple[int, str], tuple[Function, str]] = {}
+        self.bare_roots: set[str] = set()
+        self.entries: set[tuple[str, str, Any]] = set()
+        self._keyed: set[int] = set()  # attributes read only through a constant key
         self._lets: set[int] = set()
+        # Names of roots already accounted for by their parent (an attribute read or a
+        # domain call's argument).
+        self._seen_whole: set[int] = set()
 
     def walk(self, root: Any) -> bool:
         stack = [root]
@@ -57,14 +85,32 @@ class _Walker:
                 function = self.checked.calls.get(id(node))
                 if function is not None:
                     self.functions.setdefault(id(function), function)
+                    for arg in node.args:
+                        root = self._root_name(arg)
+                        if root is not None:
+                            self._seen_whole.add(id(arg))
+                            self.root_args.setdefault((id(function), root), (function, root))
+            elif (
+                isinstance(node, n.Index)
+                and isinstance(node.index, n.Literal)
+                and isinstance(node.obj, n.Attribute)
+                and self._root_name(node.obj.obj) is not None
+            ):
+                root = self._root_name(node.obj.obj)
+                self._keyed.add(id(node.obj))
+                self.entries.add((root, node.obj.name, node.index.value))
             elif isinstance(node, n.Attribute) and isinstance(node.obj, n.Name):
-                binding = self.checked.bindings.get(id(node.obj))
-                if binding is not None and binding.kind == "root":
-                    self.attributes.add((binding.name, node.name))
+                root = self._root_name(node.obj)
+                if root is not None:
+                    self._seen_whole.add(id(node.obj))
+                    if id(node) not in self._keyed:
+                        self.attributes.add((root, node.name))
             elif isinstance(node, n.Name):
                 binding = self.checked.bindings.get(id(node))
                 if binding is None:
                     return False  # unresolved: the checker did not see this tree
+                if binding.kind == "root" and id(node) not in self._seen_whole:
+                    self.bare_roots.add(binding.name)
                 if binding.kind == "let":
                     if binding.let is None:
                         return False
@@ -73,6 +119,12 @@ class _Walker:
                         stack.append(binding.let.expr)
             stack.extend(_children(node))
         return True
+
+    def _root_name(self, expr: Any) -> str | None:
+        if not isinstance(expr, n.Name):
+            return None
+        binding = self.checked.bindings.get(id(expr))
+        return binding.name if binding is not None and binding.kind == "root" else None
 
 
 def _children(node: Any) -> Iterator[Any]:

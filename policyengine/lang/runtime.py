@@ -459,12 +459,15 @@ def filter_batch_evaluator(
     body: BatchBody | None,
     reason: Evaluator | None,
     constant_reason: str | None,
+    guard_body: BatchBody | None = None,
 ) -> Callable[[NodeBatch], list[FilterVerdict]]:
     """The ``filter_many(batch)`` of one rule: the verdicts ``single`` gives, node by node.
 
-    A rule that reads nothing per node runs once. A rule whose body is a batched call and
-    whose guard (if any) is pod-level runs the call once over the batch; everything else runs
-    ``single`` on each node's env.
+    A rule that reads nothing per node runs once. A rule whose body has a whole-batch form
+    (a batched call, or a columnar expression: ``lang.vector``) runs it once over the nodes
+    its guard admits — the guard once per pod, or as a column (``guard_body``) when it varies
+    per node; everything else runs ``single`` on each node's env, and so does a batch whose
+    columnar evaluation raised (the single evaluator then reports the error as it would).
     """
     rejected = FilterVerdict(False, (constant_reason,)) if constant_reason is not None else None
 
@@ -478,7 +481,7 @@ def filter_batch_evaluator(
             return [single(batch.env_at(0))] * batch.size if batch.size else []
 
         return once
-    if body is None or guard_per_node:
+    if body is None or (guard_per_node and guard_body is None):
         return one_by_one
 
     def settle(value: Any, batch: NodeBatch, position: int) -> FilterVerdict:
@@ -503,20 +506,54 @@ def filter_batch_evaluator(
 
     def many(batch: NodeBatch) -> list[FilterVerdict]:
         try:
-            if guard is not None and not guard(batch.env):
+            if guard_body is not None:
+                rows = [i for i, g in enumerate(guard_body(batch)) if g]
+                if len(rows) < batch.size:
+                    return guarded(batch, rows)
+            elif guard is not None and not guard(batch.env):
                 return [PASSED] * batch.size
             values = body(batch)
+            if len(values) != batch.size:
+                raise ValueError("one value per node")
         except Exception:
             return one_by_one(batch)
         out = []
+        # Builtins give thousands of nodes the same reasons: one verdict per distinct list.
+        made: dict[tuple[Any, ...], FilterVerdict] = {}
         for position, value in enumerate(values):
             if value is True or (type(value) is list and not value):
                 out.append(PASSED)
+            elif value is False and rejected is not None:
+                out.append(rejected)
+            elif type(value) is list and all(type(v) is str for v in value):
+                reasons = tuple(value)
+                verdict = made.get(reasons)
+                if verdict is None:
+                    verdict = made[reasons] = FilterVerdict(False, reasons)
+                out.append(verdict)
             else:
                 out.append(settle(value, batch, position))
         return out
 
+    def guarded(batch: NodeBatch, rows: list[int]) -> list[FilterVerdict]:
+        out = [PASSED] * batch.size
+        if not rows:
+            return out
+        values = body(batch.take(rows))
+        if len(values) != len(rows):
+            raise ValueError("one value per node")
+        for row, value in zip(rows, values, strict=True):
+            if value is True or (type(value) is list and not value):
+                continue
+            out[row] = (
+                rejected if value is False and rejected is not None else settle(value, batch, row)
+            )
+        return out
+
     return many
+
+
+_NUMBERS = frozenset({int, float})
 
 
 def score_batch_evaluator(
@@ -527,8 +564,10 @@ def score_batch_evaluator(
     guard: Evaluator | None,
     guard_per_node: bool,
     body: BatchBody | None,
+    guard_body: BatchBody | None = None,
 ) -> Callable[[NodeBatch], list[ScoreValue]]:
-    """The ``score_many(batch)`` of one rule: the values ``single`` gives, node by node."""
+    """The ``score_many(batch)`` of one rule: the values ``single`` gives, node by node (see
+    ``filter_batch_evaluator``)."""
 
     def one_by_one(batch: NodeBatch) -> list[ScoreValue]:
         env_at = batch.env_at
@@ -540,16 +579,42 @@ def score_batch_evaluator(
             return [single(batch.env_at(0))] * batch.size if batch.size else []
 
         return once
-    if body is None or guard_per_node:
+    if body is None or (guard_per_node and guard_body is None):
         return one_by_one
 
     def many(batch: NodeBatch) -> list[ScoreValue]:
         try:
-            if guard is not None and not guard(batch.env):
+            rows: list[int] | None = None
+            if guard_body is not None:
+                rows = [i for i, g in enumerate(guard_body(batch)) if g]
+                if len(rows) == batch.size:
+                    rows = None
+            elif guard is not None and not guard(batch.env):
                 return [NOT_SCORED] * batch.size
-            values = body(batch)
+            if rows is None:
+                values = body(batch)
+                wanted = batch.size
+            else:
+                values = body(batch.take(rows)) if rows else []
+                wanted = len(rows)
+            if len(values) != wanted:
+                raise ValueError("one value per node")
         except Exception:
             return one_by_one(batch)
+        scored = convert(values)
+        if rows is None:
+            return scored
+        out = [NOT_SCORED] * batch.size
+        for row, value in zip(rows, scored, strict=True):
+            out[row] = value
+        return out
+
+    def convert(values: Sequence[Any]) -> list[ScoreValue]:
+        if set(map(type, values)) <= _NUMBERS:
+            # Scores repeat a lot (0–100): one ScoreValue per distinct value (an int and the
+            # equal float read alike: both become that float).
+            by_value = {value: _score_of(rule, span, value) for value in set(values)}
+            return [by_value[value] for value in values]
         cache: dict[Any, ScoreValue] = {}
         out = []
         for value in values:

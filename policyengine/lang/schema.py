@@ -58,6 +58,12 @@ class Function:
     per-node result stays the same — a constant when the result depends on nothing but the
     pod and the node itself. None (the default) means unknown: never reused across cycles.
     Functions without ``needs_context`` depend on their arguments alone.
+
+    ``pod_key`` lets such caches share results between pods that are not alike: it tells what
+    a function reads of the pod being scheduled (through the context or a ``pod`` argument).
+    ``pod_key(context)`` returns a hashable value such that two pods with equal keys (and equal
+    cluster keys) get the same result on every node for the same other arguments; it may raise
+    when it cannot tell. None (the default): unknown, results are shared only by pods alike.
     """
 
     name: str
@@ -70,6 +76,7 @@ class Function:
     varies_per_node: bool = False
     batch: Callable[..., Sequence[Any]] | None = None
     cluster_key: Callable[[Any], Hashable] | None = None
+    pod_key: Callable[[Any], Hashable] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,3 +89,9 @@ class Schema:
     compressible_resources: frozenset[str] = frozenset()
     # Every resource name the schema knows, for "did you mean" hints; others stay allowed.
     known_resources: frozenset[str] = frozenset()
+    # Roots visible only inside a ``gang`` block (which sees no root varying per node), and
+    # the topology levels its ``within`` may name, lowest first.
+    gang_roots: frozenset[str] = frozenset()
+    topology_levels: tuple[str, ...] = ()
+    # Roots bound only in the body of a ``preempt`` rule (the candidate victim).
+    preempt_roots: Mapping[str, Root] = field(default_factory=dict)

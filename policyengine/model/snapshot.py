@@ -16,16 +16,23 @@ host pods with affinity or required anti-affinity.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from fractions import Fraction
 from functools import cached_property
 
 from policyengine.model.errors import ModelError, object_ref
 from policyengine.model.frozen import EMPTY, FrozenDict
+from policyengine.model.gpu_devices import GpuDemand, Grant, NodeGpus
+from policyengine.model.gpu_share import node_devices, pod_demand, pod_gpu_grants
+from policyengine.model.load import DEFAULT_MAX_AGE, NO_LOAD, NodeLoad, NodeMetrics, resolve_loads
 from policyengine.model.objects import Namespace, Node, Pod, ResourceList
+from policyengine.model.pdb import PodDisruptionBudget
 from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affinity
+from policyengine.model.podgroup import PodGroup
 from policyengine.model.resources import (
     CPU,
     MEMORY,
@@ -82,6 +89,14 @@ class PodInfo:
     def affinity_terms(self) -> PodAffinityTerms:
         return compile_pod_affinity(self.pod)
 
+    @cached_property
+    def gpu_demand(self) -> GpuDemand:
+        return pod_demand(self.pod)
+
+    @cached_property
+    def gpu_grants(self) -> tuple[Grant, ...] | None:
+        return pod_gpu_grants(self.pod)
+
 
 def make_pod_info(pod: Pod) -> PodInfo:
     requests = pod_requests(pod)
@@ -108,6 +123,7 @@ class NodeInfo:
     non_zero_memory: int = 0
     used_ports: FrozenDict[HostPort, int] = field(default=EMPTY)
     generation: int = 0
+    load: NodeLoad = NO_LOAD  # measured load, already judged fresh (model.load)
 
     @property
     def name(self) -> str:
@@ -153,6 +169,31 @@ class NodeInfo:
                 sizes[n] = img.size_bytes
         return FrozenDict(sizes)
 
+    @cached_property
+    def gpus(self) -> NodeGpus:
+        """Per-device GPU state (``model.gpu_devices``), carried over incrementally by
+        ``with_pod``/``without_pod`` once computed."""
+        state = NodeGpus.of(node_devices(self.node))
+        if state.uses:
+            for p in self.pods:
+                state = state.with_pod(p.key, p.gpu_demand, p.gpu_grants)
+        return state
+
+    def _carry_gpus(
+        self, derived: NodeInfo, added: PodInfo | None, removed: str | None
+    ) -> NodeInfo:
+        # Only when this node's state was computed: otherwise the derived node computes its own.
+        state = self.__dict__.get("gpus")
+        if state is not None and state.uses:
+            if added is not None:
+                state = state.with_pod(added.key, added.gpu_demand, added.gpu_grants)
+            if removed is not None:
+                state = state.without_pod(removed)
+            derived.__dict__["gpus"] = state
+        elif state is not None:
+            derived.__dict__["gpus"] = state
+        return derived
+
     def pod_index(self, key: str) -> int:
         for i, p in enumerate(self.pods):
             if p.key == key:
@@ -165,7 +206,7 @@ class NodeInfo:
         ports = dict(self.used_ports)
         for hp in info.host_ports:
             ports[hp] = ports.get(hp, 0) + 1
-        return NodeInfo(
+        derived = NodeInfo(
             node=self.node,
             pods=(*self.pods, info),
             requested=add_resources(self.requested, info.requests),
@@ -174,7 +215,9 @@ class NodeInfo:
             non_zero_memory=self.non_zero_memory + info.non_zero_memory,
             used_ports=FrozenDict(ports),
             generation=next(_generation),
+            load=self.load,
         )
+        return self._carry_gpus(derived, info, None)
 
     def without_pod(self, key: str) -> NodeInfo:
         i = self.pod_index(key)
@@ -188,7 +231,7 @@ class NodeInfo:
                 ports[hp] = left
             else:
                 ports.pop(hp, None)
-        return NodeInfo(
+        derived = NodeInfo(
             node=self.node,
             pods=self.pods[:i] + self.pods[i + 1 :],
             requested=add_resources(self.requested, info.requests, -1),
@@ -197,10 +240,46 @@ class NodeInfo:
             non_zero_memory=self.non_zero_memory - info.non_zero_memory,
             used_ports=FrozenDict(ports),
             generation=next(_generation),
+            load=self.load,
         )
+        return self._carry_gpus(derived, None, key)
 
     def with_node(self, node: Node) -> NodeInfo:
         return replace(self, node=node, generation=next(_generation))
+
+    def with_load(self, load: NodeLoad) -> NodeInfo:
+        return self if load == self.load else replace(self, load=load, generation=next(_generation))
+
+
+_NODE_INDEXES = (
+    ("nodes_with_affinity_pods", "pods_with_affinity"),
+    ("nodes_with_required_anti_affinity_pods", "pods_with_required_anti_affinity"),
+)
+
+
+def _carry_node_index(
+    parent: ClusterSnapshot, derived: ClusterSnapshot, old: NodeInfo, new: NodeInfo
+) -> None:
+    """Give ``derived`` (``parent`` with node ``old`` replaced by ``new`` in place) the
+    parent's computed node lists, edited for that node, in node order as computed afresh."""
+    for listing, pods in _NODE_INDEXES:
+        known = parent.__dict__.get(listing)
+        if known is None:
+            continue
+        wanted = bool(getattr(new, pods))
+        at = next((i for i, info in enumerate(known) if info is old), None)
+        if at is not None:
+            rest = known[at + 1 :]
+            edited = (*known[:at], new, *rest) if wanted else known[:at] + rest
+        elif wanted:
+            order = parent.node_positions
+            at = bisect.bisect(known, order[new.name], key=lambda info: order[info.name])
+            edited = (*known[:at], new, *known[at:])
+        else:
+            edited = known
+        derived.__dict__[listing] = edited  # as functools.cached_property stores it
+    if "node_positions" in parent.__dict__:  # the same nodes, in the same order
+        derived.__dict__["node_positions"] = parent.__dict__["node_positions"]
 
 
 def node_info_from(node: Node, pods: Iterable[Pod] = ()) -> NodeInfo:
@@ -228,6 +307,8 @@ class ClusterSnapshot:
     image_node_counts: FrozenDict[str, int] = field(default=EMPTY)
     pod_nodes: FrozenDict[str, str] = field(default=EMPTY)  # pod key -> node name
     generation: int = 0
+    pod_groups: FrozenDict[str, PodGroup] = field(default=EMPTY)  # "ns/name" -> PodGroup
+    pdbs: FrozenDict[str, PodDisruptionBudget] = field(default=EMPTY)  # "ns/name" -> budget
 
     # -- construction ----------------------------------------------------------------
 
@@ -236,6 +317,8 @@ class ClusterSnapshot:
         nodes: Iterable[Node],
         pods: Iterable[Pod] = (),
         namespaces: Iterable[Namespace] = (),
+        pod_groups: Iterable[PodGroup] = (),
+        pdbs: Iterable[PodDisruptionBudget] = (),
     ) -> ClusterSnapshot:
         """A snapshot from nodes and *assigned* pods; raises ``ModelError`` on bad input."""
         by_node: dict[str, list[Pod]] = {}
@@ -274,6 +357,8 @@ class ClusterSnapshot:
             image_node_counts=FrozenDict(counts),
             pod_nodes=FrozenDict(pod_nodes),
             generation=next(_generation),
+            pod_groups=FrozenDict({g.key: g for g in pod_groups}),
+            pdbs=FrozenDict({b.key: b for b in pdbs}),
         )
 
     # -- reading ---------------------------------------------------------------------
@@ -327,6 +412,11 @@ class ClusterSnapshot:
         return labels
 
     @cached_property
+    def node_positions(self) -> Mapping[str, int]:
+        """Each node's position in ``nodes``."""
+        return {name: at for at, name in enumerate(self.node_infos)}
+
+    @cached_property
     def nodes_with_affinity_pods(self) -> tuple[NodeInfo, ...]:
         return tuple(n for n in self.nodes if n.pods_with_affinity)
 
@@ -338,6 +428,9 @@ class ClusterSnapshot:
         return self.image_node_counts.get(image_name, 0)
 
     # -- derivations (structural sharing) --------------------------------------------
+    # ``_replace_node`` carries the affinity node lists over (``_carry_node_index``): a
+    # scheduler assumes one pod per cycle, and rescanning every node for them each time cost
+    # InterPodAffinity's PreFilter and PreScore more than their own work.
 
     def _replace_node(
         self,
@@ -346,14 +439,20 @@ class ClusterSnapshot:
         images: Mapping[str, int] | None = None,
     ) -> ClusterSnapshot:
         infos = dict(self.node_infos)
+        old = infos.get(info.name)
         infos[info.name] = info
-        return ClusterSnapshot(
+        derived = ClusterSnapshot(
             node_infos=FrozenDict(infos),
             namespaces=self.namespaces,
             image_node_counts=self.image_node_counts if images is None else FrozenDict(images),
             pod_nodes=self.pod_nodes if pod_nodes is None else FrozenDict(pod_nodes),
             generation=next(_generation),
+            pod_groups=self.pod_groups,
+            pdbs=self.pdbs,
         )
+        if old is not None:
+            _carry_node_index(self, derived, old, info)
+        return derived
 
     def with_pod(self, pod: Pod, node_name: str | None = None) -> ClusterSnapshot:
         """The scheduler's *assume*: ``pod`` is on ``node_name`` (default ``pod.node_name``)."""
@@ -410,7 +509,19 @@ class ClusterSnapshot:
             image_node_counts=FrozenDict(counts),
             pod_nodes=FrozenDict(pod_nodes),
             generation=next(_generation),
+            pod_groups=self.pod_groups,
+            pdbs=self.pdbs,
         )
+
+    def with_loads(self, loads: Mapping[str, NodeLoad]) -> ClusterSnapshot:
+        """Every node's measured load replaced (a node absent from ``loads`` has none); only the
+        nodes whose load changed get a new ``NodeInfo``, so per-node caches keep the others."""
+        infos = {
+            name: info.with_load(loads.get(name, NO_LOAD)) for name, info in self.node_infos.items()
+        }
+        if all(infos[name] is info for name, info in self.node_infos.items()):
+            return self
+        return replace(self, node_infos=FrozenDict(infos), generation=next(_generation))
 
     def with_namespace(self, namespace: Namespace) -> ClusterSnapshot:
         return replace(
@@ -418,6 +529,32 @@ class ClusterSnapshot:
             namespaces=self.namespaces.with_item(namespace.name, namespace.labels),
             generation=next(_generation),
         )
+
+    def pod_group(self, key: str) -> PodGroup | None:
+        """The PodGroup ``namespace/name`` (a gang's definition), if the snapshot has it."""
+        return self.pod_groups.get(key)
+
+    def with_pod_group(self, group: PodGroup) -> ClusterSnapshot:
+        """Add or replace a PodGroup (a watch ADDED/MODIFIED event)."""
+        return replace(
+            self, pod_groups=self.pod_groups.with_item(group.key, group), generation=next(_generation)
+        )
+
+    def without_pod_group(self, key: str) -> ClusterSnapshot:
+        """Forget a PodGroup (deleted); unknown keys leave the snapshot as it is."""
+        if key not in self.pod_groups:
+            return self
+        return replace(self, pod_groups=self.pod_groups.without(key), generation=next(_generation))
+
+    def with_pdb(self, pdb: PodDisruptionBudget) -> ClusterSnapshot:
+        """Add or replace a PodDisruptionBudget (a watch ADDED/MODIFIED event)."""
+        return replace(self, pdbs=self.pdbs.with_item(pdb.key, pdb), generation=next(_generation))
+
+    def without_pdb(self, key: str) -> ClusterSnapshot:
+        """Forget a PodDisruptionBudget (deleted); unknown keys leave the snapshot as it is."""
+        if key not in self.pdbs:
+            return self
+        return replace(self, pdbs=self.pdbs.without(key), generation=next(_generation))
 
     def requested_total(self) -> ResourceList:
         total: dict[str, Fraction] = {}
@@ -428,7 +565,14 @@ class ClusterSnapshot:
 
 
 def snapshot_from_objects(
-    nodes: Iterable[Node], pods: Iterable[Pod], namespaces: Iterable[Namespace] = ()
+    nodes: Iterable[Node],
+    pods: Iterable[Pod],
+    namespaces: Iterable[Namespace] = (),
+    pod_groups: Iterable[PodGroup] = (),
+    node_metrics: Iterable[NodeMetrics] = (),
+    now: datetime | None = None,
+    load_max_age: timedelta = DEFAULT_MAX_AGE,
+    pdbs: Iterable[PodDisruptionBudget] = (),
 ) -> tuple[ClusterSnapshot, tuple[Pod, ...], tuple[str, ...]]:
     """Split pods into the snapshot (assigned) and the pending ones; warn about strays.
 
@@ -456,4 +600,8 @@ def snapshot_from_objects(
                 f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName {p.node_name!r} is not a node "
                 "in the snapshot; the pod is ignored"
             )
-    return ClusterSnapshot.build(node_list, assigned, namespaces), tuple(pending), tuple(warnings)
+    snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs)
+    # Load is judged fresh against ``now``, by default the snapshot's own newest reading.
+    loads, load_warnings = resolve_loads(node_list, node_metrics, now, load_max_age)
+    snapshot = snapshot.with_loads(loads)
+    return snapshot, tuple(pending), (*warnings, *load_warnings)

@@ -3,7 +3,9 @@
 Accepted: a ``kind: List`` (or ``NodeList``/``PodList``), multi-document YAML, JSON (one object,
 a list, or a List), and a directory of such files (``.yaml``, ``.yml``, ``.json``, read in name
 order). Pods with ``spec.nodeName`` are running, the others pending. Namespaces are kept for
-namespace selectors; kinds the engine does not use are skipped with a warning. Warnings are
+namespace selectors; ``metrics.k8s.io`` NodeMetrics (``kubectl get --raw
+/apis/metrics.k8s.io/v1beta1/nodes``) give measured load (``model.load``); kinds the engine does
+not use are skipped with a warning. Warnings are
 returned as values, never printed: the caller decides where they go.
 """
 
@@ -18,12 +20,30 @@ from typing import Any
 import yaml
 
 from policyengine.model.errors import ModelError, object_ref
+from policyengine.model.load import NodeMetrics, is_node_metrics_object, parse_node_metrics
 from policyengine.model.objects import Namespace, Node, Pod
 from policyengine.model.parse import parse_namespace, parse_node, parse_pod
+from policyengine.model.pdb import PodDisruptionBudget, is_pdb_object, parse_pdb
+from policyengine.model.podgroup import PodGroup, is_pod_group_object, parse_pod_group
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
-_LIST_KINDS = {"List", "NodeList", "PodList", "NamespaceList"}
-_ITEM_KIND = {"NodeList": "Node", "PodList": "Pod", "NamespaceList": "Namespace"}
+_LIST_KINDS = {
+    "List",
+    "NodeList",
+    "PodList",
+    "NamespaceList",
+    "PodGroupList",
+    "NodeMetricsList",
+    "PodDisruptionBudgetList",
+}
+_ITEM_KIND = {
+    "NodeList": "Node",
+    "PodList": "Pod",
+    "NamespaceList": "Namespace",
+    "PodGroupList": "PodGroup",
+    "NodeMetricsList": "NodeMetrics",
+    "PodDisruptionBudgetList": "PodDisruptionBudget",
+}
 _TERMINAL_PHASES = {"Succeeded", "Failed"}
 
 
@@ -35,6 +55,9 @@ class LoadedObjects:
     pods: tuple[Pod, ...]  # running and pending, in file order; terminal pods dropped
     namespaces: tuple[Namespace, ...] = ()
     warnings: tuple[str, ...] = ()
+    pod_groups: tuple[PodGroup, ...] = ()  # scheduling.x-k8s.io PodGroups (gangs)
+    node_metrics: tuple[NodeMetrics, ...] = ()  # metrics.k8s.io NodeMetrics (measured load)
+    pdbs: tuple[PodDisruptionBudget, ...] = ()  # policy/v1 PodDisruptionBudgets (preemption)
 
     @property
     def running_pods(self) -> tuple[Pod, ...]:
@@ -96,6 +119,9 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
     pods: list[Pod] = []
     namespaces: list[Namespace] = []
     warnings: list[str] = []
+    pod_groups: list[PodGroup] = []
+    node_metrics: list[NodeMetrics] = []
+    pdbs: list[PodDisruptionBudget] = []
     for doc in documents:
         for obj in _flatten(doc, source):
             kind = obj.get("kind")
@@ -112,6 +138,12 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                 pods.append(pod)
             elif kind == "Namespace":
                 namespaces.append(parse_namespace(obj, source))
+            elif is_pod_group_object(obj):
+                pod_groups.append(parse_pod_group(obj, source))
+            elif is_node_metrics_object(obj):
+                node_metrics.append(parse_node_metrics(obj, source))
+            elif is_pdb_object(obj):
+                pdbs.append(parse_pdb(obj, source))
             else:
                 raw_meta = obj.get("metadata")
                 meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
@@ -122,7 +154,15 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                     warnings.append(
                         f"{source}: {ref}: kind {kind} is not used by the engine; ignored"
                     )
-    return LoadedObjects(tuple(nodes), tuple(pods), tuple(namespaces), tuple(warnings))
+    return LoadedObjects(
+        tuple(nodes),
+        tuple(pods),
+        tuple(namespaces),
+        tuple(warnings),
+        tuple(pod_groups),
+        tuple(node_metrics),
+        pdbs=tuple(pdbs),
+    )
 
 
 def parse_snapshot_text(text: str, source: str = "<input>") -> LoadedObjects:
@@ -153,6 +193,9 @@ def load_snapshot(*paths: str | Path) -> LoadedObjects:
     pods: list[Pod] = []
     namespaces: list[Namespace] = []
     warnings: list[str] = []
+    pod_groups: list[PodGroup] = []
+    node_metrics: list[NodeMetrics] = []
+    pdbs: list[PodDisruptionBudget] = []
     for raw in paths:
         for file in _snapshot_files(Path(raw)):
             try:
@@ -164,6 +207,9 @@ def load_snapshot(*paths: str | Path) -> LoadedObjects:
             pods.extend(loaded.pods)
             namespaces.extend(loaded.namespaces)
             warnings.extend(loaded.warnings)
+            pod_groups.extend(loaded.pod_groups)
+            node_metrics.extend(loaded.node_metrics)
+            pdbs.extend(loaded.pdbs)
     if not nodes and not pods:
         shown = ", ".join(str(p) for p in paths)
         raise ModelError(f"{shown}: the snapshot is empty (no Nodes and no Pods)")
@@ -174,4 +220,12 @@ def load_snapshot(*paths: str | Path) -> LoadedObjects:
                 f"{object_ref('Node', None, node.name)}: defined twice in the snapshot"
             )
         seen.add(node.name)
-    return LoadedObjects(tuple(nodes), tuple(pods), tuple(namespaces), tuple(warnings))
+    return LoadedObjects(
+        tuple(nodes),
+        tuple(pods),
+        tuple(namespaces),
+        tuple(warnings),
+        tuple(pod_groups),
+        tuple(node_metrics),
+        pdbs=tuple(pdbs),
+    )

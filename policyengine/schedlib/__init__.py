@@ -11,7 +11,9 @@ from __future__ import annotations
 from functools import cache
 
 from policyengine.lang.schema import Root, Schema
+from policyengine.model.topology import LEVELS
 from policyengine.schedlib.functions import FUNCTIONS
+from policyengine.schedlib.gangs import DOMAIN, GANG
 from policyengine.schedlib.records import NODE, POD
 
 NORMALIZERS = frozenset({"none", "max", "reverse", "minmax", "pod_topology_spread"})
@@ -39,11 +41,18 @@ def default_schema() -> Schema:
         roots={
             "pod": Root("pod", POD, "The pod being scheduled.", varies_per_node=False),
             "node": Root("node", NODE, "The node being considered."),
+            "gang": Root("gang", GANG, "The gang being placed.", varies_per_node=False),
+            "domain": Root("domain", DOMAIN, "The topology domain being considered."),
         },
         functions={f.name: f for f in FUNCTIONS},
         normalizers=NORMALIZERS,
         compressible_resources=COMPRESSIBLE_RESOURCES,
         known_resources=KNOWN_RESOURCES,
+        gang_roots=frozenset({"gang", "domain"}),
+        topology_levels=LEVELS,
+        preempt_roots={
+            "victim": Root("victim", POD, "A running pod the pod may evict (preempt rules only).")
+        },
     )
 
 

@@ -15,15 +15,19 @@ the property test in ``tests/engine/test_fast_path.py`` holds whole decisions eq
 
 from __future__ import annotations
 
+import itertools
 import operator
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from policyengine.model.normalize import MAX_NODE_SCORE
+from policyengine.model.objects import DO_NOT_SCHEDULE
 from policyengine.model.plugins import PLUGINS_BY_NAME
+from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.node_resources_fit import (
     REASON_TOO_MANY_PODS,
     allocatable_and_requested,
@@ -68,6 +72,191 @@ if _TAINTS.filter is not None and _TAINTS.score is not None:
     FILTERS["TaintToleration"] = _grouped(_TAINTS.filter, _taints)
     SCORES["TaintToleration"] = _grouped(_TAINTS.score, _taints)
 
+_IMAGES = PLUGINS_BY_NAME["ImageLocality"]
+
+
+def _image_locality(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
+    """ImageLocality reads of a node only the sizes of the pod's images it holds (the state
+    has the rest): nodes holding the same sizes of them score alike, most of them 0."""
+    run = _IMAGES.score
+    assert run is not None
+    # An image no node holds (spread 0) is on none of these nodes either.
+    images = tuple(image for image in state.images if state.spread.get(image, 0))
+    if not images:
+        return [run(state, info) for info in infos[:1]] * len(infos)
+
+    def held(info: NodeInfo) -> Any:
+        sizes = info.image_sizes
+        return tuple([sizes.get(image) for image in images])
+
+    return _grouped(run, held)(state, infos, ctx)
+
+
+if _IMAGES.score is not None:
+    SCORES["ImageLocality"] = _image_locality
+
+
+# --- the label-reading filters, grouped by the label values they read ----------------------
+
+_SPREAD = PLUGINS_BY_NAME["PodTopologySpread"]
+_AFFINITY = PLUGINS_BY_NAME["InterPodAffinity"]
+
+
+def _label_values(keys: tuple[str, ...]) -> Callable[[NodeInfo], Any]:
+    def values(info: NodeInfo) -> Any:
+        labels = info.node.labels
+        return tuple([labels.get(key) for key in keys])
+
+    return values
+
+
+def _spread_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
+    """PodTopologySpread's filter reads of a node only its values of the constraints'
+    topology keys: nodes of one domain get one answer."""
+    run = _SPREAD.filter
+    assert run is not None
+    if not state.constraints:
+        return [run(state, info) for info in infos[:1]] * len(infos)
+    keys = tuple(c.topology_key for c in state.constraints)
+    return _grouped(run, _label_values(keys))(state, infos, ctx)
+
+
+def _affinity_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
+    """InterPodAffinity's filter reads of a node only its values of the pod's terms'
+    topology keys and of the keys existing pods' anti-affinity counts name."""
+    run = _AFFINITY.filter
+    assert run is not None
+    if state.skip:
+        return [run(state, info) for info in infos[:1]] * len(infos)
+    keys = {t.topology_key for t in state.terms.required_affinity}
+    keys.update(t.topology_key for t in state.terms.required_anti_affinity)
+    keys.update(key for key, _ in state.existing_anti_affinity_counts)
+    return _grouped(run, _label_values(tuple(sorted(keys))))(state, infos, ctx)
+
+
+_NODE_AFFINITY = PLUGINS_BY_NAME["NodeAffinity"]
+_PORTS = PLUGINS_BY_NAME["NodePorts"]
+
+
+def _node_affinity_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
+    """NodeAffinity's filter for a pod with a nodeSelector and no required affinity terms
+    reads of a node only its values of the selector's keys; with terms, node by node."""
+    run = _NODE_AFFINITY.filter
+    assert run is not None
+    if state.skip:
+        return [run(state, info) for info in infos[:1]] * len(infos)
+    required = state.required
+    if required.terms is not None or not required.has_node_selector:
+        return [run(state, info) for info in infos]
+    return _grouped(run, _label_values(tuple(required.node_selector)))(state, infos, ctx)
+
+
+def _ports_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
+    """NodePorts passes every node for a pod that asks for no host port."""
+    run = _PORTS.filter
+    assert run is not None
+    if not state.wanted:
+        return [run(state, info) for info in infos[:1]] * len(infos)
+    return [run(state, info) for info in infos]
+
+
+if _SPREAD.filter is not None and _AFFINITY.filter is not None:
+    FILTERS["PodTopologySpread"] = _spread_filter
+    FILTERS["InterPodAffinity"] = _affinity_filter
+if _NODE_AFFINITY.filter is not None and _PORTS.filter is not None:
+    FILTERS["NodeAffinity"] = _node_affinity_filter
+    FILTERS["NodePorts"] = _ports_filter
+
+
+# --- PodTopologySpread's PreFilter, incrementally -------------------------------------------
+#
+# The PreFilter sums, over every node, the pods matching each constraint per domain: a pass
+# over all pods of the cluster for every pod that carries a constraint. A node's part depends
+# on the node and on what ``spread.count_key`` names of the pod, so it is kept per such key
+# while the node's ``NodeInfo`` lives, and the sums are corrected for the nodes replaced since
+# (usually the one the previous pod was assumed onto).
+
+PREPARE_FILTERS: dict[str, Callable[[Any, Any, Any], Any]] = {}
+_COUNTS_KEPT = 16
+
+
+class _Counts:
+    __slots__ = ("counts", "nodes", "parts", "present")
+
+    def __init__(
+        self,
+        nodes: tuple[NodeInfo, ...],
+        parts: list[dict[Any, int]],
+        counts: dict[Any, int],
+        present: dict[Any, int],
+    ):
+        self.nodes = nodes
+        self.parts = parts
+        self.counts = counts
+        self.present = present  # how many nodes count each pair (0-count pairs stay in)
+
+
+_SPREAD_COUNTS: OrderedDict[Any, _Counts] = OrderedDict()
+_SPREAD_LOCK = threading.Lock()
+
+
+def _summed(nodes: tuple[NodeInfo, ...], key: Any) -> _Counts:
+    parts = [spread.node_counts(node, key) for node in nodes]
+    counts: dict[Any, int] = {}
+    present: dict[Any, int] = {}
+    for part in parts:
+        for pair, n in part.items():
+            counts[pair] = counts.get(pair, 0) + n
+            present[pair] = present.get(pair, 0) + 1
+    return _Counts(nodes, parts, counts, present)
+
+
+def _updated(known: _Counts, nodes: tuple[NodeInfo, ...], key: Any) -> _Counts | None:
+    changed = list(itertools.compress(range(len(nodes)), map(operator.is_not, nodes, known.nodes)))
+    if len(changed) > len(nodes) // 4:
+        return None
+    parts = known.parts.copy()
+    counts = dict(known.counts)
+    present = dict(known.present)
+    for row in changed:
+        for pair, n in parts[row].items():
+            counts[pair] -= n
+            present[pair] -= 1
+            if not present[pair]:
+                del present[pair], counts[pair]
+        part = parts[row] = spread.node_counts(nodes[row], key)
+        for pair, n in part.items():
+            counts[pair] = counts.get(pair, 0) + n
+            present[pair] = present.get(pair, 0) + 1
+    return _Counts(nodes, parts, counts, present)
+
+
+def _spread_prepare_filter(pod: Any, snapshot: Any, config: Any) -> Any:
+    constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
+    if not constraints:
+        return spread.filter_state((), pod, {})
+    key = spread.count_key(pod, constraints)
+    try:
+        hash(key)
+    except TypeError:
+        return _SPREAD.prepare_filter(pod, snapshot, config)  # type: ignore[misc]
+    nodes = snapshot.nodes
+    with _SPREAD_LOCK:
+        known = _SPREAD_COUNTS.pop(key, None)
+    found = None
+    if known is not None and len(known.nodes) == len(nodes):
+        found = known if known.nodes is nodes else _updated(known, nodes, key)
+    if found is None:
+        found = _summed(nodes, key)
+    with _SPREAD_LOCK:
+        _SPREAD_COUNTS[key] = found
+        while len(_SPREAD_COUNTS) > _COUNTS_KEPT:
+            _SPREAD_COUNTS.popitem(last=False)
+    return spread.filter_state(constraints, pod, dict(found.counts))
+
+
+PREPARE_FILTERS["PodTopologySpread"] = _spread_prepare_filter
+
 
 # --- NodeResourcesFit and BalancedAllocation, in int64 columns ----------------------------
 #
@@ -104,17 +293,36 @@ def _facts_row(info: NodeInfo) -> tuple[int, ...]:
     return row
 
 
-_LAST = threading.local()  # the last (infos, table) this thread built: a cycle's three forms
-# (filter, LeastAllocated, BalancedAllocation) mostly ask about the same nodes.
+_LAST = threading.local()  # the last few (infos, table) this thread built, by length: a
+# cycle's three forms (filter, LeastAllocated, BalancedAllocation) mostly ask about the same
+# nodes, and the next cycle about the same nodes but the one the last pod was assumed onto.
+_KEPT = 4
 
 
 def _facts(infos: Sequence[NodeInfo]) -> np.ndarray | None:
     """The facts of ``infos`` as an (n, 10) int64 array; None when a value is out of range."""
-    last = getattr(_LAST, "entry", None)
-    if last is not None and len(last[0]) == len(infos) and all(map(operator.is_, last[0], infos)):
-        return last[1]  # type: ignore[no-any-return]
-    table = _build_facts(infos)
-    _LAST.entry = (tuple(infos), table)
+    kept: dict[int, tuple[tuple[NodeInfo, ...], np.ndarray | None]] | None = getattr(
+        _LAST, "tables", None
+    )
+    if kept is None:
+        kept = _LAST.tables = {}
+    size = len(infos)
+    last = kept.pop(size, None)
+    table: np.ndarray | None = None
+    if last is not None and last[1] is not None:
+        changed = list(itertools.compress(range(size), map(operator.is_not, infos, last[0])))
+        if not changed:
+            table = last[1]
+        elif len(changed) <= size // 8:
+            fresh = _build_facts([infos[row] for row in changed])
+            if fresh is not None:
+                table = last[1].copy()
+                table[changed] = fresh
+    if table is None:
+        table = _build_facts(infos)
+    kept[size] = (tuple(infos), table)
+    while len(kept) > _KEPT:
+        del kept[next(iter(kept))]
     return table
 
 
@@ -153,6 +361,7 @@ def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     table = _facts(infos)
     if (
         table is None
+        or state.overcommit  # the plugin's own step scales allocatable cpu per node's load
         or len(state.scalars) > 48
         or not _small(
             state.cpu, state.memory, state.ephemeral, *(units for _, units in state.scalars)
@@ -218,8 +427,12 @@ def _least_allocated(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[An
     run = _FIT.score
     assert run is not None
     table = _facts(infos)
-    if table is None or not all(
-        0 < weight <= 1 << 16 and _small(request) for _, weight, request in state.resources
+    if (
+        table is None
+        or state.overcommit
+        or not all(
+            0 < weight <= 1 << 16 and _small(request) for _, weight, request in state.resources
+        )
     ):
         return [run(state, info) for info in infos]
     total = np.zeros(len(infos), np.int64)
@@ -245,6 +458,7 @@ def _balanced(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     table = _facts(infos)
     if (
         table is None
+        or state.overcommit
         or len(state.resources) > 2
         or not all(_small(request) for _, request in state.resources)
     ):

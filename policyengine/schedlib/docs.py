@@ -9,6 +9,7 @@ from __future__ import annotations
 from policyengine.lang.schema import Schema
 from policyengine.lang.types import RecordType
 from policyengine.schedlib import default_schema
+from policyengine.schedlib.gangs import GANG_RECORDS
 from policyengine.schedlib.records import RECORDS
 
 BEGIN = "<!-- attribute-reference:begin -->"
@@ -26,8 +27,16 @@ def _record_table(record: RecordType, prefix: str) -> list[str]:
 def markdown(schema: Schema | None = None) -> str:
     schema = schema or default_schema()
     lines = [BEGIN, ""]
-    prefixes = {"Pod": "pod.", "Node": "node.", "NodeGpu": "node.gpu.", "Topology": "node.topology."}
-    for record in RECORDS:
+    prefixes = {
+        "Pod": "pod.",
+        "Node": "node.",
+        "NodeGpu": "node.gpu.",
+        "Topology": "node.topology.",
+        "GpuRequest": "pod.gpu_request.",
+        "Gang": "gang.",
+        "Domain": "domain.",
+    }
+    for record in (*RECORDS, *GANG_RECORDS):
         lines.extend(_record_table(record, prefixes.get(record.name, "")))
     lines.extend(["**Builtin functions**", "", "| function | returns | meaning |", "|---|---|---|"])
     for function in schema.functions.values():

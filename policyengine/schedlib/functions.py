@@ -21,8 +21,9 @@ from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import BOOL, INT, STRING, ListType, MapType, Nullable, Type
 from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
 from policyengine.model.taints import Taint, Toleration
-from policyengine.schedlib.batch import FILTERS, SCORES
+from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.gpu import GPU_FUNCTIONS
 from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
 from policyengine.schedlib.views import NodeView, PodView
 
@@ -32,10 +33,12 @@ _POD_NODE = (Param("pod", POD), Param("node", NODE))
 
 
 def _filter_state(ctx: CycleContext, plugin: Plugin) -> Any:
-    assert plugin.prepare_filter is not None
+    # An incremental PreFilter (``batch.PREPARE_FILTERS``) computes the same state.
+    prepare = PREPARE_FILTERS.get(plugin.name, plugin.prepare_filter)
+    assert prepare is not None
     return ctx.prepared(
         (plugin.name, "filter"),
-        lambda: plugin.prepare_filter(ctx.pod.pod, ctx.snapshot, ctx.config),  # type: ignore[misc]
+        lambda: prepare(ctx.pod.pod, ctx.snapshot, ctx.config),
     )
 
 
@@ -250,6 +253,58 @@ _CLUSTER_KEYS: dict[tuple[str, str], Callable[[CycleContext], Hashable]] = {
 }
 
 
+# --- what each builtin reads of the pod (``Function.pod_key``) -----------------------------
+#
+# A plugin's per-node step reads the pod only through its prepared state (frozen dataclasses
+# compared by value), so the state itself is the key; the filters but NodeAffinity's also read
+# the nodes NodeAffinity's PreFilter kept. A state that does not hash raises: the engine then
+# shares results between pods alike only.
+
+_IDLE_FILTERS: dict[str, Callable[[Any], bool]] = {
+    # Every node passes while the plugin is idle for the pod, whatever else the state holds.
+    "PodTopologySpread": lambda state: not state.constraints,
+    "InterPodAffinity": lambda state: bool(state.skip),
+}
+
+
+def _hashed(value: Hashable) -> Hashable:
+    hash(value)  # raises TypeError for a state holding a dict or a list
+    return value
+
+
+def _filter_pod_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
+    plugin = PLUGINS_BY_NAME[plugin_name]
+    restricts = plugin_name == "NodeAffinity"
+    idle = _IDLE_FILTERS.get(plugin_name)
+
+    def key(ctx: CycleContext) -> Hashable:
+        state = _filter_state(ctx, plugin)
+        part = _IDLE if idle is not None and idle(state) else _hashed(state)
+        return part if restricts else (part, _considered_names(ctx))
+
+    return key
+
+
+def _score_pod_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
+    plugin = PLUGINS_BY_NAME[plugin_name]
+    images = plugin_name == "ImageLocality"
+
+    def key(ctx: CycleContext) -> Hashable:
+        state = _score_state(ctx, plugin)
+        if state is None:
+            return None
+        if images:
+            # The node count and the images' spread are the cluster key's part.
+            return state.images, state.num_containers
+        return _hashed(state)
+
+    return key
+
+
+def _considered_key(ctx: CycleContext) -> Hashable:
+    return _considered_names(ctx)
+
+
 def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
     cluster_key = _CLUSTER_KEYS.get((plugin, kind), _node_only)
     if kind == "filter":
@@ -264,6 +319,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
             varies_per_node=True,
             batch=_filter_batch(plugin),
             cluster_key=cluster_key,
+            pod_key=_filter_pod_key(plugin),
         )
     return Function(
         name,
@@ -276,6 +332,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
         varies_per_node=True,
         batch=_score_batch(plugin),
         cluster_key=cluster_key,
+        pod_key=_score_pod_key(plugin),
     )
 
 
@@ -290,9 +347,20 @@ def _fn(
     varies_per_node: bool = False,
     batch: Callable[..., Any] | None = None,
     cluster_key: Callable[[Any], Hashable] | None = None,
+    pod_key: Callable[[Any], Hashable] | None = None,
 ) -> Function:
     return Function(
-        name, params, returns, impl, doc, cost, needs_context, varies_per_node, batch, cluster_key
+        name,
+        params,
+        returns,
+        impl,
+        doc,
+        cost,
+        needs_context,
+        varies_per_node,
+        batch,
+        cluster_key,
+        pod_key,
     )
 
 
@@ -308,6 +376,7 @@ FUNCTIONS: tuple[Function, ...] = (
         varies_per_node=True,
         batch=considered_batch,
         cluster_key=_node_only,
+        pod_key=_considered_key,
     ),
     _kube(
         "taint_toleration_reasons",
@@ -403,3 +472,5 @@ FUNCTIONS: tuple[Function, ...] = (
         cluster_key=_snapshot_key,
     ),
 )
+
+FUNCTIONS += GPU_FUNCTIONS

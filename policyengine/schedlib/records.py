@@ -14,6 +14,7 @@ from typing import Any
 
 from policyengine.lang.types import (
     BOOL,
+    FLOAT,
     INT,
     QUANTITY,
     STRING,
@@ -24,6 +25,7 @@ from policyengine.lang.types import (
     RecordType,
     Type,
 )
+from policyengine.schedlib.gpu_records import GPU_DEVICE, GPU_RECORDS, GPU_REQUEST
 
 LABELS = MapType(STRING, STRING, bound=64)
 RESOURCES = MapType(STRING, QUANTITY, bound=32, default=Fraction(0))
@@ -107,6 +109,36 @@ TOPOLOGY = _record(
     ),
 )
 
+NODE_LOAD = _record(
+    "NodeLoad",
+    "Measured load, from metrics.k8s.io NodeMetrics or load.policyengine.io/* annotations; "
+    "a value older than the staleness bound (default 5 minutes) is null, never 0.",
+    _field(
+        "cpu",
+        Nullable(FLOAT),
+        attrgetter("cpu"),
+        "CPU usage as a fraction of allocatable, 0..1 (null: no fresh reading).",
+    ),
+    _field(
+        "memory",
+        Nullable(FLOAT),
+        attrgetter("memory"),
+        "Memory usage as a fraction of allocatable, 0..1 (null: no fresh reading).",
+    ),
+    _field(
+        "gpu",
+        Nullable(FLOAT),
+        attrgetter("gpu"),
+        "Mean GPU utilisation, 0..1, from load.policyengine.io/gpu (null: no fresh reading).",
+    ),
+    _field(
+        "age",
+        Nullable(INT),
+        attrgetter("age"),
+        "Seconds since the oldest reading shown was taken (null when none is).",
+    ),
+)
+
 POD = _record(
     "Pod",
     "The pod being scheduled.",
@@ -168,6 +200,12 @@ POD = _record(
     ),
     _field("images", ListType(STRING, bound=32), attrgetter("images"), "Container images."),
     _field("gpu_count", INT, attrgetter("gpu_count"), "Whole GPUs requested (nvidia.com/gpu)."),
+    _field(
+        "gpu_request",
+        GPU_REQUEST,
+        attrgetter("gpu_request"),
+        "The pod's GPU demand per device (see GPU sharing).",
+    ),
 )
 
 NODE = _record(
@@ -205,6 +243,14 @@ NODE = _record(
     ),
     _field("gpu", NODE_GPU, attrgetter("gpu"), "The node's GPUs.", cost=2),
     _field("topology", TOPOLOGY, attrgetter("topology"), "The node's topology domains.", cost=2),
+    _field(
+        "gpus",
+        ListType(GPU_DEVICE, bound=16),
+        attrgetter("gpus"),
+        "The node's GPUs one by one, with what is allocated on each (see GPU sharing).",
+        cost=4,
+    ),
+    _field("load", NODE_LOAD, lambda v: v.info.load, "The node's measured load."),
 )
 
-RECORDS = (POD, NODE, TAINT, TOLERATION, NODE_GPU, TOPOLOGY)
+RECORDS = (POD, NODE, TAINT, TOLERATION, NODE_GPU, TOPOLOGY, NODE_LOAD, *GPU_RECORDS)

@@ -15,11 +15,14 @@ from functools import cached_property
 
 from policyengine.model import gpu as model_gpu
 from policyengine.model import topology as model_topology
+from policyengine.model.gpu_devices import GpuDemand
+from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Node, Pod
 from policyengine.model.qos import qos_class
 from policyengine.model.resources import NVIDIA_GPU, pod_requests
 from policyengine.model.snapshot import NodeInfo
 from policyengine.model.taints import NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, Taint, tolerates
+from policyengine.schedlib import gpu_records
 
 _ZERO = Fraction(0)
 
@@ -73,6 +76,14 @@ class PodView:
     @cached_property
     def gpu_count(self) -> int:
         return int(self.requests[NVIDIA_GPU])
+
+    @cached_property
+    def gpu_demand(self) -> GpuDemand:
+        return pod_demand(self.pod)
+
+    @cached_property
+    def gpu_request(self) -> gpu_records.GpuRequestRecord:
+        return gpu_records.request_record(self.gpu_demand)
 
     @property
     def node_selector(self) -> Mapping[str, str]:
@@ -139,6 +150,10 @@ class NodeView:
             free=info.allocatable - allocated,
             mig_strategy=info.mig_strategy,
         )
+
+    @cached_property
+    def gpus(self) -> list[gpu_records.GpuDeviceRecord]:
+        return gpu_records.device_records(self.info.gpus)
 
     @cached_property
     def topology(self) -> model_topology.Topology:

@@ -52,6 +52,9 @@ class ServerConfig:
     token: str | None = None
     terminate_bound_pods_after: float | None = None
     version: str = "v1.28.7"
+    # API groups whose CRDs are not installed: every path under them is 404, as on a cluster
+    # without the CRD (podgroups without scheduler-plugins).
+    uninstalled_groups: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -155,7 +158,7 @@ class API:
             if auth != f"Bearer {self.config.token}":
                 raise errors.unauthorized()
         route = parse_path(req.path)
-        if route is None:
+        if route is None or (route.group and route.group in self.config.uninstalled_groups):
             raise errors.unknown_path()
         if route.discovery:
             return self._discovery(route, req)
@@ -627,9 +630,23 @@ class API:
             rows = rows[:limit]
         items = []
         for _, view in rows:
+            if res.custom:
+                # A custom resource's list is unstructured: its items keep apiVersion and kind,
+                # ListMeta's setters write "continue" even when empty, and Go marshals the
+                # map with its keys sorted.
+                items.append({"apiVersion": res.api_version, "kind": res.kind, **view})
+                continue
             view.pop("kind", None)
             view.pop("apiVersion", None)
             items.append(view)
+        if res.custom:
+            meta = {"continue": "", **meta}
+            return {
+                "apiVersion": res.api_version,
+                "items": items,
+                "kind": res.list_kind,
+                "metadata": dict(sorted(meta.items())),
+            }
         return {
             "kind": res.list_kind,
             "apiVersion": res.api_version,
@@ -1310,8 +1327,8 @@ class API:
         if kind == "root":
             paths = sorted(
                 {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"}
-                | {f"/apis/{g}/{v}" for g, v in GROUP_VERSIONS if g}
-                | {f"/apis/{g}" for g, _ in GROUP_VERSIONS if g}
+                | {f"/apis/{g}/{v}" for g, v in self._served_group_versions()}
+                | {f"/apis/{g}" for g, _ in self._served_group_versions()}
             )
             return Response(200, {"paths": paths})
         if kind == "api":
@@ -1326,7 +1343,7 @@ class API:
                 },
             )
         if kind == "apis":
-            groups = [self._group(g) for g in sorted({g for g, _ in GROUP_VERSIONS if g})]
+            groups = [self._group(g) for g in sorted({g for g, _ in self._served_group_versions()})]
             return Response(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
         if kind == "group":
             if not any(g == route.group for g, _ in GROUP_VERSIONS):
@@ -1381,6 +1398,9 @@ class API:
                 "resources": resources,
             },
         )
+
+    def _served_group_versions(self) -> list[tuple[str, str]]:
+        return [(g, v) for g, v in GROUP_VERSIONS if g and g not in self.config.uninstalled_groups]
 
     @staticmethod
     def _group(group: str) -> JSON:

@@ -117,6 +117,8 @@ RESOURCES: tuple[Resource, ...] = (
         generation=True,
     ),
     _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
+    # metrics-server's aggregated API (read-only there; tests seed it with create/update).
+    _r("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False),
     _r("apps", "v1", "replicasets", "ReplicaSet", True, subresources=STATUS, generation=True),
     _r("apps", "v1", "statefulsets", "StatefulSet", True, subresources=STATUS, generation=True),
     _r("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),

@@ -82,6 +82,7 @@ class LoopbackAPIServer:
         user: str = "system:serviceaccount:kube-system:policyengine",
         token: str | None = None,
         terminate_bound_pods_after: float | None = None,
+        uninstalled_groups: Iterable[str] = (),
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -93,6 +94,7 @@ class LoopbackAPIServer:
             user=user,
             token=token,
             terminate_bound_pods_after=terminate_bound_pods_after,
+            uninstalled_groups=frozenset(uninstalled_groups),
         )
         self.store = Store(history_limit)
         self.faults = Faults()
@@ -499,6 +501,15 @@ class LoopbackAPIServer:
 
     def clear_faults(self) -> None:
         self.faults.clear()
+
+    def uninstall_group(self, group: str) -> None:
+        """Serve ``group`` as a cluster without its CRD does: 404 on every path under it (the
+        objects stay stored, and come back with ``install_group``)."""
+        self.config.uninstalled_groups = self.config.uninstalled_groups | {group}
+
+    def install_group(self, group: str) -> None:
+        """Serve ``group`` again (its CRD was installed)."""
+        self.config.uninstalled_groups = self.config.uninstalled_groups - {group}
 
 
 def _plural(resource: str | None) -> str | None:

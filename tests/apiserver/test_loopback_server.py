@@ -172,6 +172,61 @@ def test_discovery_like_kube_scheduler(api: Any) -> None:
     } <= core_resources
 
 
+def test_a_crd_not_installed_is_404_everywhere_until_installed(
+    apiserver: LoopbackAPIServer, api: Any, custom: client.CustomObjectsApi
+) -> None:
+    apiserver.create(podgroup("g"))
+    apiserver.uninstall_group("scheduling.x-k8s.io")
+    calls: list[Callable[[], Any]] = [
+        lambda: custom.list_cluster_custom_object(*PG, "podgroups"),
+        lambda: custom.list_cluster_custom_object(*PG, "podgroups", watch=True, timeout_seconds=1),
+        lambda: custom.get_namespaced_custom_object(*PG, NS, "podgroups", "g"),
+        lambda: custom.patch_namespaced_custom_object_status(
+            *PG, NS, "podgroups", "g", {"status": {"phase": "Pending"}}
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(ApiException) as missing:
+            call()
+        assert missing.value.status == 404
+        assert body_of(missing.value)["message"] == (
+            "the server could not find the requested resource"
+        )
+    groups = {g.name for g in client.ApisApi(api).get_api_versions().groups}
+    assert "scheduling.x-k8s.io" not in groups and "policy" in groups
+    apiserver.install_group("scheduling.x-k8s.io")
+    listed = custom.list_cluster_custom_object(*PG, "podgroups")
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["g"]
+
+
+def test_a_custom_resource_list_is_unstructured(
+    apiserver: LoopbackAPIServer, custom: client.CustomObjectsApi
+) -> None:
+    for name in ("a", "b"):
+        apiserver.create(podgroup(name))
+    whole = raw(custom.list_cluster_custom_object(*PG, "podgroups", _preload_content=False))
+    assert list(whole) == ["apiVersion", "items", "kind", "metadata"]
+    assert list(whole["metadata"]) == ["continue", "resourceVersion"]
+    assert whole["metadata"]["continue"] == "" and whole["kind"] == "PodGroupList"
+    assert [(i["apiVersion"], i["kind"]) for i in whole["items"]] == [
+        ("scheduling.x-k8s.io/v1alpha1", "PodGroup")
+    ] * 2
+    page = raw(custom.list_cluster_custom_object(*PG, "podgroups", limit=1, _preload_content=False))
+    assert [i["metadata"]["name"] for i in page["items"]] == ["a"]
+    assert page["metadata"]["continue"] and page["metadata"]["remainingItemCount"] == 1
+    rest = raw(
+        custom.list_cluster_custom_object(
+            *PG,
+            "podgroups",
+            limit=1,
+            _continue=page["metadata"]["continue"],
+            _preload_content=False,
+        )
+    )
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["b"]
+    assert rest["metadata"]["continue"] == ""
+
+
 # ------------------------------------------------------------------------------ CRUD, table-driven
 
 

@@ -53,6 +53,10 @@ def test_unschedulable_pod_gets_the_nearest_node_and_its_shortage(
         "  base.node_resources_fit: Insufficient nvidia.com/gpu\n"
         "    nvidia.com/gpu: requests 16, free 2 of 8 allocatable (short by 14)\n"
         "  Equally near: gpu-h100-1\n"
+        "\n"
+        "Preemption:\n"
+        "  none: 0/4 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "3 No preemption victims found for incoming pod.\n"
     )
 
 
@@ -165,6 +169,9 @@ def test_shipped_policies_on_real_kubectl_output(capsys: pytest.CaptureFixture[s
         "  kube.node_resources_fit: Insufficient cpu\n"
         "    cpu: requests 16, free 4 of 4 allocatable (short by 12)\n"
         "  Equally near: node-2, node-3\n"
+        "\n"
+        "Preemption:\n"
+        "  none: 0/3 nodes are available: 3 No preemption victims found for incoming pod.\n"
     )
 
 

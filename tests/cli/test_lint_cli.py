@@ -236,7 +236,7 @@ def test_config_from_the_nearest_pyproject(workdir: Path, capsys) -> None:
         workdir,
         """
         disable = ["PE302", "PE310"]
-        severity = { PE306 = "warning", PE204 = "info" }
+        severity = { PE227 = "warning", PE204 = "info" }
         """,
     )
     (workdir / "project" / "deeper").mkdir()
@@ -247,7 +247,7 @@ def test_config_from_the_nearest_pyproject(workdir: Path, capsys) -> None:
         ("PE309", "warning"),
         ("PE304", "warning"),
         ("PE204", "info"),
-        ("PE306", "warning"),
+        ("PE227", "warning"),
         ("PE303", "warning"),
     ]
     assert code == 0

@@ -79,6 +79,17 @@ def expected_document(version: str) -> dict:
                 "free_gpus": 6,
                 "fragmented_gpus": 6,
             },
+            # device by device: the free 2 (A100) and 4 (H100) GPUs against the pending pods'
+            # shapes, 4 and 16 whole GPUs: (2 + 6) / 2 lost on average
+            "gpu": {
+                "total_gpus": 16,
+                "allocated_gpus": 10.0,
+                "allocation_ratio": 0.625,
+                "free_gpus": 6.0,
+                "fragmented_gpus": 4.0,
+                "fragmentation_ratio": 0.6667,
+                "shapes": [{"gpus": 4, "weight": 1.0}, {"gpus": 16, "weight": 1.0}],
+            },
         },
     }
 
@@ -115,6 +126,8 @@ def test_table(capsys: pytest.CaptureFixture[str]) -> None:
         "pods            440          2 (0%)            5 (1%)\n"
         "GPU fragmentation: 6 of 6 free GPUs are on nodes that cannot host the largest pending "
         "request (16 GPUs)\n"
+        "GPU devices: 10.00 of 16 GPUs allocated (62.5%); 4.00 of 6.00 free GPUs fragmented "
+        "(66.7%) against 2 pod shape(s)\n"
     )
 
 

@@ -37,6 +37,9 @@ def test_every_metric_is_exposed_with_its_type(metrics: Metrics) -> None:
         "policyengine_binds_in_flight": "gauge",
         "policyengine_policy_info": "gauge",
         "policyengine_leader": "gauge",
+        "policyengine_gang_attempts": "counter",
+        "policyengine_gang_reports": "counter",
+        "policyengine_gangs_waiting": "gauge",
     }
 
 
@@ -63,6 +66,20 @@ def test_hooks_feed_the_collectors(metrics: Metrics) -> None:
     assert value(metrics, "policyengine_pending_pods", queue="active") == 3
     assert value(metrics, "policyengine_pending_pods", queue="unschedulable") == 2
     assert value(metrics, "policyengine_binds_in_flight") == 4
+
+
+def test_gang_hooks_feed_the_gang_collectors(metrics: Metrics) -> None:
+    hooks = metrics.hooks()
+    hooks.on_gang_attempt("unschedulable", 0.01)
+    hooks.on_gang_attempt("unschedulable", 0.01)
+    hooks.on_gang_attempt("scheduled", 0.02)
+    hooks.on_gang_report("timeout")
+    hooks.on_gangs_waiting(3)
+    attempts = "policyengine_gang_attempts_total"
+    assert value(metrics, attempts, result="unschedulable") == 2
+    assert value(metrics, attempts, result="scheduled") == 1
+    assert value(metrics, "policyengine_gang_reports_total", reason="timeout") == 1
+    assert value(metrics, "policyengine_gangs_waiting") == 3
 
 
 def test_a_sub_queue_missing_from_a_report_reads_zero(metrics: Metrics) -> None:

@@ -184,7 +184,8 @@ def test_unschedulable_pod_reported_then_scheduled_when_a_node_fits(
     apiserver.create(pod_obj("big", cpu="6"))
     version = kube_default().version
     expected = (
-        f"0/1 nodes are available: 1 Insufficient cpu. (policy kube-default version {version})"
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        f"1 No preemption victims found for incoming pod.. (policy kube-default version {version})"
     )
     unschedulable = threading.Semaphore(0)
 

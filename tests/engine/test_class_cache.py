@@ -17,7 +17,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine.classcache import pod_class
+from policyengine.engine.classcache import CACHE, pod_class
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.model.frozen import FrozenDict
@@ -144,3 +144,51 @@ def test_spread_and_anti_affinity_see_pods_placed_on_other_nodes() -> None:
                 snap = snap.with_pod(pod, decision.node)
         expected = ["a", "b", "a", "b"] if "spread" in extra else ["a", "b"]
         assert sorted(zones) == sorted(expected)
+
+
+def _columns_by_rule(policy_rules: dict[str, tuple[str, int]]) -> dict[str, int]:
+    """How many cached columns each named rule has (keys end in kind, index, share key)."""
+    counts = dict.fromkeys(policy_rules, 0)
+    for key in list(CACHE._columns):
+        for name, (kind, index) in policy_rules.items():
+            if key[-3] == kind and key[-2] == index:
+                counts[name] += 1
+    return counts
+
+
+def test_pods_of_different_classes_share_the_rules_that_read_them_alike() -> None:
+    # A rule's column is keyed by what the rule reads of the pod: ``zone_ok`` reads only the
+    # pod's labels, NodeResourcesFit's filter only the pod's requests (its prepared state).
+    program = compiled(
+        'import "kube-default.sched"\npolicy "p" {\n  use kube\n'
+        '  filter zone_ok { node.labels["zone"] ?? "" == "a" or pod.labels["app"] == "db" }\n}\n'
+        'profile "policyengine" {\n  policies "p"\n}\n'
+    )
+    policy = program.policies[-1]
+    rules = {
+        rule.name: (rule.kind, index)
+        for kind_rules in (policy.filters,)
+        for index, rule in enumerate(kind_rules)
+        if rule.name in ("zone_ok", "node_resources_fit")
+    }
+    assert set(rules) == {"zone_ok", "node_resources_fit"}
+    snap = snapshot(
+        [make_node(f"n{i}", labels={"zone": zone}) for i, zone in enumerate(["a", "b", "a"])]
+    )
+    pods = [
+        make_pod("a", labels={"app": "web"}, requests={"cpu": "100m"}),
+        make_pod("b", labels={"app": "web"}, requests={"cpu": "200m"}),
+        make_pod("c", labels={"app": "db"}, requests={"cpu": "100m"}),
+    ]
+    CACHE.clear()
+    seen = []
+    for pod in pods:
+        decision = schedule(program, pod, snap, random.Random(1), CycleOptions(all_filters=False))
+        reference = reference_decision(program, pod, snap, random.Random(1))
+        assert differences(decision, reference) == []
+        seen.append(_columns_by_rule(rules))
+    assert seen == [
+        {"zone_ok": 1, "node_resources_fit": 1},
+        {"zone_ok": 1, "node_resources_fit": 2},  # b: other requests, same labels
+        {"zone_ok": 2, "node_resources_fit": 2},  # c: other labels, a's requests
+    ]

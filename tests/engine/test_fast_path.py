@@ -5,7 +5,7 @@ the batch forms of the kube builtins (``schedlib.batch``) and reuses node views 
 cycles. Hypothesis generates small clusters (nodes with random labels, taints, resources and
 running pods), pending pods (requests, tolerations, node selectors, host ports, preferred
 affinity, node names) and policies (``kube-default.sched`` plus random simple filter and score
-rules over node attributes), places a few pods one after another (so views and caches are
+rules over node attributes, node load included, and maybe an ``overcommit``), places a few pods one after another (so views and caches are
 reused across changed snapshots), and asserts every decision equals one made by the
 reference evaluator alone (``engine.reference_cycle``): feasible set, first rejection and its
 reasons, raw, normalised and total scores, and the chosen node from the same rng state.
@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.lang.compiler import Program, compile_texts
+from policyengine.model.load import NodeLoad
 from policyengine.schedlib import default_schema
 from tests.model.builders import container, make_node, make_pod, snapshot
 
@@ -40,12 +41,14 @@ FILTER_BODIES = [
     "node.pod_count < 2",
     "not node.unschedulable",
     'node.free["memory"] > 1Gi',
+    "(node.load.cpu ?? 1.0) < 0.6",
 ]
 SCORE_BODIES = [
     "node.pod_count * 10",
     '100 * node.allocated["cpu"] / node.allocatable["cpu"]',
     'if node.labels["zone"] == "a" then 50 else 10',
     'node.allocatable["memory"] / 1Gi',
+    "100 * (1 - (node.load.gpu ?? 1.0))",
 ]
 NORMALIZE = ["", " normalize max", " normalize reverse", " normalize minmax"]
 
@@ -69,6 +72,9 @@ def policies(draw: st.DrawFn) -> str:
             f"score bonus{index} weight {weight}{draw(st.sampled_from(NORMALIZE))} {{ {body} }}"
         )
     disable = draw(st.sampled_from(["", " { disable image_locality }"]))
+    rules.append(
+        draw(st.sampled_from(["", "overcommit cpu 1.5", "overcommit cpu 2 max_load 0.5"]))
+    )
     inner = "\n  ".join(rules)
     # The profile makes "p" govern: otherwise the imported "kube-default" policy, first in the
     # default profile, would decide every pod and the random rules would never run.
@@ -176,7 +182,11 @@ def test_fast_path_decides_as_the_reference(data: st.DataObject) -> None:
         data.draw(pods(f"run{i}", names, on=data.draw(st.sampled_from(names))))
         for i in range(data.draw(st.integers(0, 4)))
     ]
-    snap = snapshot(cluster_nodes, running)
+    load = st.one_of(
+        st.none(), st.builds(NodeLoad, st.sampled_from([None, 0.2, 0.5, 0.9]), gpu=st.just(0.3))
+    )
+    loads = {name: found for name in names if (found := data.draw(load)) is not None}
+    snap = snapshot(cluster_nodes, running).with_loads(loads)
     all_filters = data.draw(st.booleans())
     rng = random.Random(data.draw(st.integers(0, 5)))
     for index in range(data.draw(st.integers(1, 3))):

@@ -209,7 +209,7 @@ INVALID = {
     "no expectation": (
         HEAD + "  - name: c\n    pod: small\n",
         "{path}:4: case 'c': no expectation; give at least one of feasible, infeasible, filter, "
-        "chosen, chosen_one_of, score_order, unschedulable, policy",
+        "chosen, chosen_one_of, score_order, unschedulable, policy, gang",
     ),
     "no pod": (
         HEAD + "  - name: c\n    chosen: n2\n",

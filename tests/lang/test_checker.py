@@ -864,6 +864,36 @@ DIAGNOSTICS = [
             hint: a ratio of 1 means no overcommit; ratios below 1 would shrink the node
         """,
     ),
+    Case(
+        "PE227 overcommit of an incompressible resource",
+        ["overcommit memory 1.5"],
+        """
+        t.sched:2:14: error PE227: memory is not compressible and cannot be overcommitted
+              overcommit memory 1.5
+                         ^^^^^^
+            hint: only cpu can be overcommitted
+        """,
+    ),
+    Case(
+        "PE227 overcommit of a GPU, quoted",
+        ['overcommit "nvidia.com/gpu" 2 max_load 0.5'],
+        """
+        t.sched:2:14: error PE227: nvidia.com/gpu is not compressible and cannot be overcommitted
+              overcommit "nvidia.com/gpu" 2 max_load 0.5
+                         ^^^^^^^^^^^^^^^^
+            hint: only cpu can be overcommitted
+        """,
+    ),
+    Case(
+        "PE227 max_load above 1",
+        ["overcommit cpu 2.0 max_load 1.2"],
+        """
+        t.sched:2:3: error PE227: max_load 1.2 for cpu is not between 0 and 1
+              overcommit cpu 2.0 max_load 1.2
+              ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+            hint: max_load is a fraction of the node's allocatable, e.g. 0.8
+        """,
+    ),
 ]
 
 

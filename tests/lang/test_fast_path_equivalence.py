@@ -28,7 +28,7 @@ from policyengine.lang.compiler import CompiledRule, compile_texts
 from policyengine.lang.loader import load_texts
 from policyengine.lang.planner import Planner
 from policyengine.lang.reference import evaluate, reference_filter, reference_score
-from policyengine.lang.runtime import Env, EvalError
+from policyengine.lang.runtime import Env, EvalError, NodeBatch
 from tests.lang.fake_schema import TOTAL_SCHEMA as SCHEMA
 
 Draw = Callable[..., Any]
@@ -568,3 +568,40 @@ def test_rules_decide_the_same_on_both_paths(
         fresh = Env({"order": order, **node}, context)
         for rule in rules:
             assert_both_paths_agree(rule, node_env, fresh, source)
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    rule_programs(),
+    orders(),
+    st.lists(nodes(), min_size=1, max_size=5),
+    CONTEXTS,
+    st.data(),
+)
+def test_whole_batch_forms_give_every_node_its_single_answer(
+    source: str,
+    order: dict[str, Any],
+    nodes: list[dict[str, Any]],
+    context: dict[str, Any],
+    data: st.DataObject,
+) -> None:
+    # ``filter_many``/``score_many`` run columnar forms of the guard and body (``lang.vector``)
+    # over all nodes, or over the nodes a guard admits; each node must get what the rule's
+    # single evaluator gives it, errors included, on the whole batch and on a narrowed one.
+    result = compile_texts({"gen.sched": source}, SCHEMA)
+    assert result.program is not None, (source, [d.message for d in result.diagnostics])
+    rules: list[CompiledRule] = list(result.program.policies[0].rules)
+    pod_env = result.program.env(order=order, context=context)
+    batch = NodeBatch(pod_env, {name: [node[name] for node in nodes] for name in nodes[0]})
+    rows = data.draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, unique=True))
+    for subset, chosen in ((batch, list(range(len(nodes)))), (batch.take(rows), rows)):
+        for rule in rules:
+            single = rule.filter if rule.kind == "filter" else rule.score
+            many = rule.filter_many if rule.kind == "filter" else rule.score_many
+            assert many is not None
+            want = [single(pod_env.derive(**nodes[row])) for row in chosen]
+            assert canonical(many(subset)) == canonical(want), source

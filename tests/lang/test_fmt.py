@@ -176,6 +176,7 @@ CASES: list[tuple[str, str, str]] = [
           overcommit "nvidia.com/gpu" 2
           overcommit "if" 3
           overcommit memory 01
+          overcommit "cpu"   2.0   max_load   0.80
         }
         """,
         """
@@ -184,6 +185,7 @@ CASES: list[tuple[str, str, str]] = [
           overcommit "nvidia.com/gpu" 2
           overcommit "if" 3
           overcommit memory 01
+          overcommit cpu 2.0 max_load 0.80
         }
         """,
     ),

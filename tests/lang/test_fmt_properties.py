@@ -149,16 +149,29 @@ ratios = st.one_of(
     st.integers(0, 99).map(lambda i: (i, str(i))),
     st.from_regex(r"[0-9]{1,2}\.[0-9]{1,2}", fullmatch=True).map(lambda t: (float(t), t)),
 )
+gang_items = st.one_of(
+    st.builds(n.Within, st.lists(names, min_size=1, max_size=3).map(tuple), st.booleans()),
+    st.builds(n.Filter, names, st.none() | EXPR, EXPR, st.none() | templates()),
+    st.builds(n.Score, names, st.none() | weights, st.none() | names, st.none() | EXPR, EXPR),
+)
 statements = st.one_of(
+    st.builds(n.GangBlock, st.lists(gang_items, max_size=3).map(tuple)),
     st.builds(n.Match, EXPR),
     st.builds(n.Use, names, st.lists(adjustments, max_size=3).map(tuple)),
     st.builds(n.Let, names, EXPR),
     st.builds(n.Filter, names, st.none() | EXPR, EXPR, st.none() | templates()),
     st.builds(n.Score, names, st.none() | weights, st.none() | names, st.none() | EXPR, EXPR),
     st.builds(
-        lambda resource, ratio: n.Overcommit(resource, ratio[0], ratio_text=ratio[1]),
+        lambda resource, ratio, bound: n.Overcommit(
+            resource,
+            ratio[0],
+            ratio_text=ratio[1],
+            max_load=None if bound is None else bound[0],
+            max_load_text="" if bound is None else bound[1],
+        ),
         names | text_values,
         ratios,
+        st.none() | ratios,
     ),
 )
 bodies = st.lists(statements, max_size=4).map(tuple)

@@ -114,6 +114,7 @@ policy "p" {
   let x = 1
   overcommit cpu 1.5
   overcommit "nvidia.com/gpu" 2
+  overcommit cpu 2 max_load 0.8
   filter f when x > 0 { true } reason "x is {x}, {{literal}}"
   score s weight 4 normalize max when true { x }
 }
@@ -130,7 +131,11 @@ policy "p" {
     assert policy.match == n.Match(binary(">", attr(name("pod"), "priority"), lit("int", 0)))
     assert policy.uses == (n.Use("lib", (n.Disable("lf", kind="filter"), n.Reweight("ls", 3))),)
     assert policy.lets == (n.Let("x", lit("int", 1)),)
-    assert policy.overcommits == (n.Overcommit("cpu", 1.5), n.Overcommit("nvidia.com/gpu", 2))
+    assert policy.overcommits == (
+        n.Overcommit("cpu", 1.5),
+        n.Overcommit("nvidia.com/gpu", 2),
+        n.Overcommit("cpu", 2, max_load=0.8),
+    )
     f, s = policy.rules
     assert f == n.Filter(
         "f",
@@ -260,7 +265,7 @@ t.sched:2:18: error PE101: unexpected '}'; expected a name, a number, a quantity
     (
         'policy "p" {\n  filter f { true }\n',
         """\
-t.sched:2:20: error PE102: unexpected end of file; expected 'filter', 'let', 'match', 'overcommit', 'reason', 'score', 'use', '}'
+t.sched:2:20: error PE102: unexpected end of file; expected 'filter', 'gang', 'let', 'match', 'overcommit', 'preempt', 'reason', 'score', …
       filter f { true }
                        ^
     hint: a block may be missing its closing '}'""",

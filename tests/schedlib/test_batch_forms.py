@@ -3,19 +3,24 @@ returns, node for node: filter reasons (and their order) and integer scores.
 
 Hypothesis draws nodes with cpu, memory, ephemeral storage, GPUs and hugepages (some
 over-committed by the pods already on them, some full), pending pods requesting any of those
-(or nothing), and configurations that weight, ignore or add resources, then compares every
-form in ``FILTERS`` and ``SCORES`` with ``plugin.filter``/``plugin.score`` on every node.
+(or nothing) and running containers of a few images some nodes hold (in several sizes), with
+zone and rack labels, topology spread, (anti-)affinity terms, node selectors and required
+node affinity (so the label-grouped forms of PodTopologySpread, InterPodAffinity and
+NodeAffinity meet domains, missing labels and existing pods' anti-affinity), and
+configurations that weight, ignore or add resources, then compares every form in ``FILTERS``
+and ``SCORES`` with ``plugin.filter``/``plugin.score`` on every node.
 """
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
-from policyengine.schedlib.batch import FILTERS, SCORES
-from tests.model.builders import container, make_node, make_pod, snapshot
+from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
+from tests.model.builders import container, make_node, make_pod, pod_affinity, snapshot, term
 
 GPU = "nvidia.com/gpu"
 HUGE = "hugepages-2Mi"
@@ -26,6 +31,57 @@ QUANTITIES = {
     GPU: ["0", "1", "2", "8"],
     HUGE: ["0", "2Mi", "1Gi"],
 }
+IMAGES = ["app:v1", "db:v2", "cache:v3"]
+MiB = 1024 * 1024
+NODE_IMAGES = [
+    (),
+    ([["app:v1"], 300 * MiB],),
+    ([["app:v1"], 900 * MiB],),
+    ([["app:v1", "app:latest"], 300 * MiB], [["db:v2"], 40 * MiB]),
+    ([["db:v2"], 5000 * MiB], [["cache:v3"], 20 * MiB]),
+]
+
+
+ZONES = ["a", "b", None]
+SELECTORS = [{"app": "web"}, {"app": "db"}]
+TOPOLOGY_KEYS = ["zone", "rack", "kubernetes.io/hostname"]
+
+
+@st.composite
+def placement(draw: st.DrawFn) -> dict[str, object]:
+    """Labels, and maybe spread constraints and pod (anti-)affinity, for a pod."""
+    out: dict[str, object] = {"labels": draw(st.sampled_from(SELECTORS))}
+    if draw(st.booleans()):
+        out["spread"] = [
+            {
+                "maxSkew": draw(st.integers(1, 2)),
+                "topologyKey": draw(st.sampled_from(TOPOLOGY_KEYS)),
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": draw(st.sampled_from(SELECTORS))},
+            }
+            for _ in range(draw(st.integers(1, 2)))
+        ]
+    kinds = draw(st.lists(st.sampled_from(["podAffinity", "podAntiAffinity"]), unique=True))
+    affinity: dict[str, object] = {
+        kind: {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                term(draw(st.sampled_from(SELECTORS)), draw(st.sampled_from(TOPOLOGY_KEYS)))
+            ]
+        }
+        for kind in kinds
+    }
+    if draw(st.booleans()):
+        out["node_selector"] = draw(st.sampled_from([{"zone": "a"}, {"zone": "b", "rack": "r1"}]))
+    if draw(st.integers(0, 3)) == 0:
+        expression = {"key": "rack", "operator": "In", "values": ["r1"]}
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+            }
+        }
+    if affinity:
+        out["affinity"] = affinity
+    return out
 
 
 @st.composite
@@ -43,13 +99,21 @@ def clusters(draw: st.DrawFn) -> object:
             for r in ("ephemeral-storage", GPU, HUGE)
             if draw(st.booleans())
         }
+        labels = {"kubernetes.io/hostname": f"n{index}"}
+        zone = draw(st.sampled_from(ZONES))
+        if zone is not None:
+            labels["zone"] = zone
+        if draw(st.booleans()):
+            labels["rack"] = draw(st.sampled_from(["r1", "r2"]))
         nodes.append(
             make_node(
                 f"n{index}",
+                labels=labels,
                 cpu=draw(st.sampled_from(["0", "1", "2", "4", "96"])),
                 memory=draw(st.sampled_from(["0", "1Gi", "8Gi", "2Ti"])),
                 pods=draw(st.integers(0, 3)),
                 extra=extra,
+                images=draw(st.sampled_from(NODE_IMAGES)),
             )
         )
     running = [
@@ -59,6 +123,7 @@ def clusters(draw: st.DrawFn) -> object:
             containers=[
                 container(f"c{c}", draw(requests())) for c in range(draw(st.integers(1, 2)))
             ],
+            **draw(placement()),
         )
         for index in range(draw(st.integers(0, 8)))
     ]
@@ -94,8 +159,10 @@ def test_batch_forms_equal_the_plugins(cluster, data, config) -> None:  # type: 
     pod = make_pod(
         "p",
         containers=[
-            container(f"c{c}", data.draw(requests())) for c in range(data.draw(st.integers(1, 2)))
+            container(f"c{c}", data.draw(requests()), image=data.draw(st.sampled_from(IMAGES)))
+            for c in range(data.draw(st.integers(1, 2)))
         ],
+        **data.draw(placement()),
     )
     infos = list(cluster.nodes)
     for name, form in FILTERS.items():
@@ -114,3 +181,86 @@ def test_batch_forms_equal_the_plugins(cluster, data, config) -> None:  # type: 
         got = form(state, infos, None)
         assert got == expected_scores, name
         assert all(type(v) is type(e) for v, e in zip(got, expected_scores, strict=True)), name
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), data=st.data())
+def test_incremental_spread_prefilter_equals_the_plugin(cluster, data) -> None:  # type: ignore[no-untyped-def]
+    # Pods are assumed onto nodes and removed again one at a time, as the scheduler does; the
+    # incremental PreFilter must give the state the plugin computes from scratch each time.
+    plugin = PLUGINS_BY_NAME["PodTopologySpread"]
+    assert plugin.prepare_filter is not None
+    prepare = PREPARE_FILTERS["PodTopologySpread"]
+    wanted = make_pod("p", labels={"app": "web"}, **{"spread": data.draw(placement_spread())})
+    names = [info.name for info in cluster.nodes]
+    placed: list[str] = []
+    for step in range(data.draw(st.integers(1, 6))):
+        if placed and data.draw(st.booleans()):
+            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        else:
+            pod = make_pod(f"s{step}", **data.draw(placement()))
+            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
+            placed.append(pod.key)
+        got = prepare(wanted, cluster, SchedulerConfig())
+        expected = plugin.prepare_filter(wanted, cluster, SchedulerConfig())
+        assert (got.pair_counts, got.domains, got.minimum) == (
+            expected.pair_counts,
+            expected.domains,
+            expected.minimum,
+        )
+        assert got.constraints == expected.constraints
+
+
+@st.composite
+def placement_spread(draw: st.DrawFn) -> list[dict[str, object]]:
+    spread = draw(placement().filter(lambda p: "spread" in p))["spread"]
+    assert isinstance(spread, list)
+    return spread
+
+
+ZONED = [
+    ("n0", {"zone": "b", "rack": "r2"}),
+    ("n1", {"zone": "b", "rack": "r1"}),
+    ("n2", {"zone": "a", "rack": "r1"}),
+    ("n3", {"zone": "b"}),
+]
+GROUPED_CASES = [
+    ("NodeAffinity", {"node_selector": {"zone": "b", "rack": "r1"}}),
+    (
+        "PodTopologySpread",
+        {
+            "labels": {"app": "web"},
+            "spread": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": key,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                }
+                for key in ("zone", "rack")
+            ],
+        },
+    ),
+    (
+        "InterPodAffinity",
+        {"affinity": {"podAntiAffinity": pod_affinity(required=[term({"app": "web"}, "rack")])}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "placement_of_pod"), GROUPED_CASES)
+def test_grouped_forms_tell_apart_nodes_that_differ_in_any_label_read(
+    name: str, placement_of_pod: dict[str, object]
+) -> None:
+    # Nodes alike in their first label but not their second: a form grouping by too few
+    # labels gives the second node of a group the first one's answer.
+    nodes = [make_node(n, labels=labels) for n, labels in ZONED]
+    running = [make_pod("r", node_name="n1", labels={"app": "web"})]
+    cluster = snapshot(nodes, running)
+    plugin = PLUGINS_BY_NAME[name]
+    assert plugin.prepare_filter is not None and plugin.filter is not None
+    state = plugin.prepare_filter(make_pod("p", **placement_of_pod), cluster, SchedulerConfig())
+    infos = list(cluster.nodes)
+    expected = [plugin.filter(state, info) for info in infos]
+    assert len({tuple(e) for e in expected}) > 1  # the case tells nodes apart
+    assert FILTERS[name](state, infos, None) == expected

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from policyengine.model.normalize import MAX_NODE_SCORE
 from policyengine.model.objects import Pod
+from policyengine.model.overcommit import Overcommits
 from policyengine.model.plugins.base import Plugin
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.plugins.node_resources_fit import (
@@ -29,6 +30,7 @@ WEIGHT = 1
 @dataclass(frozen=True, slots=True)
 class ScoreState:
     resources: tuple[tuple[str, int], ...]  # (name, pod request)
+    overcommit: Overcommits = ()  # the policy's, for this pod (model.overcommit)
 
 
 def prepare_score(
@@ -40,7 +42,9 @@ def prepare_score(
     requests = pod_score_requests(pod, config.balanced_resources, non_zero=False)
     if config.balanced_skips_best_effort and not any(requests):
         return None
-    return ScoreState(tuple(zip(config.balanced_resources, requests, strict=True)))
+    return ScoreState(
+        tuple(zip(config.balanced_resources, requests, strict=True)), config.overcommit
+    )
 
 
 def balanced_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
@@ -65,7 +69,9 @@ def score(state: ScoreState, node: NodeInfo) -> int:
     requested = []
     allocatable = []
     for name, request in state.resources:
-        alloc, req = allocatable_and_requested(node, name, request, use_requested=True)
+        alloc, req = allocatable_and_requested(
+            node, name, request, use_requested=True, overcommit=state.overcommit
+        )
         if alloc == 0:
             requested.append(0)
             allocatable.append(0)

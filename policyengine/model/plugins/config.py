@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from policyengine.model.objects import TopologySpreadConstraint
+from policyengine.model.overcommit import Overcommits
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,14 @@ class SchedulerConfig:
     prefilter_absent_nodes_unresolvable: bool = True
     # ImageLocality counts init containers' images (and containers) since 1.26.
     image_locality_init_containers: bool = True
+    # Not kube: the governing policy's overcommit for the pod being scheduled (empty for
+    # Guaranteed pods and policies without one); NodeResourcesFit and BalancedAllocation count
+    # a compressible resource's allocatable times its ratio (model.overcommit).
+    overcommit: Overcommits = ()
+    # DefaultPreemption args: the dry runs stop once this many candidate nodes are found
+    # (max(percentage of the nodes, absolute), at most all nodes), as kube-scheduler does.
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
 
     def with_(self, **changes: object) -> SchedulerConfig:
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from policyengine.model.normalize import MAX_NODE_SCORE, go_div
 from policyengine.model.objects import Pod
+from policyengine.model.overcommit import Overcommits, effective_allocatable
 from policyengine.model.plugins.base import Plugin
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.resources import (
@@ -45,6 +46,7 @@ class FilterState:
     ephemeral: int
     scalars: tuple[tuple[str, int], ...]  # sorted; zero requests dropped, ignored ones dropped
     has_scalar_entries: bool
+    overcommit: Overcommits = ()  # the policy's, for this pod (model.overcommit)
 
 
 def prepare_filter(
@@ -72,6 +74,7 @@ def prepare_filter(
         ephemeral=to_units(EPHEMERAL_STORAGE, reqs.get(EPHEMERAL_STORAGE, 0)),
         scalars=tuple(scalars),
         has_scalar_entries=has_scalar_entries,
+        overcommit=config.overcommit,
     )
 
 
@@ -83,7 +86,10 @@ def filter(state: FilterState, node: NodeInfo) -> list[str]:
         return reasons
     alloc = node.allocatable_units
     used = node.requested_units
-    if state.cpu > 0 and state.cpu > alloc.get(CPU, 0) - used.get(CPU, 0):
+    alloc_cpu = alloc.get(CPU, 0)
+    if state.overcommit:  # only cpu is compressible, so only cpu can be overcommitted
+        alloc_cpu = effective_allocatable(alloc_cpu, CPU, node.load, state.overcommit)
+    if state.cpu > 0 and state.cpu > alloc_cpu - used.get(CPU, 0):
         reasons.append(insufficient(CPU))
     if state.memory > 0 and state.memory > alloc.get(MEMORY, 0) - used.get(MEMORY, 0):
         reasons.append(insufficient(MEMORY))
@@ -101,19 +107,28 @@ def filter(state: FilterState, node: NodeInfo) -> list[str]:
 
 
 def allocatable_and_requested(
-    node: NodeInfo, resource: str, pod_request: int, *, use_requested: bool
+    node: NodeInfo,
+    resource: str,
+    pod_request: int,
+    *,
+    use_requested: bool,
+    overcommit: Overcommits = (),
 ) -> tuple[int, int]:
     """kube's ``calculateResourceAllocatableRequest``: (allocatable, requested incl. the pod).
 
     ``use_requested`` False reads the non-zero cpu/memory sums (LeastAllocated), True the real
-    ones (BalancedAllocation). (0, 0) means "leave this resource out".
+    ones (BalancedAllocation). (0, 0) means "leave this resource out". ``overcommit`` scales
+    the allocatable cpu (model.overcommit).
     """
     if pod_request == 0 and is_scalar_resource(resource):
         return 0, 0
     alloc = node.allocatable_units
     if resource == CPU:
         used = node.requested_units.get(CPU, 0) if use_requested else node.non_zero_cpu
-        return alloc.get(CPU, 0), used + pod_request
+        alloc_cpu = alloc.get(CPU, 0)
+        if overcommit:
+            alloc_cpu = effective_allocatable(alloc_cpu, CPU, node.load, overcommit)
+        return alloc_cpu, used + pod_request
     if resource == MEMORY:
         used = node.requested_units.get(MEMORY, 0) if use_requested else node.non_zero_memory
         return alloc.get(MEMORY, 0), used + pod_request
@@ -135,6 +150,7 @@ def least_requested_score(requested: int, capacity: int) -> int:
 @dataclass(frozen=True, slots=True)
 class ScoreState:
     resources: tuple[tuple[str, int, int], ...]  # (name, weight, pod's non-zero request)
+    overcommit: Overcommits = ()
 
 
 def pod_score_requests(pod: Pod, resources: Sequence[str], *, non_zero: bool) -> tuple[int, ...]:
@@ -151,14 +167,17 @@ def prepare_score(
     names = [r for r, _ in config.fit_score_resources]
     requests = pod_score_requests(pod, names, non_zero=True)
     return ScoreState(
-        tuple((r, w, q) for (r, w), q in zip(config.fit_score_resources, requests, strict=True))
+        tuple((r, w, q) for (r, w), q in zip(config.fit_score_resources, requests, strict=True)),
+        config.overcommit,
     )
 
 
 def score(state: ScoreState, node: NodeInfo) -> int:
     total = weights = 0
     for name, weight, request in state.resources:
-        alloc, req = allocatable_and_requested(node, name, request, use_requested=False)
+        alloc, req = allocatable_and_requested(
+            node, name, request, use_requested=False, overcommit=state.overcommit
+        )
         if alloc == 0:
             continue
         total += least_requested_score(req, alloc) * weight

@@ -137,22 +137,46 @@ def prepare_filter(
     constraints = pod_constraints(pod, DO_NOT_SCHEDULE, config)
     if not constraints:
         return FilterState((), dict(pod.labels), {}, {}, {})
-    required = pod_required_affinity(pod)
+    key = count_key(pod, constraints)
     counts: dict[Pair, int] = {}
     for node in snapshot.nodes:
-        labels = node.node.labels
-        if not has_all_keys(labels, constraints):
-            continue
-        node_counts: dict[Pair, int] = {}
-        for c in constraints:
-            if not c.includes_node(node, required, pod.tolerations):
-                continue
-            # Two constraints on one key share the pair: the later one wins, as in kube.
-            node_counts[(c.topology_key, labels[c.topology_key])] = count_matching(
-                node.pods, c.selector, pod.namespace
-            )
-        for pair, n in node_counts.items():
+        for pair, n in node_counts(node, key).items():
             counts[pair] = counts.get(pair, 0) + n
+    return filter_state(constraints, pod, counts)
+
+
+# What a node's counts depend on besides the node: the constraints, the pod's required node
+# affinity, tolerations and namespace (``count_key``), so an incremental caller can keep each
+# node's counts while its ``NodeInfo`` lives.
+CountKey = tuple[tuple[Constraint, ...], RequiredNodeAffinity, tuple[Toleration, ...], str]
+
+
+def count_key(pod: Pod, constraints: tuple[Constraint, ...]) -> CountKey:
+    return constraints, pod_required_affinity(pod), tuple(pod.tolerations), pod.namespace
+
+
+def node_counts(node: NodeInfo, key: CountKey) -> dict[Pair, int]:
+    """The matching pods ``node`` adds to each of its domains (none: the node does not count)."""
+    constraints, required, tolerations, namespace = key
+    labels = node.node.labels
+    if not has_all_keys(labels, constraints):
+        return {}
+    out: dict[Pair, int] = {}
+    for c in constraints:
+        if not c.includes_node(node, required, tolerations):
+            continue
+        # Two constraints on one key share the pair: the later one wins, as in kube.
+        out[(c.topology_key, labels[c.topology_key])] = count_matching(
+            node.pods, c.selector, namespace
+        )
+    return out
+
+
+def filter_state(
+    constraints: tuple[Constraint, ...], pod: Pod, counts: dict[Pair, int]
+) -> FilterState:
+    """The filter's state from the summed counts of every node (a pair counted by no node is
+    absent; one whose nodes hold no matching pod is 0)."""
     domains: dict[str, int] = {}
     minimum: dict[str, int] = {}
     for (key, _), n in counts.items():

@@ -1,0 +1,230 @@
+"""Preemption in the loop: carrying out what ``engine.preemption`` decided, as kube-scheduler's
+DefaultPreemption does after its PostFilter chose a node.
+
+For a pod that fits nowhere: run preemption against the cycle's snapshot; set the pod's
+``status.nominatedNodeName`` to the chosen node; clear the nomination of lower-priority pods
+nominated to that node (they may no longer fit there); post a ``Preempted`` event on each
+victim (``Preempted by pod <uid> on node <node>``); and delete the victims gracefully (a
+plain DELETE: each pod's own ``terminationGracePeriodSeconds`` applies). The preemptor stays
+in the unschedulable queue; when a victim is finally gone, the deletion moves it back and the
+next cycle binds it.
+
+PodDisruptionBudgets come from their own watch (``pdb_*`` handlers) and are laid over the
+cycle's snapshot for preemption only. Nominations are remembered here (from our own patches at once, and from the watch), so that
+every cycle can count the nominated pods of equal or higher priority as already on their
+nodes (``engine.preemption.with_nominated``): the space a preemptor paid for is not taken
+by a lower-priority pod in the meantime. A preemptor whose victims are still in the cache
+(their deletion is not visible yet) does not preempt again.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import structlog
+from kubernetes import client as k8s
+
+from policyengine.controller.events import EventRecorder
+from policyengine.engine.decision import Decision
+from policyengine.engine.preemption import PreemptionDecision, preempt
+from policyengine.lang.compiler import Program
+from policyengine.model.errors import ModelError
+from policyengine.model.frozen import FrozenDict
+from policyengine.model.objects import Pod
+from policyengine.model.pdb import PodDisruptionBudget, parse_pdb
+from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
+
+log = structlog.get_logger(__name__)
+
+
+def preempted_message(preemptor: Pod, node: str) -> str:
+    return f"Preempted by pod {preemptor.uid} on node {node}"
+
+
+class Preemptor:
+    """Nominations and in-flight preemptions of one scheduler (module docstring)."""
+
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        events: EventRecorder,
+        *,
+        topology: TopologyConfig = DEFAULT_TOPOLOGY,
+        request_timeout: float = 10.0,
+        on_preempt: Callable[[PreemptionDecision], None] | None = None,
+    ) -> None:
+        # Typed as Any: called on the raw wire (_preload_content=False), not with models.
+        self._core: Any = k8s.CoreV1Api(api_client)
+        self._events = events
+        self._topology = topology
+        self._timeout = request_timeout
+        self._on_preempt = on_preempt
+        self._lock = threading.Lock()
+        self._nominated: dict[str, Pod] = {}  # pending pod key -> pod with its nominated node
+        self._victims: dict[str, frozenset[str]] = {}  # preemptor key -> victim keys
+        self._pdbs: dict[str, PodDisruptionBudget] = {}  # "ns/name" -> budget, from the watch
+
+    # ------------------------------------------------------------------ budgets (informer)
+
+    def pdb_added(self, obj: dict[str, Any]) -> None:
+        self.pdb_updated(None, obj)
+
+    def pdb_updated(self, _old: dict[str, Any] | None, obj: dict[str, Any]) -> None:
+        try:
+            budget = parse_pdb(obj)
+        except ModelError as exc:
+            log.warning("ignoring unreadable PodDisruptionBudget", error=str(exc))
+            return
+        with self._lock:
+            self._pdbs[budget.key] = budget
+
+    def pdb_deleted(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            self._pdbs.pop(f"{meta.get('namespace') or 'default'}/{meta.get('name')}", None)
+
+    # ------------------------------------------------------------------ nominations
+
+    def nominated(self) -> Sequence[Pod]:
+        with self._lock:
+            return tuple(self._nominated.values())
+
+    def nomination(self, key: str) -> str:
+        with self._lock:
+            pod = self._nominated.get(key)
+            return pod.nominated_node_name if pod is not None else ""
+
+    def observe(self, pod: Pod) -> None:
+        """A pod as the watch shows it: assigned or terminating pods hold no nomination."""
+        with self._lock:
+            if pod.node_name or pod.is_terminating:
+                self._nominated.pop(pod.key, None)
+                self._victims.pop(pod.key, None)
+            elif pod.nominated_node_name:
+                self._nominated[pod.key] = pod
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._nominated.pop(key, None)
+            self._victims.pop(key, None)
+
+    # ------------------------------------------------------------------ preemption
+
+    def run(
+        self,
+        program: Program,
+        pod: Pod,
+        snapshot: ClusterSnapshot,
+        decision: Decision,
+        controller: str,
+        rng: random.Random | None = None,
+    ) -> PreemptionDecision | None:
+        """Preempt for ``pod`` if it may; None while its earlier victims are still going.
+        ``rng``: the loop's seeded rng, for where the bounded candidate search starts."""
+        with self._lock:
+            waiting = self._victims.get(pod.key, frozenset())
+            known = self._nominated.get(pod.key)
+        if any(key in snapshot.pod_nodes for key in waiting):
+            return None
+        with self._lock:
+            budgets = FrozenDict(self._pdbs)
+        if budgets:
+            snapshot = replace(snapshot, pdbs=budgets)
+        if known is not None and not pod.nominated_node_name:
+            pod = replace(pod, nominated_node_name=known.nominated_node_name)
+        others = [p for p in self.nominated() if p.key != pod.key]
+        outcome = preempt(
+            program,
+            pod,
+            snapshot,
+            decision,
+            others,
+            self._topology,
+            scheduler_name=controller,
+            rng=rng,
+        )
+        if outcome.node is None:
+            return outcome
+        node = outcome.node
+        log.info(
+            "preempting",
+            pod=pod.key,
+            node=node,
+            victims=[v.key for v in outcome.victims],
+            pdb_violations=outcome.pdb_violations,
+        )
+        with self._lock:
+            self._victims[pod.key] = frozenset(v.key for v in outcome.victims)
+            self._nominated[pod.key] = replace(pod, nominated_node_name=node)
+            lower = [
+                p
+                for p in self._nominated.values()
+                if p.nominated_node_name == node and p.priority < pod.priority
+            ]
+            for other in lower:
+                del self._nominated[other.key]
+        self._patch_nomination(pod, node)
+        for other in lower:
+            self._patch_nomination(other, None)
+        for victim in outcome.victims:
+            regarding = {
+                "kind": "Pod",
+                "namespace": victim.namespace,
+                "name": victim.name,
+                "uid": victim.uid,
+                "apiVersion": "v1",
+            }
+            note = preempted_message(pod, node)
+            self._events.object_event(
+                regarding, controller, "Normal", "Preempted", "Preempting", note
+            )
+            self._delete(victim)
+        if self._on_preempt is not None:
+            self._on_preempt(outcome)
+        return outcome
+
+    def _patch_nomination(self, pod: Pod, node: str | None) -> None:
+        body = {"status": {"nominatedNodeName": node}}
+        try:
+            response = self._core.patch_namespaced_pod_status(
+                pod.name,
+                pod.namespace,
+                body,
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+            _ = response.data  # read the body, or the pooled connection is unusable
+            response.release_conn()
+        except Exception as exc:
+            log.warning(
+                "could not set nominatedNodeName",
+                pod=pod.key,
+                node=node,
+                status=getattr(exc, "status", None),
+                error=str(getattr(exc, "reason", None) or exc),
+            )
+
+    def _delete(self, victim: Pod) -> None:
+        try:
+            response = self._core.delete_namespaced_pod(
+                victim.name,
+                victim.namespace,
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+            _ = response.data
+            response.release_conn()
+        except Exception as exc:
+            # 404: already gone, which is what we wanted.
+            if getattr(exc, "status", None) != 404:
+                log.warning(
+                    "could not delete victim",
+                    pod=victim.key,
+                    status=getattr(exc, "status", None),
+                    error=str(getattr(exc, "reason", None) or exc),
+                )

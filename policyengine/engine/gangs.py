@@ -1,0 +1,590 @@
+"""Gangs: place at least ``minMember`` pods of a PodGroup together, inside one topology domain,
+or place none of them.
+
+A distributed training job is useless until all of its workers run, and slow when they are
+spread over racks. ``schedule_gang`` therefore treats the pending members of a PodGroup as one
+unit: it picks candidate topology domains (the governing policy's ``gang`` block names the
+levels, filters domains as a whole and scores them), tries the members one after another on a
+*derived* snapshot restricted to one domain (``CycleOptions.candidates``), and keeps the first
+domain where enough members fit. Nothing is assumed in the caller's snapshot: the caller binds
+the placements of a ``GangDecision`` that is ``scheduled``, or nothing at all, so two gangs
+never hold half of what each needs. Members that arrive after the gang was placed go to the
+domain the placed members share.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from policyengine.engine.cycle import CycleOptions, profile_for, schedule
+from policyengine.engine.decision import Decision
+from policyengine.engine.gpu_placement import with_devices
+from policyengine.engine.normalize import normalize
+from policyengine.lang.compiler import CompiledGang, Program
+from policyengine.lang.runtime import Env
+from policyengine.model.objects import Pod
+from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
+from policyengine.model.podgroup import pod_group_key
+from policyengine.model.resources import from_units, to_units
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
+from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig, topology_of
+from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.gangs import DomainView, GangView, free_units
+from policyengine.schedlib.views import PodView, ResourceMap
+
+_ZERO = Fraction(0)
+
+
+@dataclass(frozen=True)
+class Gang:
+    """The members of one PodGroup the scheduler sees at once."""
+
+    key: str  # "ns/podgroup"
+    min_member: int
+    timeout_seconds: int | None
+    pending: tuple[Pod, ...]  # members waiting to be placed (queue order)
+    placed: tuple[tuple[Pod, str], ...] = ()  # members already bound/assumed, with their node
+    group_missing: bool = False  # the pods name a PodGroup the snapshot does not hold
+
+
+@dataclass(frozen=True)
+class DomainOutcome:
+    """What became of one candidate domain (``explain`` prints these)."""
+
+    level: str | None  # None: the whole cluster (no topology constraint)
+    name: str | None
+    outcome: str  # "placed", "rejected", "too small", "short", "untried"
+    detail: str = ""
+    score: float | None = None
+
+    @property
+    def label(self) -> str:
+        return "the whole cluster" if self.level is None else f"{self.level} {self.name}"
+
+
+@dataclass(frozen=True)
+class GangDecision:
+    gang: str
+    placements: tuple[Decision, ...]  # one Decision per pending member attempted
+    domain: tuple[str, str] | None  # (level, value) chosen, e.g. ("nvlink_domain", "clique-3")
+    message: str  # one message for the whole gang (FailedScheduling text when not placed)
+    min_member: int = 1
+    already_placed: int = 0
+    policy: str | None = None
+    domains: tuple[DomainOutcome, ...] = ()  # the candidates in the order they were considered
+
+    @property
+    def scheduled(self) -> bool:
+        """True iff at least ``min_member`` members (counting placed ones) are on nodes."""
+        if not self.placements and not self.already_placed:
+            return False
+        placed = sum(1 for d in self.placements if d.node is not None)
+        return placed + self.already_placed >= self.min_member
+
+
+# --- grouping ----------------------------------------------------------------------------
+
+
+def gangs_of(pods: Iterable[Pod], snapshot: ClusterSnapshot) -> tuple[Gang | Pod, ...]:
+    """The pending ``pods`` as queue units, in the order of each unit's first pod.
+
+    A pod labelled ``scheduling.x-k8s.io/pod-group`` joins that gang (its running members,
+    with their nodes, become ``placed``); a pod without the label is a unit of its own. Pods
+    naming a PodGroup the snapshot lacks form a gang with ``group_missing`` set, which
+    ``schedule_gang`` never places: the coscheduling plugin's Permit denies them too.
+    """
+    units: list[Gang | Pod | str] = []
+    members: dict[str, list[Pod]] = {}
+    for pod in pods:
+        key = pod_group_key(pod)
+        if key is None:
+            units.append(pod)
+            continue
+        if key not in members:
+            members[key] = []
+            units.append(key)
+        members[key].append(pod)
+    placed = placed_members(snapshot, frozenset(members)) if members else {}
+    out: list[Gang | Pod] = []
+    for unit in units:
+        if isinstance(unit, str):
+            group = snapshot.pod_groups.get(unit)
+            out.append(
+                Gang(
+                    key=unit,
+                    min_member=group.min_member if group is not None else len(members[unit]),
+                    timeout_seconds=group.schedule_timeout_seconds if group else None,
+                    pending=tuple(members[unit]),
+                    placed=tuple(placed.get(unit, ())),
+                    group_missing=group is None,
+                )
+            )
+        else:
+            out.append(unit)
+    return tuple(out)
+
+
+def placed_members(
+    snapshot: ClusterSnapshot, keys: frozenset[str]
+) -> dict[str, list[tuple[Pod, str]]]:
+    """The assigned pods of the gangs ``keys``, with their nodes, in node order."""
+    found: dict[str, list[tuple[Pod, str]]] = {}
+    for info in snapshot.nodes:
+        for pod_info in info.pods:
+            key = pod_group_key(pod_info.pod)
+            if key is not None and key in keys:
+                found.setdefault(key, []).append((pod_info.pod, info.name))
+    return found
+
+
+# --- placing -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Base:
+    min_member: int
+    placed: int
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    level: str | None
+    name: str | None
+    nodes: frozenset[str] | None  # None: no restriction
+    score: float | None = None
+
+
+def schedule_gang(
+    program: Program,
+    gang: Gang,
+    snapshot: ClusterSnapshot,
+    rng: random.Random,
+    options: CycleOptions = CycleOptions(),  # noqa: B008 - frozen, never changed
+    topology: TopologyConfig = DEFAULT_TOPOLOGY,
+    config: SchedulerConfig = DEFAULT_CONFIG,
+) -> GangDecision:
+    """Place the gang's pending members all-or-nothing (see the module docstring).
+
+    Returns a decision placing at least ``min_member`` members (counting ``placed``) inside
+    one domain, or a decision placing none with one message for the whole gang. ``snapshot``
+    is never changed.
+    """
+    needed = max(0, gang.min_member - len(gang.placed))
+    known = len(gang.pending) + len(gang.placed)
+    base = _Base(gang.min_member, len(gang.placed))
+    if not gang.pending:
+        message = f"gang {gang.key} has no pending members"
+        return GangDecision(gang.key, (), None, message, base.min_member, base.placed)
+    first = gang.pending[0]
+    pod_view = PodView(first)
+    context = CycleContext(snapshot, pod_view, config, topology)
+    profile = profile_for(program, first, options.scheduler_name)
+    policy = program.governing_policy(profile, Env({"pod": pod_view}, context))
+    policy_name = policy.name if policy is not None else None
+    if gang.group_missing:
+        message = f"pod group {gang.key} not found; its pods wait until the PodGroup exists"
+        return _none_placed(program, gang, snapshot, message, policy_name, (), base)
+    if known < gang.min_member:
+        message = (
+            f"gang {gang.key} has {known} of its {gang.min_member} members "
+            f"(minMember); waiting for the rest"
+        )
+        return _none_placed(program, gang, snapshot, message, policy_name, (), base)
+    spec = policy.gang if policy is not None else None
+    requests = [ResourceMap(dict(PodView(p).requests)) for p in gang.pending]
+    gang_view = GangView(
+        gang.key, gang.min_member, requests, len(gang.placed), gang.timeout_seconds
+    )
+    outcomes: list[DomainOutcome] = []
+    candidates = _candidates(
+        program,
+        spec,
+        gang,
+        snapshot,
+        options,
+        topology,
+        config,
+        context,
+        pod_view,
+        gang_view,
+        requests,
+        needed,
+        outcomes,
+    )
+    best_short: tuple[int, DomainOutcome] | None = None
+    for candidate in candidates:
+        decisions = _try(program, gang, snapshot, rng, options, topology, config, candidate, needed)
+        fitted = sum(1 for d in decisions if d.node is not None)
+        if fitted >= needed:
+            outcomes.append(
+                DomainOutcome(
+                    candidate.level,
+                    candidate.name,
+                    "placed",
+                    f"{fitted} of {len(gang.pending)} pending members fit",
+                    candidate.score,
+                )
+            )
+            domain = (
+                (candidate.level, candidate.name)
+                if candidate.level is not None and candidate.name is not None
+                else None
+            )
+            where = "" if domain is None else f" in {domain[0]} {domain[1]}"
+            message = (
+                f"gang {gang.key}: {fitted + len(gang.placed)} of {known} members placed{where}"
+                f" by policy {policy_name}"
+            )
+            return GangDecision(
+                gang.key,
+                tuple(decisions),
+                domain,
+                message,
+                base.min_member,
+                base.placed,
+                policy_name,
+                tuple(outcomes),
+            )
+        failed = next((d for d in decisions if d.node is None), None)
+        why = f": {failed.pod}: {failed.message}" if failed is not None else ""
+        outcome = DomainOutcome(
+            candidate.level,
+            candidate.name,
+            "short",
+            f"only {fitted} of the {needed} members needed fit{why}",
+            candidate.score,
+        )
+        outcomes.append(outcome)
+        if best_short is None or fitted > best_short[0]:
+            best_short = (fitted, outcome)
+    message = _failure_message(gang, needed, spec, outcomes, best_short)
+    return _none_placed(program, gang, snapshot, message, policy_name, outcomes, base)
+
+
+def _none_placed(
+    program: Program,
+    gang: Gang,
+    snapshot: ClusterSnapshot,
+    message: str,
+    policy: str | None,
+    outcomes: Sequence[DomainOutcome],
+    base: _Base,
+) -> GangDecision:
+    decisions = tuple(
+        Decision(
+            pod=pod.key,
+            policy=policy,
+            version=program.version,
+            node=None,
+            num_nodes=snapshot.num_nodes,
+            message=message,
+        )
+        for pod in gang.pending
+    )
+    return GangDecision(
+        gang.key, decisions, None, message, base.min_member, base.placed, policy, tuple(outcomes)
+    )
+
+
+def _try(
+    program: Program,
+    gang: Gang,
+    snapshot: ClusterSnapshot,
+    rng: random.Random,
+    options: CycleOptions,
+    topology: TopologyConfig,
+    config: SchedulerConfig,
+    candidate: _Candidate,
+    needed: int,
+) -> list[Decision]:
+    """Members one after another on a derived snapshot, each seeing the ones before it;
+    stops as soon as ``needed`` can no longer be reached."""
+    member_options = replace(options, candidates=candidate.nodes)
+    if candidate.level is not None:
+        member_options = replace(
+            member_options,
+            candidates_reason=f"node(s) outside the gang's {candidate.level} {candidate.name}",
+        )
+    if candidate.level is not None:
+        member_options = replace(
+            member_options,
+            candidates_reason=f"node(s) outside the gang's {candidate.level} {candidate.name}",
+        )
+    spare = len(gang.pending) - needed
+    snap = snapshot
+    decisions: list[Decision] = []
+    for pod in gang.pending:
+        decision = schedule(program, pod, snap, rng, member_options, topology, config)
+        decisions.append(decision)
+        if decision.node is not None:
+            # With the GPU devices it was granted, so that no later member gets the same ones.
+            placed = with_devices(pod, decision.node, decision.gpu_devices)
+            snap = snap.with_pod(placed, decision.node)
+        else:
+            spare -= 1
+            if spare < 0:
+                break
+    return decisions
+
+
+def _candidates(
+    program: Program,
+    spec: CompiledGang | None,
+    gang: Gang,
+    snapshot: ClusterSnapshot,
+    options: CycleOptions,
+    topology: TopologyConfig,
+    config: SchedulerConfig,
+    context: CycleContext,
+    pod_view: PodView,
+    gang_view: GangView,
+    requests: Sequence[ResourceMap],
+    needed: int,
+    outcomes: list[DomainOutcome],
+) -> list[_Candidate]:
+    """The domains to try, best first; the whole cluster last unless a level is required."""
+    if spec is None or not spec.levels:
+        return [_Candidate(None, None, None)]
+    if gang.placed:
+        return [_joined_domain(spec, gang, snapshot, topology)]
+    by_level = _domains(snapshot, topology, spec.levels)
+    floor = _lower_bound(requests, needed)
+    slots = _member_slots(program, gang, snapshot, options, topology, config)
+    out: list[_Candidate] = []
+    for level in spec.levels:
+        scored: list[_Candidate] = []
+        domains = by_level[level]
+        views = {name: DomainView(level, name, infos) for name, infos in domains.items()}
+        passing: list[str] = []
+        for name, view in views.items():
+            short = _too_small(domains[name], floor) or _too_few_slots(slots, domains[name], needed)
+            if short:
+                outcomes.append(DomainOutcome(level, name, "too small", short))
+                continue
+            env = Env({"pod": pod_view, "gang": gang_view, "domain": view}, context)
+            rejected = _gang_filters(spec, env)
+            if rejected:
+                outcomes.append(DomainOutcome(level, name, "rejected", rejected))
+                continue
+            passing.append(name)
+        totals = _gang_scores(spec, passing, views, pod_view, gang_view, context)
+        for name in passing:
+            nodes = frozenset(info.name for info in domains[name])
+            scored.append(_Candidate(level, name, nodes, totals.get(name)))
+        scored.sort(key=lambda c: (-(c.score or 0.0), c.name or ""))
+        out.extend(scored)
+    if not spec.required:
+        out.append(_Candidate(None, None, None))
+    return out
+
+
+def _joined_domain(
+    spec: CompiledGang, gang: Gang, snapshot: ClusterSnapshot, topology: TopologyConfig
+) -> _Candidate:
+    """Late members go where the placed ones are: the lowest listed level they all share."""
+    placed_nodes = [snapshot.get(node) for _, node in gang.placed]
+    infos = [info for info in placed_nodes if info is not None]
+    for level in spec.levels:
+        values = {topology_of(info.node, topology).domain(level) for info in infos}
+        if len(values) == 1:
+            (value,) = values
+            if value is not None:
+                nodes = frozenset(
+                    info.name
+                    for info in snapshot.nodes
+                    if topology_of(info.node, topology).domain(level) == value
+                )
+                return _Candidate(level, value, nodes)
+    return _Candidate(None, None, None)
+
+
+def _domains(
+    snapshot: ClusterSnapshot, topology: TopologyConfig, levels: Sequence[str]
+) -> dict[str, dict[str, list[NodeInfo]]]:
+    """Per level, the nodes of each domain (nodes without the level's label are in none)."""
+    out: dict[str, dict[str, list[NodeInfo]]] = {level: {} for level in levels}
+    for info in snapshot.nodes:
+        where = topology_of(info.node, topology)
+        for level in levels:
+            value = where.domain(level)
+            if value is not None:
+                out[level].setdefault(value, []).append(info)
+    return out
+
+
+def _lower_bound(requests: Sequence[ResourceMap], needed: int) -> dict[str, Fraction]:
+    """Per resource, the least any ``needed`` pending members can ask for together: a domain
+    with less free cannot hold the gang, whatever the members' rules say."""
+    if needed == 0:
+        return {}
+    names = {name for r in requests for name, value in r.items() if value > 0}
+    floor: dict[str, Fraction] = {}
+    for name in names:
+        values = sorted(r.get(name, _ZERO) for r in requests)
+        floor[name] = sum(values[:needed], _ZERO)
+    return floor
+
+
+def _too_small(infos: Sequence[NodeInfo], floor: dict[str, Fraction]) -> str:
+    free = free_units(infos, floor)
+    for name in sorted(floor):
+        need = to_units(name, floor[name])
+        if free[name] < need:
+            have = from_units(name, free[name])
+            return f"{_num(have)} {name} free, the gang needs {_num(floor[name])}"
+    return ""
+
+
+def _member_slots(
+    program: Program,
+    gang: Gang,
+    snapshot: ClusterSnapshot,
+    options: CycleOptions,
+    topology: TopologyConfig,
+    config: SchedulerConfig,
+) -> dict[str, int] | None:
+    """How many members each node could take, when the members are alike: the first member's
+    feasible nodes (one filter pass), each holding as many as its free resources allow.
+
+    A domain whose nodes hold fewer than the gang needs is not tried member by member. This
+    holds only while a member's feasibility can only shrink as its peers land, so gangs whose
+    members differ, or carry pod affinity or topology spread, are left to the resource sums.
+    """
+    first = gang.pending[0]
+    if not all(_shape(p) == _shape(first) for p in gang.pending):
+        return None
+    if first.has_pod_affinity_constraints or first.topology_spread_constraints:
+        return None
+    probe = replace(options, all_filters=False, candidates=None)
+    decision = schedule(program, first, snapshot, random.Random(0), probe, topology, config)
+    wants = {k: u for k, v in PodView(first).requests.items() if (u := to_units(k, v)) > 0}
+    slots: dict[str, int] = {}
+    for name in decision.feasible:
+        info = snapshot.node(name)
+        allocatable, requested = info.allocatable_units, info.requested_units
+        counts = [
+            max(0, allocatable.get(k, 0) - requested.get(k, 0)) // u for k, u in wants.items()
+        ]
+        slots[name] = min(counts) if counts else len(gang.pending)
+    return slots
+
+
+def _shape(pod: Pod) -> tuple[object, ...]:
+    """What decides where a pod fits, leaving out what names it."""
+    return (
+        pod.containers,
+        pod.init_containers,
+        pod.overhead,
+        pod.pod_requests,
+        pod.node_selector,
+        pod.affinity,
+        pod.tolerations,
+        pod.topology_spread_constraints,
+        pod.scheduler_name,
+        pod.priority,
+        pod.annotations,
+    )
+
+
+def _too_few_slots(slots: dict[str, int] | None, nodes: Sequence[NodeInfo], needed: int) -> str:
+    if slots is None or needed == 0:
+        return ""
+    room = sum(slots.get(info.name, 0) for info in nodes)
+    if room >= needed:
+        return ""
+    return f"its feasible nodes hold {room} of the {needed} members needed"
+
+
+def _num(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+def _gang_filters(spec: CompiledGang, env: Env) -> str:
+    """The first gang filter that rejects the domain, as ``rule: reason``; empty when none."""
+    for rule in spec.filters:
+        verdict = rule.filter(env)
+        if verdict.error is not None:
+            return f"{rule.qualified_name}: {verdict.error}"
+        if not verdict.passed:
+            reasons = "; ".join(verdict.reasons) or f"rejected by {rule.qualified_name}"
+            return f"{rule.qualified_name}: {reasons}"
+    return ""
+
+
+def _gang_scores(
+    spec: CompiledGang,
+    names: Sequence[str],
+    views: dict[str, DomainView],
+    pod_view: PodView,
+    gang_view: GangView,
+    context: CycleContext,
+) -> dict[str, float]:
+    """Each gang score over the level's passing domains, normalised over them, weighted."""
+    totals = dict.fromkeys(names, 0.0)
+    if not spec.scores or not names:
+        return totals
+    envs = [
+        Env({"pod": pod_view, "gang": gang_view, "domain": views[name]}, context) for name in names
+    ]
+    for rule in spec.scores:
+        values: list[float | None] = []
+        for env in envs:
+            value = rule.score(env)
+            values.append(None if value.error is not None else value.value)
+        for name, score in zip(names, normalize(rule.normalize, values), strict=True):
+            totals[name] += rule.weight * score
+    return totals
+
+
+def _failure_message(
+    gang: Gang,
+    needed: int,
+    spec: CompiledGang | None,
+    outcomes: Sequence[DomainOutcome],
+    best_short: tuple[int, DomainOutcome] | None,
+) -> str:
+    members = "1 member" if needed == 1 else f"{needed} members"
+    head = f"gang {gang.key} cannot be placed: {members} must fit together"
+    if spec is not None and spec.levels:
+        levels = _either(spec.levels)
+        head += f" in one {levels}" if spec.required else f" (tried each {levels}, then anywhere)"
+    parts: list[str] = []
+    counts: dict[tuple[str, str], int] = {}
+    for outcome in outcomes:
+        if outcome.outcome in ("too small", "rejected") and outcome.level is not None:
+            what = (
+                "too small"
+                if outcome.outcome == "too small"
+                else f"rejected by {outcome.detail.split(':', 1)[0]}"
+            )
+            key = (outcome.level, what)
+            counts[key] = counts.get(key, 0) + 1
+    for (level, what), count in counts.items():
+        parts.append(f"{count} {level} domain(s) {what}")
+    if spec is not None and spec.levels:
+        for level in spec.levels:
+            if not any(o.level == level for o in outcomes):
+                parts.append(f"no node has a {level} label")
+    if best_short is not None:
+        parts.append(f"{best_short[1].label}: {best_short[1].detail}")
+    text = head + (": " + "; ".join(parts) if parts else "")
+    return text if text.endswith(".") else text + "."
+
+
+def _either(levels: Sequence[str]) -> str:
+    if len(levels) == 1:
+        return levels[0]
+    return ", ".join(levels[:-1]) + " or " + levels[-1]
+
+
+__all__ = [
+    "DomainOutcome",
+    "Gang",
+    "GangDecision",
+    "gangs_of",
+    "placed_members",
+    "schedule_gang",
+]

@@ -1,0 +1,87 @@
+"""Preemption in the loop, against the loopback API server: the preemptor is nominated, exactly
+the chosen victims are deleted gracefully and told why, and the preemptor is bound once they
+are gone (the server's ``terminate_bound_pods_after`` plays the kubelet)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.apiserver import LoopbackAPIServer
+from tests.controller.builders import RunningScheduler, node_obj, pod_obj
+
+
+def nominated(server: LoopbackAPIServer, name: str) -> str | None:
+    obj = server.get("pods", "default", name) or {}
+    return (obj.get("status") or {}).get("nominatedNodeName")
+
+
+def test_a_preempting_pod_evicts_exactly_the_chosen_victims_then_binds(
+    apiserver_factory: Callable[..., LoopbackAPIServer],
+) -> None:
+    server = apiserver_factory(terminate_bound_pods_after=1.0)
+    server.create(node_obj("n1", cpu="4"))
+    server.create(node_obj("n2", cpu="4"))
+    # n1: one low-priority pod is enough to free; n2: two pods of higher priority.
+    server.create(pod_obj("low-a", cpu="2", priority=1, node="n1"))
+    server.create(pod_obj("keep-b", cpu="2", priority=50, node="n1"))
+    server.create(pod_obj("mid-c", cpu="2", priority=20, node="n2"))
+    server.create(pod_obj("mid-d", cpu="2", priority=20, node="n2"))
+    server.create(pod_obj("urgent", cpu="2", priority=100, uid="urgent-uid"))
+    with RunningScheduler(server) as rs:
+        server.wait_for(lambda: server.bound_nodes().get("default/urgent") == "n1", timeout=20)
+        assert rs.scheduler.events.flush()
+    deletes = server.requests(verb="delete", resource="pods")
+    assert [r.name for r in deletes] == ["low-a"]
+    assert server.get("pods", "default", "low-a") is None
+    for survivor in ("keep-b", "mid-c", "mid-d"):
+        assert server.get("pods", "default", survivor) is not None
+    assert nominated(server, "urgent") == "n1"
+    (event,) = server.events(reason="Preempted")
+    assert event["regarding"]["name"] == "low-a"
+    assert event["note"] == "Preempted by pod urgent-uid on node n1"
+    assert (event["type"], event["action"]) == ("Normal", "Preempting")
+    failed = server.events(reason="FailedScheduling", regarding="urgent")
+    assert failed and failed[0]["note"].startswith("0/2 nodes are available: 2 Insufficient cpu. (")
+
+
+def test_a_pod_without_lower_priority_victims_preempts_nothing(
+    apiserver_factory: Callable[..., LoopbackAPIServer],
+) -> None:
+    server = apiserver_factory(terminate_bound_pods_after=0.5)
+    server.create(node_obj("n1", cpu="2"))
+    server.create(pod_obj("equal", cpu="2", priority=100, node="n1"))
+    server.create(pod_obj("waiting", cpu="2", priority=100))
+    with RunningScheduler(server) as rs:
+        server.wait_for(lambda: bool(server.events(reason="FailedScheduling")), timeout=10)
+        assert rs.scheduler.events.flush()
+    assert server.requests(verb="delete", resource="pods") == []
+    assert nominated(server, "waiting") is None
+    (event,) = server.events(reason="FailedScheduling", regarding="waiting")
+    assert event["note"].startswith(
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod.. ("
+    )
+
+
+def test_a_victim_whose_budget_allows_no_disruption_is_spared(
+    apiserver_factory: Callable[..., LoopbackAPIServer],
+) -> None:
+    server = apiserver_factory(terminate_bound_pods_after=0.5)
+    server.create(node_obj("n1", cpu="4"))
+    server.create(node_obj("n2", cpu="4"))
+    server.create(pod_obj("db-0", cpu="4", priority=1, node="n1", labels={"app": "db"}))
+    server.create(pod_obj("batch", cpu="4", priority=20, node="n2"))
+    server.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+            "status": {"disruptionsAllowed": 0},
+        }
+    )
+    server.create(pod_obj("urgent", cpu="2", priority=100, uid="urgent-uid"))
+    with RunningScheduler(server):
+        server.wait_for(lambda: server.bound_nodes().get("default/urgent") == "n2", timeout=20)
+    assert [r.name for r in server.requests(verb="delete", resource="pods")] == ["batch"]
+    assert server.get("pods", "default", "db-0") is not None

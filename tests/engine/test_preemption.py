@@ -1,0 +1,539 @@
+"""Preemption: eligibility, candidates, victims per node, the choice between nodes, budgets,
+gangs, and the policy's ``preempt`` rules — kube-scheduler's DefaultPreemption."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policyengine.engine.cycle import schedule
+from policyengine.engine.preemption import (
+    NOT_ELIGIBLE_NEVER,
+    NOT_ELIGIBLE_TERMINATING,
+    failed_scheduling_message,
+    num_candidates,
+    preempt,
+    with_nominated,
+)
+from policyengine.lang.compiler import Program, compile_paths, compile_texts
+from policyengine.model.objects import Pod
+from policyengine.model.parse import parse_pod
+from policyengine.model.pdb import PodDisruptionBudget, parse_pdb
+from policyengine.model.plugins import DEFAULT_CONFIG, KUBE_1_28
+from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
+from policyengine.model.snapshot_io import parse_objects
+from policyengine.schedlib import default_schema
+from tests.model.builders import make_node, make_pod
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBE_DEFAULT = ROOT / "policies" / "kube-default.sched"
+CASES = sorted((ROOT / "tests" / "data" / "kube-scheduler-cases").glob("c*.yaml"))
+
+
+@cache
+def kube_program() -> Program:
+    result = compile_paths([KUBE_DEFAULT], default_schema())
+    assert result.ok, result.diagnostics
+    assert result.program is not None
+    return result.program
+
+
+@pytest.fixture(scope="module")
+def kube() -> Program:
+    return kube_program()
+
+
+def with_kube(policy: str) -> Program:
+    text = KUBE_DEFAULT.read_text()
+    policy += '\nprofile "policyengine" { policies "p" }\n'
+    result = compile_texts({"kube-default.sched": text, "p.sched": policy}, default_schema())
+    assert result.ok, result.diagnostics
+    assert result.program is not None
+    return result.program
+
+
+def running(node: str, name: str, cpu: str, priority: int, **kw: Any) -> Pod:
+    pod = make_pod(name, node_name=node, requests={"cpu": cpu}, priority=priority, **kw)
+    stamp = kw.pop("start", None)
+    return replace(pod, creation_timestamp=stamp) if stamp else pod
+
+
+def started(pod: Pod, stamp: str) -> Pod:
+    return replace(pod, creation_timestamp=stamp)
+
+
+def pending(cpu: str = "3", priority: int = 100, **kw: Any) -> Pod:
+    return make_pod("preemptor", requests={"cpu": cpu}, priority=priority, **kw)
+
+
+def cluster(*pods: Pod, nodes: int = 2, cpu: str = "4", pdbs: tuple = ()) -> ClusterSnapshot:
+    names = [f"n{i}" for i in range(1, nodes + 1)]
+    return ClusterSnapshot.build([make_node(n, cpu=cpu) for n in names], pods, pdbs=pdbs)
+
+
+def victims(decision: Any) -> list[str]:
+    return [p.name for p in decision.victims]
+
+
+# --- victim choice -------------------------------------------------------------------------
+
+CHOICE_CASES: list[tuple[str, list[Pod], str, list[str]]] = [
+    (
+        "the node needing the fewest evictions (all equal priority)",
+        [
+            running("n1", "a1", "2", 1),
+            running("n1", "a2", "2", 1),
+            running("n2", "b1", "2", 1),
+            running("n2", "b2", "1", 1),
+        ],
+        "n2",
+        ["b1"],
+    ),
+    (
+        "the lowest highest-victim priority wins over fewer victims",
+        [
+            running("n1", "big", "4", 50),
+            running("n2", "s1", "2", 10),
+            running("n2", "s2", "2", 10),
+        ],
+        "n2",
+        ["s1", "s2"],
+    ),
+    (
+        "reprieve: the higher-priority pod stays, only what must go goes",
+        [
+            running("n1", "keep", "1", 90),
+            running("n1", "go", "3", 5),
+            running("n2", "x", "4", 95),
+        ],
+        "n1",
+        ["go"],
+    ),
+    (
+        "equal top priority: the smaller sum of priorities wins",
+        [
+            running("n1", "p1", "2", 10),
+            running("n1", "p2", "2", 10),
+            running("n2", "q1", "2", 10),
+            running("n2", "q2", "2", 1),
+        ],
+        "n2",
+        ["q1", "q2"],
+    ),
+    (
+        "pods of equal or higher priority are never victims",
+        [
+            running("n1", "same", "3", 100),
+            running("n2", "low", "3", 99),
+        ],
+        "n2",
+        ["low"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "pods,node,expected", [c[1:] for c in CHOICE_CASES], ids=[c[0] for c in CHOICE_CASES]
+)
+def test_victim_choice(kube: Program, pods: list[Pod], node: str, expected: list[str]) -> None:
+    decision = preempt(kube, pending(), cluster(*pods))
+    assert decision.node == node, decision
+    assert victims(decision) == expected
+
+
+def test_latest_start_among_highest_priority_victims_breaks_a_tie(kube: Program) -> None:
+    pods = [
+        started(running("n1", "old", "4", 10), "2026-01-01T00:00:00Z"),
+        started(running("n2", "young", "4", 10), "2026-01-02T00:00:00Z"),
+    ]
+    decision = preempt(kube, pending(), cluster(*pods))
+    assert (decision.node, victims(decision)) == ("n2", ["young"])
+
+
+def test_victims_are_listed_most_important_first(kube: Program) -> None:
+    pods = [running("n1", "a", "2", 5), running("n1", "b", "2", 20)]
+    decision = preempt(kube, pending("4"), cluster(*pods, nodes=1))
+    assert victims(decision) == ["b", "a"]
+
+
+def test_no_lower_priority_pods_means_no_victims(kube: Program) -> None:
+    pods = [running("n1", "a", "4", 100), running("n2", "b", "4", 200)]
+    snap = cluster(*pods)
+    decision = preempt(kube, pending(), snap)
+    assert decision.node is None
+    assert (
+        decision.message
+        == "0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
+
+
+def test_a_node_still_too_small_without_its_victims_is_no_candidate(kube: Program) -> None:
+    pods = [running("n1", "a", "1", 1), running("n2", "b", "1", 1)]
+    decision = preempt(kube, pending("8"), cluster(*pods))
+    assert decision.node is None
+    assert decision.message == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_unresolvable_rejections_make_no_candidates(kube: Program) -> None:
+    tainted = make_node("n1", cpu="4", taints=[("gpu", "x", "NoSchedule")])
+    other = make_node("n2", cpu="4", labels={"zone": "b"})
+    snap = ClusterSnapshot.build(
+        [tainted, other], [running("n1", "a", "4", 1), running("n2", "b", "4", 1)]
+    )
+    pod = pending(node_selector={"zone": "a"})
+    decision = preempt(kube, pod, snap)
+    assert decision.node is None
+    assert decision.statuses == {
+        "n1": ("Preemption is not helpful for scheduling",),
+        "n2": ("Preemption is not helpful for scheduling",),
+    }
+
+
+def test_preemption_policy_never_does_not_preempt(kube: Program) -> None:
+    pod = pending(preemptionPolicy="Never")
+    decision = preempt(kube, pod, cluster(running("n1", "a", "4", 1), nodes=1))
+    assert decision.node is None
+    assert decision.message == NOT_ELIGIBLE_NEVER
+
+
+def test_a_pod_waiting_on_its_nominated_node_does_not_preempt_again(kube: Program) -> None:
+    dying = replace(running("n1", "dying", "4", 1), deletion_timestamp="2026-01-01T00:00:00Z")
+    pod = replace(pending(), nominated_node_name="n1")
+    decision = preempt(kube, pod, cluster(dying, running("n2", "b", "4", 1)))
+    assert decision.node is None
+    assert decision.message == NOT_ELIGIBLE_TERMINATING
+
+
+def test_a_pod_that_fits_needs_no_preemption(kube: Program) -> None:
+    decision = preempt(kube, pending("1"), cluster(running("n1", "a", "1", 1), nodes=1))
+    assert decision.node is None and decision.victims == ()
+
+
+# --- PodDisruptionBudgets ------------------------------------------------------------------
+
+
+def pdb(name: str, app: str, allowed: int | None = None, **spec: Any) -> PodDisruptionBudget:
+    obj: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": app}}, **spec},
+    }
+    if allowed is not None:
+        obj["status"] = {"disruptionsAllowed": allowed}
+    return parse_pdb(obj)
+
+
+def test_a_node_whose_victims_keep_their_budget_is_preferred(kube: Program) -> None:
+    pods = [
+        running("n1", "db-0", "4", 1, labels={"app": "db"}),
+        running("n2", "web-0", "4", 50, labels={"app": "web"}),
+    ]
+    snap = cluster(*pods, pdbs=(pdb("db", "db", allowed=0),))
+    decision = preempt(kube, pending(), snap)
+    assert (decision.node, victims(decision), decision.pdb_violations) == ("n2", ["web-0"], 0)
+
+
+def test_a_budget_is_broken_when_nothing_else_helps(kube: Program) -> None:
+    snap = cluster(
+        running("n1", "db-0", "4", 1, labels={"app": "db"}),
+        nodes=1,
+        pdbs=(pdb("db", "db", allowed=0),),
+    )
+    decision = preempt(kube, pending(), snap)
+    assert (decision.node, victims(decision), decision.pdb_violations) == ("n1", ["db-0"], 1)
+
+
+def test_budget_violating_pods_are_reprieved_first(kube: Program) -> None:
+    # Either pod frees enough; the one protected by its budget is given back first.
+    pods = [
+        running("n1", "db-0", "2", 1, labels={"app": "db"}),
+        running("n1", "batch", "2", 1, labels={"app": "batch"}),
+    ]
+    snap = cluster(*pods, nodes=1, cpu="4", pdbs=(pdb("db", "db", allowed=0),))
+    decision = preempt(kube, pending("2"), snap)
+    assert (victims(decision), decision.pdb_violations) == (["batch"], 0)
+
+
+def test_min_available_without_status_is_computed_from_the_pods(kube: Program) -> None:
+    pods = [
+        running("n1", "db-0", "4", 1, labels={"app": "db"}),
+        running("n2", "db-1", "4", 1, labels={"app": "db"}),
+        running("n3", "web-0", "4", 1, labels={"app": "web"}),
+    ]
+    budget = pdb("db", "db", minAvailable=2)
+    assert budget.allowed(pods) == 0
+    decision = preempt(kube, pending(), cluster(*pods, nodes=3, pdbs=(budget,)))
+    assert (decision.node, victims(decision)) == ("n3", ["web-0"])
+
+
+@pytest.mark.parametrize(
+    "spec,healthy,allowed",
+    [
+        ({"minAvailable": 1}, 3, 2),
+        ({"minAvailable": "50%"}, 3, 1),
+        ({"maxUnavailable": 1}, 3, 1),
+        ({"maxUnavailable": "50%"}, 3, 2),
+        ({}, 3, 0),
+    ],
+)
+def test_allowed_disruptions_without_status(spec: dict, healthy: int, allowed: int) -> None:
+    pods = [running("n1", f"db-{i}", "1", 1, labels={"app": "db"}) for i in range(healthy)]
+    assert pdb("db", "db", **spec).allowed(pods) == allowed
+
+
+def test_empty_selector_protects_nothing() -> None:
+    budget = parse_pdb(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "all"},
+            "spec": {"selector": {}, "maxUnavailable": 0},
+        }
+    )
+    assert not budget.selects(running("n1", "a", "1", 1, labels={"app": "x"}))
+
+
+# --- the policy's preempt rules -------------------------------------------------------------
+
+RULED = """
+import "kube-default.sched"
+policy "p" {
+  use kube
+  preempt when pod.priority >= 1000 {
+    victim.labels["preemptible"] ?? "" == "true"
+  }
+}
+"""
+
+
+def test_only_pods_the_rule_allows_are_victims() -> None:
+    program = with_kube(RULED)
+    pods = [
+        running("n1", "precious", "4", 1),
+        running("n2", "spot", "4", 10, labels={"preemptible": "true"}),
+    ]
+    decision = preempt(program, pending(priority=2000), cluster(*pods))
+    assert (decision.node, victims(decision)) == ("n2", ["spot"])
+
+
+def test_a_rule_never_allows_higher_priority_victims() -> None:
+    program = with_kube(RULED)
+    pods = [running("n1", "spot", "4", 5000, labels={"preemptible": "true"})]
+    decision = preempt(program, pending(priority=2000), cluster(*pods, nodes=1))
+    assert decision.node is None
+
+
+def test_a_pod_no_rule_applies_to_preempts_nothing() -> None:
+    program = with_kube(RULED)
+    pods = [running("n1", "spot", "4", 1, labels={"preemptible": "true"})]
+    decision = preempt(program, pending(priority=500), cluster(*pods, nodes=1))
+    assert decision.node is None
+    assert (
+        decision.message
+        == "0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
+
+
+def test_the_rule_sees_the_victims_node() -> None:
+    program = with_kube(
+        'import "kube-default.sched"\n'
+        'policy "p" {\n  use kube\n  preempt { node.name != "n1" }\n}\n'
+    )
+    pods = [running("n1", "a", "4", 1), running("n2", "b", "4", 50)]
+    decision = preempt(program, pending(), cluster(*pods))
+    assert (decision.node, victims(decision)) == ("n2", ["b"])
+
+
+# --- gangs -----------------------------------------------------------------------------------
+
+GANG = {"scheduling.x-k8s.io/pod-group": "train"}
+
+
+def test_a_gang_member_brings_its_whole_gang(kube: Program) -> None:
+    pods = [
+        running("n1", "w0", "4", 1, labels=GANG),
+        running("n2", "w1", "4", 1, labels=GANG),
+        running("n3", "solo", "4", 5),
+    ]
+    snap = cluster(*pods, nodes=3)
+    decision = preempt(kube, pending(), snap)
+    # One solo pod of priority 5 loses to a gang of two at priority 1: the gang's two
+    # evictions have the lower top priority.
+    assert (decision.node, victims(decision)) == ("n1", ["w0", "w1"])
+
+
+def test_a_gang_counts_every_member_as_a_victim(kube: Program) -> None:
+    pods = [
+        running("n1", "w0", "4", 1, labels=GANG),
+        running("n2", "w1", "4", 1, labels=GANG),
+        running("n3", "solo", "4", 1),
+    ]
+    decision = preempt(kube, pending(), cluster(*pods, nodes=3))
+    assert (decision.node, victims(decision)) == ("n3", ["solo"])
+
+
+def test_a_gang_with_a_member_that_may_not_go_stays_whole() -> None:
+    program = with_kube(
+        'import "kube-default.sched"\n'
+        'policy "p" {\n  use kube\n  preempt { victim.name != "w1" }\n}\n'
+    )
+    pods = [running("n1", "w0", "4", 1, labels=GANG), running("n2", "w1", "4", 1, labels=GANG)]
+    decision = preempt(program, pending(), cluster(*pods))
+    assert decision.node is None
+
+
+# --- nominated pods --------------------------------------------------------------------------
+
+
+def test_a_higher_priority_nominated_pod_holds_its_place(kube: Program) -> None:
+    snap = cluster(nodes=1)
+    other = replace(
+        make_pod("other", requests={"cpu": "3"}, priority=500), nominated_node_name="n1"
+    )
+    held = with_nominated(snap, pending(), [other])
+    decision = schedule(kube, pending(), held, random.Random(0))
+    assert decision.node is None
+    lower = replace(other, priority=1)
+    assert with_nominated(snap, pending(), [lower]) is snap
+
+
+# --- the bounded candidate search --------------------------------------------------------------
+
+CAP_2 = DEFAULT_CONFIG.with_(min_candidate_nodes_percentage=0, min_candidate_nodes_absolute=2)
+
+
+@pytest.mark.parametrize(
+    "potential,percentage,absolute,expected",
+    [
+        (1000, 10, 100, 100),  # kube's defaults: at least 100
+        (5000, 10, 100, 500),  # 10% once that is more
+        (50, 10, 100, 50),  # never more than there are nodes
+        (0, 10, 100, 0),
+        (30, 50, 2, 15),
+    ],
+)
+def test_num_candidates(potential: int, percentage: int, absolute: int, expected: int) -> None:
+    config = DEFAULT_CONFIG.with_(
+        min_candidate_nodes_percentage=percentage, min_candidate_nodes_absolute=absolute
+    )
+    assert num_candidates(potential, config) == expected
+
+
+def five_full_nodes(**budgets: Any) -> ClusterSnapshot:
+    # Every node a candidate; n5's victim is the cheapest, so a whole search picks n5.
+    pods = [running(f"n{i}", f"v{i}", "4", 10 - i) for i in range(1, 6)]
+    return cluster(*pods, nodes=5, **budgets)
+
+
+def test_the_search_stops_at_the_cap(kube: Program) -> None:
+    snap = five_full_nodes()
+    whole = preempt(kube, pending(), snap)
+    assert (whole.node, len(whole.candidates)) == ("n5", 5)
+    capped = preempt(kube, pending(), snap, config=CAP_2)
+    assert [c.node for c in capped.candidates] == ["n2", "n1"]
+    assert (capped.node, victims(capped)) == ("n2", ["v2"])
+
+
+def test_the_search_starts_at_an_offset_from_the_cycles_rng(kube: Program) -> None:
+    snap = five_full_nodes()
+    start = random.Random(7).randrange(5)
+    tried = sorted(f"n{(start + i) % 5 + 1}" for i in range(2))
+    capped = preempt(kube, pending(), snap, config=CAP_2, rng=random.Random(7))
+    assert sorted(c.node for c in capped.candidates) == tried
+    again = preempt(kube, pending(), snap, config=CAP_2, rng=random.Random(7))
+    assert again == capped
+
+
+def test_the_search_goes_on_until_a_candidate_keeps_every_budget(kube: Program) -> None:
+    pods = [
+        running("n1", "db-0", "4", 1, labels={"app": "db"}),
+        running("n2", "db-1", "4", 1, labels={"app": "db"}),
+        running("n3", "web-0", "4", 5, labels={"app": "web"}),
+        running("n4", "web-1", "4", 4, labels={"app": "web"}),
+    ]
+    snap = cluster(*pods, nodes=4, pdbs=(pdb("db", "db", allowed=0),))
+    capped = preempt(kube, pending(), snap, config=CAP_2)
+    assert [c.node for c in capped.candidates] == ["n3", "n1", "n2"]
+    assert (capped.node, victims(capped), capped.pdb_violations) == ("n3", ["web-0"], 0)
+
+
+def test_a_candidate_needing_no_victims_ends_the_search(kube: Program) -> None:
+    # The cycle saw n3 full; by now a pod there is gone and the preemptor fits beside v3.
+    before = cluster(
+        running("n1", "v1", "4", 1),
+        running("n2", "v2", "4", 1),
+        running("n3", "v3", "1", 1),
+        running("n3", "gone", "3", 1),
+        running("n4", "v4", "4", 1),
+        nodes=4,
+    )
+    decision = schedule(kube, pending(), before, random.Random(0))
+    assert decision.node is None
+    now = before.without_pod("default/gone")
+    outcome = preempt(kube, pending(), now, decision)
+    assert (outcome.node, outcome.victims) == ("n3", ())
+    assert [c.node for c in outcome.candidates] == ["n3"]
+    assert "n4" not in outcome.statuses
+
+
+# --- kube-scheduler's own messages ------------------------------------------------------------
+
+
+def _unschedulable_cases() -> list[Path]:
+    return [
+        p for p in CASES if yaml.safe_load(p.read_text())["result"]["outcome"] == "unschedulable"
+    ]
+
+
+@pytest.mark.parametrize("path", _unschedulable_cases(), ids=lambda p: p.stem)
+def test_failed_scheduling_message_matches_kube_scheduler(path: Path, kube: Program) -> None:
+    case = yaml.safe_load(path.read_text())
+    loaded = parse_objects([case["cluster"]], source=path.name)
+    snap, _, _ = snapshot_from_objects(loaded.nodes, loaded.pods, loaded.namespaces)
+    pod = parse_pod(case["pod"], source=path.name)
+    decision = schedule(kube, pod, snap, random.Random(0), config=KUBE_1_28)
+    preemption = preempt(kube, pod, snap, decision, config=KUBE_1_28)
+    expected = " ".join(case["result"]["failed_scheduling"].split())
+    assert failed_scheduling_message(decision, preemption) == expected
+
+
+# --- properties ------------------------------------------------------------------------------
+
+running_pods = st.lists(
+    st.tuples(st.integers(0, 2), st.sampled_from(["500m", "1", "2"]), st.integers(0, 150)),
+    max_size=10,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(pods=running_pods, cpu=st.sampled_from(["1", "2", "3"]), priority=st.integers(1, 200))
+def test_victims_free_enough_and_none_is_spared_needlessly(
+    pods: list[tuple[int, str, int]], cpu: str, priority: int
+) -> None:
+    program = kube_program()
+    placed = [
+        running(f"n{node + 1}", f"r{i}", size, prio) for i, (node, size, prio) in enumerate(pods)
+    ]
+    snap = cluster(*placed, nodes=3)
+    pod = pending(cpu, priority)
+    decision = schedule(program, pod, snap, random.Random(0))
+    outcome = preempt(program, pod, snap, decision)
+    if decision.node is not None or outcome.node is None:
+        return
+    assert all(v.priority < priority for v in outcome.victims)
+    freed = snap
+    for victim in outcome.victims:
+        freed = freed.without_pod(victim.key)
+    assert outcome.node in schedule(program, pod, freed, random.Random(0)).feasible
+    for victim in outcome.victims:
+        back = freed.with_pod(victim, outcome.node)
+        assert outcome.node not in schedule(program, pod, back, random.Random(0)).feasible

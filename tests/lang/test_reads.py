@@ -1,0 +1,77 @@
+"""``lang.reads``: what a rule reads of its roots, through lets, for the engine's caches.
+
+Table-driven over the fake schema: the attributes read off a root, the constant-key entries
+read of an attribute (and only those when nothing else of it is read), roots passed whole to
+domain functions, and roots used whole any other way (which no attribute list describes).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from policyengine.lang.compiler import compile_texts
+from policyengine.lang.reads import RuleReads, rule_reads
+from tests.lang.fake_schema import SCHEMA
+
+CASES: list[tuple[str, str, dict[str, object]]] = [
+    (
+        "",
+        "filter f { widget.count > order.priority }",
+        {"attributes": {("widget", "count"), ("order", "priority")}},
+    ),
+    (
+        "",
+        "filter f { fits(order, widget) }",
+        {"root_args": {("fits", "order"), ("fits", "widget")}},
+    ),
+    ("", 'filter f { (order.wants["cpu"] ?? 0) > 0 }', {"entries": {("order", "wants", "cpu")}}),
+    (
+        "",
+        'filter f { (order.wants["cpu"] ?? 0) > 0 and len(order.wants) > 1 }',
+        {"attributes": {("order", "wants")}},
+    ),
+    (
+        'let w = order.wants["gpu"] ?? 0',
+        'filter f when w > 0 { (widget.capacity["gpu"] ?? 0) >= w }',
+        {"entries": {("order", "wants", "gpu"), ("widget", "capacity", "gpu")}},
+    ),
+    (
+        "",
+        'filter f { ([order][0] ?? order).name == "x" }',
+        {"bare": {"order"}},
+    ),
+    (
+        "",
+        "score s { score_of(order.name) }",
+        {"attributes": {("order", "name")}, "functions": {"score_of"}},
+    ),
+    (
+        "",
+        'filter f { widget.name != "" } reason "{order.labels}"',
+        {"attributes": {("widget", "name"), ("order", "labels")}},
+    ),
+]
+
+
+def _reads(lets: str, rule: str) -> RuleReads:
+    text = f'policy "p" {{\n  {lets}\n  {rule}\n}}\n'
+    result = compile_texts({"t.sched": text}, SCHEMA)
+    assert result.program is not None, [d.message for d in result.diagnostics]
+    compiled = result.program.policies[0].rules[0]
+    reads = rule_reads(compiled.source, compiled.checked)
+    assert reads is not None
+    return reads
+
+
+@pytest.mark.parametrize(("lets", "rule", "expected"), CASES)
+def test_what_a_rule_reads(lets: str, rule: str, expected: dict[str, object]) -> None:
+    reads = _reads(lets, rule)
+    assert set(reads.attributes) == expected.get("attributes", set())
+    assert set(reads.entries) == expected.get("entries", set())
+    assert {(f.name, root) for f, root in reads.root_args} == expected.get("root_args", set())
+    assert set(reads.bare_roots) == expected.get("bare", set())
+    assert {f.name for f in reads.functions} >= expected.get("functions", set())  # type: ignore[operator]
+
+
+def test_a_rule_the_checker_has_not_seen_reads_unknown() -> None:
+    assert rule_reads(None, None) is None

@@ -1,0 +1,141 @@
+"""The GPU-sharing builtins and records, on views of a small snapshot and through policies."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+
+from policyengine.engine.cycle import schedule
+from policyengine.lang.compiler import compile_texts
+from policyengine.model.hami import ALLOCATED
+from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.schedlib import default_schema
+from policyengine.schedlib.gpu import (
+    best_fit_device,
+    gpu_allocated_after,
+    gpu_fits,
+    gpu_fragmentation,
+    gpu_fragmentation_delta,
+    shape_demand,
+)
+from policyengine.schedlib.views import NodeView, PodView
+from tests.model.gpu_builders import gpu_node, gpu_pod
+
+Gi = 1024**3
+SHAPES = [{"cores": 25, "memory": 10 * Gi}, {"gpus": 1}]
+
+
+def cluster() -> ClusterSnapshot:
+    # n1: gpu0 holds 60% (24 GiB), gpu1 holds 20% (8 GiB); n2 is empty.
+    running = [
+        gpu_pod(
+            "a",
+            share="cores=60,memory=24Gi",
+            node="n1",
+            annotations={ALLOCATED: "n1-gpu0,NVIDIA,24576,60:;"},
+        ),
+        gpu_pod(
+            "b",
+            share="cores=20,memory=8Gi",
+            node="n1",
+            annotations={ALLOCATED: "n1-gpu1,NVIDIA,8192,20:;"},
+        ),
+    ]
+    return ClusterSnapshot.build([gpu_node("n1", count=2), gpu_node("n2", count=2)], running)
+
+
+def view(snap: ClusterSnapshot, name: str) -> NodeView:
+    return NodeView(snap.node(name))
+
+
+def test_node_gpus_records() -> None:
+    records = view(cluster(), "n1").gpus
+    assert [
+        (d.index, d.id, d.free_cores, d.free_memory, d.used_by, d.whole_free) for d in records
+    ] == [
+        (0, "n1-gpu0", 40, Fraction(16 * Gi), 1, False),
+        (1, "n1-gpu1", 80, Fraction(32 * Gi), 1, False),
+    ]
+    assert records[0].memory == Fraction(40 * Gi) and records[0].cores == 100
+
+
+@pytest.mark.parametrize(
+    ("pod_args", "fits_n1", "device_n1", "device_n2"),
+    [
+        ({"share": "cores=30,memory=10Gi"}, True, 0, 0),  # best fit: the fuller device
+        ({"share": "cores=50,memory=10Gi"}, True, 1, 0),  # only gpu1 has 50% left
+        ({"share": "cores=30,memory=20Gi"}, True, 1, 0),  # memory decides
+        ({"gpus": 1}, False, None, 0),  # no entirely free device on n1
+        ({}, True, None, None),  # no GPU asked
+    ],
+)
+def test_fit_and_best_fit_device(
+    pod_args: dict[str, str], fits_n1: bool, device_n1: int | None, device_n2: int | None
+) -> None:
+    snap = cluster()
+    pod = PodView(gpu_pod("p", **pod_args))  # type: ignore[arg-type]
+    assert gpu_fits(pod, view(snap, "n1")) is fits_n1
+    assert best_fit_device(pod, view(snap, "n1")) == device_n1
+    assert best_fit_device(pod, view(snap, "n2")) == device_n2
+
+
+def test_fragmentation_builtins() -> None:
+    snap = cluster()
+    # 25%-shapes fit both n1 devices; whole-GPU shapes lose all of n1's 1.2 free GPUs.
+    assert gpu_fragmentation(view(snap, "n1"), SHAPES) == pytest.approx(0.6)
+    assert gpu_fragmentation(view(snap, "n2"), SHAPES) == 0
+    quarter = PodView(gpu_pod("q", share="cores=25,memory=10Gi"))
+    # On n1 the quarter leaves gpu0 with 15% (lost to both shapes): +0.15 * 1/2 ... on n2 it
+    # breaks a whole GPU: the 75% left is lost to whole-GPU shapes.
+    assert gpu_fragmentation_delta(quarter, view(snap, "n1"), SHAPES) == pytest.approx(
+        -0.125 + 0.075
+    )
+    assert gpu_fragmentation_delta(quarter, view(snap, "n2"), SHAPES) == pytest.approx(0.375)
+    assert gpu_fragmentation_delta(PodView(gpu_pod("w", gpus=1)), view(snap, "n1"), SHAPES) is None
+    assert gpu_allocated_after(quarter, view(snap, "n1")) == pytest.approx((0.8 + 0.25) / 2)
+
+
+@pytest.mark.parametrize(
+    ("shape", "error"),
+    [
+        (
+            {"size": 1},
+            "unknown shape key 'size' (expected one of gpus, cores, memory, memory_percent, weight)",
+        ),
+        ({"weight": 2}, "a shape needs gpus, cores, memory or memory_percent"),
+        ({"cores": -1}, "shape key 'cores' must not be negative"),
+    ],
+)
+def test_bad_shapes(shape: dict[str, int], error: str) -> None:
+    with pytest.raises(ValueError) as info:
+        shape_demand(shape)
+    assert str(info.value) == error
+
+
+POLICY = """
+policy "share" {
+  let shapes = [{"cores": 25, "memory": 10Gi}, {"gpus": 1}]
+  filter devices { gpu_fits(pod, node) } reason "no device"
+  filter roomy { any(d.free_memory >= pod.gpu_request.memory for d in node.gpus) } reason "no memory"
+  score frag weight 1 normalize minmax { 0 - (gpu_fragmentation_delta(pod, node, shapes) ?? 0) }
+}
+"""
+
+
+def test_a_policy_places_the_pod_and_the_decision_names_its_device() -> None:
+    result = compile_texts({"share.sched": POLICY}, default_schema())
+    assert result.ok, result.diagnostics
+    snap = cluster()
+    decision = schedule(
+        result.program, gpu_pod("q", share="cores=25,memory=10Gi"), snap, random.Random(0)
+    )
+    assert decision.node == "n1"
+    assert [(g.uuid, g.cores, g.memory_mib) for g in decision.gpu_devices] == [
+        ("n1-gpu0", 25, 10240)
+    ]
+    whole = schedule(result.program, gpu_pod("w", gpus=2), snap, random.Random(0))
+    assert whole.node == "n2"
+    assert [g.uuid for g in whole.gpu_devices] == ["n2-gpu0", "n2-gpu1"]
+    assert dict(whole.infeasible)["n1"][0].rule == "devices"
