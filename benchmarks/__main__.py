@@ -26,6 +26,7 @@ SCENARIOS = {
     "affinity": "benchmarks.affinity",
     "gangs": "benchmarks.gangs",
     "gpushare": "benchmarks.gpushare",
+    "preemption": "benchmarks.preemption",
     "e2e": "benchmarks.e2e",
     "scaling": "benchmarks.scaling",
     "reload": "benchmarks.reload",

@@ -23,6 +23,7 @@ from policyengine.cli import common, render
 from policyengine.cli.render import Explanation, Nearest, NodeReport, RuleReport, Shortage
 from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.gang_preemption import preempt_gang
 from policyengine.engine.gangs import Gang, GangDecision, gangs_of, schedule_gang
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.preemption import PreemptionDecision, preempt
@@ -271,7 +272,7 @@ def explain(setup: common.Setup, node: str | None = None) -> Explanation:
         else None,
         node=node_report(setup, policy, decision, node) if node is not None else None,
         gang=gang,
-        preemption=preemption(setup, decision) if gang is None else None,
+        preemption=preemption(setup, decision) if gang is None else gang_preemption(setup, gang),
     )
 
 
@@ -290,6 +291,30 @@ def preemption(setup: common.Setup, decision: Decision) -> PreemptionDecision | 
         setup.config,
         setup.scheduler_name,
     )
+
+
+def gang_preemption(setup: common.Setup, decision: GangDecision) -> PreemptionDecision | None:
+    """What preemption would do for the target pod's gang when it fits nowhere."""
+    if decision.scheduled or decision.policy is None:
+        return None
+    target = setup.target.pod
+    key = pod_group_key(target)
+    peers = [p for p in setup.pending if p.key != target.key and pod_group_key(p) == key]
+    units = gangs_of(queue_order([target, *peers]), setup.target.snapshot)
+    gang = next((u for u in units if isinstance(u, Gang)), None)
+    if gang is None:
+        return None
+    options = CycleOptions(all_filters=False, scheduler_name=setup.scheduler_name)
+    outcome = preempt_gang(
+        setup.program,
+        gang,
+        setup.target.snapshot,
+        random.Random(setup.seed),
+        options,
+        setup.topology,
+        setup.config,
+    )
+    return outcome.as_preemption()
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -416,7 +416,7 @@ def explain_preemption(p: PreemptionDecision) -> list[str]:
         return ["Preemption:", f"  none: {p.message}"]
     lines = [
         "Preemption:",
-        f"  would evict {plural(len(p.victims), 'pod')} on {p.node} "
+        f"  would evict {plural(len(p.victims), 'pod')} {'in' if p.gang else 'on'} {p.node} "
         f"({plural(p.pdb_violations, 'PodDisruptionBudget violation')}):",
     ]
     lines.extend(f"    {v.key} (priority {v.priority})" for v in p.victims)

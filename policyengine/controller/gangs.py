@@ -68,6 +68,7 @@ from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
 from policyengine.model.objects import Pod
 from policyengine.model.podgroup import PodGroup, parse_pod_group, pod_group_key
+from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import PodView
@@ -173,6 +174,7 @@ class GangCoordinator:
         topology: TopologyConfig = DEFAULT_TOPOLOGY,
         default_timeout: float = DEFAULT_GANG_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
+        preempt: Callable[[Program, Gang, ClusterSnapshot, str], str | None] | None = None,
     ) -> None:
         self._cache = cache
         self._queue = queue
@@ -186,6 +188,9 @@ class GangCoordinator:
         self._topology = topology
         self._default_timeout = default_timeout
         self._clock = clock
+        # Gang preemption (controller/preemption.py): called for a gang that fits nowhere;
+        # returns what it did, appended to the gang's reason.
+        self._preempt = preempt
         self._lock = threading.RLock()
         self._gangs: dict[str, _GangState] = {}
         self._gang_of: dict[str, str] = {}  # pod key -> gang key
@@ -446,6 +451,14 @@ class GangCoordinator:
             reason = decision.message
             if decision.scheduled:
                 reason = next((d.message for d in decision.placements if d.message), reason)
+            elif self._preempt is not None:
+                try:
+                    preempted = self._preempt(program, gang, snapshot, item.pod.scheduler_name)
+                except Exception:
+                    log.exception("gang preemption failed", gang=gang_key)
+                    preempted = None
+                if preempted:
+                    reason = f"{reason} preemption: {preempted}"
             with self._lock:
                 state.reason, state.gated, state.immediate = reason, False, False
                 state.policy = decision.policy

@@ -15,6 +15,11 @@ every cycle can count the nominated pods of equal or higher priority as already 
 nodes (``engine.preemption.with_nominated``): the space a preemptor paid for is not taken
 by a lower-priority pod in the meantime. A preemptor whose victims are still in the cache
 (their deletion is not visible yet) does not preempt again.
+
+A gang that fits nowhere (``run_gang``, called by the gang coordinator) preempts for a whole
+topology domain: each pending member is nominated to the node the dry run placed it on, the
+victims get ``Preempted by pod group <ns/name> in <level/value>`` and are deleted; the gang's
+next attempt, once they are gone, places it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,10 @@ import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.events import EventRecorder
+from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.decision import Decision
+from policyengine.engine.gang_preemption import GangPreemption, preempt_gang
+from policyengine.engine.gangs import Gang
 from policyengine.engine.preemption import PreemptionDecision, preempt
 from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
@@ -186,6 +194,64 @@ class Preemptor:
             self._delete(victim)
         if self._on_preempt is not None:
             self._on_preempt(outcome)
+        return outcome
+
+    def run_gang(
+        self,
+        program: Program,
+        gang: Gang,
+        snapshot: ClusterSnapshot,
+        controller: str | None,
+        rng: random.Random | None = None,
+    ) -> GangPreemption | None:
+        """Preempt for a gang that fits nowhere (``engine.gang_preemption``): each pending
+        member is nominated to the node the dry run gave it, and the victims get a
+        ``Preempted`` event and are deleted. None while earlier victims are still going."""
+        with self._lock:
+            waiting = self._victims.get(gang.key, frozenset())
+            budgets = FrozenDict(self._pdbs)
+        if any(key in snapshot.pod_nodes for key in waiting):
+            return None
+        if budgets:
+            snapshot = replace(snapshot, pdbs=budgets)
+        options = CycleOptions(all_filters=False, scheduler_name=controller)
+        outcome = preempt_gang(program, gang, snapshot, rng, options, self._topology)
+        if outcome.placement is None:
+            return outcome
+        members = {pod.key: pod for pod in gang.pending}
+        nominations = [
+            (members[d.pod], d.node)
+            for d in outcome.placement.placements
+            if d.node is not None and d.pod in members
+        ]
+        log.info(
+            "preempting for gang",
+            gang=gang.key,
+            domain=outcome.label,
+            victims=[v.key for v in outcome.victims],
+            pdb_violations=outcome.pdb_violations,
+        )
+        with self._lock:
+            self._victims[gang.key] = frozenset(v.key for v in outcome.victims)
+            for pod, node in nominations:
+                self._nominated[pod.key] = replace(pod, nominated_node_name=node)
+        for pod, node in nominations:
+            self._patch_nomination(pod, node)
+        note = f"Preempted by pod group {gang.key} in {outcome.label}"
+        for victim in outcome.victims:
+            regarding = {
+                "kind": "Pod",
+                "namespace": victim.namespace,
+                "name": victim.name,
+                "uid": victim.uid,
+                "apiVersion": "v1",
+            }
+            self._events.object_event(
+                regarding, controller or "", "Normal", "Preempted", "Preempting", note
+            )
+            self._delete(victim)
+        if self._on_preempt is not None:
+            self._on_preempt(outcome.as_preemption())
         return outcome
 
     def _patch_nomination(self, pod: Pod, node: str | None) -> None:

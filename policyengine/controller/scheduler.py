@@ -63,6 +63,7 @@ from policyengine.controller.queue import (
 )
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.gangs import Gang
 from policyengine.engine.gpu_placement import gpu_annotations, with_devices
 from policyengine.engine.preemption import failed_scheduling_message, with_nominated
 from policyengine.lang.compiler import Program
@@ -70,6 +71,7 @@ from policyengine.model.errors import ModelError
 from policyengine.model.load import DEFAULT_MAX_AGE
 from policyengine.model.objects import Pod
 from policyengine.model.parse import parse_node, parse_pod
+from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
 log = structlog.get_logger(__name__)
@@ -221,6 +223,7 @@ class Scheduler:
             raw_pod=self.pod_informer.get,
             topology=opts.topology,
             default_timeout=opts.gang_timeout,
+            preempt=self._preempt_gang,
         )
         self.podgroups = PodGroupSource(
             api_client,
@@ -498,6 +501,13 @@ class Scheduler:
         if self.gangs.offer(pod, created):
             return  # a gang member: its gang enters the queue as one entry
         self.queue.update(pod, created)
+
+    def _preempt_gang(
+        self, program: Program, gang: Gang, snapshot: ClusterSnapshot, profile: str
+    ) -> str | None:
+        """Gang preemption for the coordinator: what it did, or None while victims go."""
+        outcome = self.preemptor.run_gang(program, gang, snapshot, profile, self._rng)
+        return outcome.message if outcome is not None else None
 
     def _pod_deleted(self, obj: JSON) -> None:
         key = object_key(obj)

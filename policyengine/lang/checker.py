@@ -845,7 +845,7 @@ class _Checker:
                     m.incompressible_overcommit(
                         overcommit.resource, self.schema.compressible_resources
                     ),
-                    _resource_span(overcommit, self.sources.get(overcommit.span.file, "")),
+                    overcommit.resource_span,
                 )
             if overcommit.max_load is not None and not 0 <= overcommit.max_load <= 1:
                 self.report(
@@ -855,7 +855,7 @@ class _Checker:
             if overcommit.ratio < 1:
                 self.report(
                     m.overcommit_below_one(overcommit.resource, overcommit.ratio_text),
-                    _ratio_span(overcommit),
+                    overcommit.ratio_span,
                 )
         return lets
 
@@ -1040,32 +1040,6 @@ def _filter_body(t: Type) -> bool:
 
 def _owner_label(owner: n.Policy) -> str:
     return f"library {owner.name}" if isinstance(owner, n.Library) else f'policy "{owner.name}"'
-
-
-_OVERCOMMIT_NAME = re.compile(r'overcommit\s+("(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*)')
-
-
-def _resource_span(overcommit: n.Overcommit, source: str) -> Span:
-    """The resource name in ``overcommit NAME …`` (the node keeps only the statement's span)."""
-    span = overcommit.span
-    lines = source.split("\n")
-    if not 1 <= span.line <= len(lines):
-        return span
-    found = _OVERCOMMIT_NAME.match(lines[span.line - 1], span.column - 1)
-    if found is None:
-        return span
-    return Span(span.file, span.line, found.start(1) + 1, span.line, found.end(1) + 1)
-
-
-def _ratio_span(overcommit: n.Overcommit) -> Span:
-    """The ratio is the statement's last token; the parser keeps only its text."""
-    span = overcommit.span
-    if overcommit.max_load_text:
-        return span
-    if overcommit.ratio_text and span.end_column > len(overcommit.ratio_text):
-        start = span.end_column - len(overcommit.ratio_text)
-        return Span(span.file, span.end_line, start, span.end_line, span.end_column)
-    return span
 
 
 def _sources(unit: Unit) -> dict[str, str]:

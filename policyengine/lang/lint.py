@@ -36,7 +36,6 @@ included) except syntax (PE1xx) and input/output (PE0xx) errors.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -633,21 +632,6 @@ def costs(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
             )
 
 
-_OVERCOMMIT_NAME = re.compile(r'overcommit\s+("(?:[^"\\\n]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*)')
-
-
-def _resource_span(statement: n.Overcommit, source: str) -> Span:
-    """The span of the resource name in ``overcommit NAME RATIO`` (the node keeps only the whole)."""
-    span = statement.span
-    lines = source.splitlines()
-    if not 1 <= span.line <= len(lines):
-        return span
-    found = _OVERCOMMIT_NAME.match(lines[span.line - 1], span.column - 1)
-    if found is None:
-        return span
-    return Span(span.file, span.line, found.start(1) + 1, span.line, found.end(1) + 1)
-
-
 def _did_you_mean(name: str, known: Iterable[str]) -> str | None:
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=CLOSE_MATCH_CUTOFF)
     return close[0] if close else None
@@ -658,7 +642,7 @@ def overcommits(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
     checker ran, its PE227 error already says so and this stays silent)."""
     compressible = context.schema.compressible_resources
     for statement in owner.overcommits:
-        span = _resource_span(statement, context.source(statement.span.file))
+        span = statement.resource_span
         if statement.resource in compressible or span in context.overcommit_reported:
             continue
         if not compressible:

@@ -226,6 +226,8 @@ class Overcommit:
     # ``max_load L``: the ratio holds on a node only while its measured load is at most L.
     max_load: int | float | None = None
     max_load_text: str = field(default="", compare=False, repr=False)
+    resource_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    ratio_span: Span = field(default=NO_SPAN, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -478,15 +478,21 @@ class _Builder(Transformer):
         return n.Preempt(guard, body, self._span(meta))
 
     def overcommit_stmt(self, meta: Any, children: list[Any]) -> n.Overcommit:
-        resource, ratio, max_load = children
-        if max_load is None:
-            return n.Overcommit(resource, ratio[0], self._span(meta), ratio[1])
+        (resource, resource_span), (ratio, ratio_text, ratio_span), max_load = children
+        limit, limit_text = (None, "") if max_load is None else max_load[:2]
         return n.Overcommit(
-            resource, ratio[0], self._span(meta), ratio[1], max_load[0], max_load[1]
+            resource,
+            ratio,
+            self._span(meta),
+            ratio_text,
+            limit,
+            limit_text,
+            resource_span=resource_span,
+            ratio_span=ratio_span,
         )
 
-    def max_load(self, meta: Any, children: list[Any]) -> tuple[int | float, str]:
-        ratio: tuple[int | float, str] = children[0]
+    def max_load(self, meta: Any, children: list[Any]) -> tuple[int | float, str, Span]:
+        ratio: tuple[int | float, str, Span] = children[0]
         return ratio
 
     def gang_block(self, meta: Any, children: list[Any]) -> n.GangBlock:
@@ -504,13 +510,15 @@ class _Builder(Transformer):
     def required(self, meta: Any, children: list[Token]) -> bool:
         return True
 
-    def resource_name(self, meta: Any, children: list[Token]) -> str:
+    def resource_name(self, meta: Any, children: list[Token]) -> tuple[str, Span]:
         token = children[0]
-        return self._string(token) if token.type == "STRING" else str(token)
+        name = self._string(token) if token.type == "STRING" else str(token)
+        return name, self._tspan(token)
 
-    def ratio(self, meta: Any, children: list[Token]) -> tuple[int | float, str]:
+    def ratio(self, meta: Any, children: list[Token]) -> tuple[int | float, str, Span]:
         token = children[0]
-        return (int(token) if token.type == "INT" else float(token)), str(token)
+        value = int(token) if token.type == "INT" else float(token)
+        return value, str(token), self._tspan(token)
 
     def weight(self, meta: Any, children: list[Token]) -> Token:
         return children[0]

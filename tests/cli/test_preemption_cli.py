@@ -125,3 +125,22 @@ def test_simulate_json_reports_a_gang_preemption(
     }
     placed = {p["pod"]: p["node"] for p in document["placements"]}
     assert placed == {"default/train-0": "c2-0", "default/train-1": "c2-1"}
+
+
+def test_explain_shows_the_domain_a_gang_would_free(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "kube-default.sched").write_text(Path(KUBE_DEFAULT).read_text())
+    policy = tmp_path / "train.sched"
+    policy.write_text(GANG_POLICY)
+    code = main(["explain", "--policy", str(policy), "--cluster", GANG_CLUSTER, "--pod", "train-1"])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (0, "")
+    assert captured.out.endswith(
+        "Preemption:\n"
+        "  would evict 2 pods in nvlink_domain/c2 (0 PodDisruptionBudget violations):\n"
+        "    default/batch-0 (priority 1)\n"
+        "    default/batch-1 (priority 1)\n"
+        "  chosen by: fewest budget violations, lowest highest-victim priority, smallest "
+        "priority sum, fewest victims, latest start\n"
+    )

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from policyengine.lang.compiler import Program, compile_texts
+from policyengine.model.podgroup import POD_GROUP_LABEL
+from policyengine.schedlib import default_schema
 from tests.apiserver import LoopbackAPIServer
-from tests.controller.builders import RunningScheduler, node_obj, pod_obj
+from tests.controller.builders import KUBE_DEFAULT, RunningScheduler, node_obj, pod_obj
 
 
 def nominated(server: LoopbackAPIServer, name: str) -> str | None:
@@ -85,3 +88,65 @@ def test_a_victim_whose_budget_allows_no_disruption_is_spared(
         server.wait_for(lambda: server.bound_nodes().get("default/urgent") == "n2", timeout=20)
     assert [r.name for r in server.requests(verb="delete", resource="pods")] == ["batch"]
     assert server.get("pods", "default", "db-0") is not None
+
+
+RACK = "topology.kubernetes.io/rack"
+GANG_POLICY = """
+import "kube-default.sched"
+
+policy "gang-rack" {
+  use kube
+  gang {
+    within rack required
+  }
+}
+
+profile "policyengine" {
+  policies "gang-rack"
+}
+"""
+
+
+def gang_program() -> Program:
+    texts = {"kube-default.sched": KUBE_DEFAULT.read_text(), "gang.sched": GANG_POLICY}
+    result = compile_texts(texts, default_schema())
+    assert result.program is not None, [str(d) for d in result.diagnostics]
+    return result.program
+
+
+def test_a_gang_that_fits_nowhere_frees_the_cheapest_rack_and_binds_there(
+    apiserver_factory: Callable[..., LoopbackAPIServer],
+) -> None:
+    server = apiserver_factory(terminate_bound_pods_after=1.0)
+    for rack, priority in (("r1", 10), ("r2", 5)):
+        for i in range(2):
+            server.create(node_obj(f"{rack}-n{i}", cpu="4", labels={RACK: rack}))
+            server.create(
+                pod_obj(f"{rack}-low{i}", cpu="3", priority=priority, node=f"{rack}-n{i}")
+            )
+    server.create(
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"minMember": 2},
+        }
+    )
+    for i in range(2):
+        labels = {POD_GROUP_LABEL: "train"}
+        server.create(pod_obj(f"w{i}", cpu="3", priority=100, labels=labels))
+    with RunningScheduler(server, gang_program()) as rs:
+        server.wait_for(
+            lambda: (
+                {server.bound_nodes().get(f"default/w{i}") for i in range(2)} == {"r2-n0", "r2-n1"}
+            ),
+            timeout=20,
+        )
+        assert rs.scheduler.events.flush()
+    deletes = sorted(r.name for r in server.requests(verb="delete", resource="pods"))
+    assert deletes == ["r2-low0", "r2-low1"]
+    for survivor in ("r1-low0", "r1-low1"):
+        assert server.get("pods", "default", survivor) is not None
+    notes = sorted(e["note"] for e in server.events(reason="Preempted"))
+    assert notes == ["Preempted by pod group default/train in rack/r2"] * 2
+    assert {nominated(server, f"w{i}") for i in range(2)} == {"r2-n0", "r2-n1"}

@@ -232,12 +232,12 @@ GROUPED_CASES = [
             "labels": {"app": "web"},
             "spread": [
                 {
-                    "maxSkew": 1,
+                    "maxSkew": skew,
                     "topologyKey": key,
                     "whenUnsatisfiable": "DoNotSchedule",
                     "labelSelector": {"matchLabels": {"app": "web"}},
                 }
-                for key in ("zone", "rack")
+                for key, skew in (("zone", 2), ("rack", 1))
             ],
         },
     ),
