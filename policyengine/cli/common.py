@@ -23,6 +23,7 @@ from policyengine.engine.decision import Decision
 from policyengine.lang.compiler import CompiledPolicy, Program
 from policyengine.lang.loader import expand_paths, shipped_policies_dir
 from policyengine.model.errors import ModelError
+from policyengine.model.gpu_share import gpu_warnings
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, KUBE_1_28, SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
@@ -232,7 +233,8 @@ def cluster_from(loaded: LoadedObjects) -> Cluster:
         pdbs=loaded.pdbs,
     )
     pods = {pod.key: pod for pod in loaded.pods}
-    return Cluster(snapshot, pending, pods, (*loaded.warnings, *warnings))
+    gpu = gpu_warnings(loaded.nodes, loaded.pods)
+    return Cluster(snapshot, pending, pods, (*loaded.warnings, *warnings, *gpu))
 
 
 def load_cluster(paths: Sequence[str]) -> Cluster:

@@ -228,13 +228,9 @@ def node_report(
 def gang_decision(setup: common.Setup) -> GangDecision | None:
     """The decision for the target pod's gang (its pending peers with it), if it is in one."""
     target = setup.target.pod
-    key = pod_group_key(target)
-    if key is None or target.node_name or target.key in setup.target.snapshot.pod_nodes:
+    if target.node_name or target.key in setup.target.snapshot.pod_nodes:
         return None
-    # The gang as simulate meets it: its pending members in queue order.
-    peers = [p for p in setup.pending if p.key != target.key and pod_group_key(p) == key]
-    units = gangs_of(queue_order([target, *peers]), setup.target.snapshot)
-    gang = next((u for u in units if isinstance(u, Gang)), None)
+    gang = _target_gang(setup)
     if gang is None:
         return None
     options = CycleOptions(all_filters=True, scheduler_name=setup.scheduler_name)
@@ -247,6 +243,18 @@ def gang_decision(setup: common.Setup) -> GangDecision | None:
         setup.topology,
         setup.config,
     )
+
+
+def _target_gang(setup: common.Setup) -> Gang | None:
+    """The target pod's gang as simulate meets it: its pending members in queue order (None
+    for a pod in no PodGroup)."""
+    target = setup.target.pod
+    key = pod_group_key(target)
+    if key is None:
+        return None
+    peers = [p for p in setup.pending if p.key != target.key and pod_group_key(p) == key]
+    units = gangs_of(queue_order([target, *peers]), setup.target.snapshot)
+    return next((u for u in units if isinstance(u, Gang)), None)
 
 
 def explain(setup: common.Setup, node: str | None = None) -> Explanation:
@@ -297,11 +305,7 @@ def gang_preemption(setup: common.Setup, decision: GangDecision) -> PreemptionDe
     """What preemption would do for the target pod's gang when it fits nowhere."""
     if decision.scheduled or decision.policy is None:
         return None
-    target = setup.target.pod
-    key = pod_group_key(target)
-    peers = [p for p in setup.pending if p.key != target.key and pod_group_key(p) == key]
-    units = gangs_of(queue_order([target, *peers]), setup.target.snapshot)
-    gang = next((u for u in units if isinstance(u, Gang)), None)
+    gang = _target_gang(setup)
     if gang is None:
         return None
     options = CycleOptions(all_filters=False, scheduler_name=setup.scheduler_name)

@@ -19,9 +19,10 @@ from policyengine.engine.arrivals import ArrivalReport, replay
 from policyengine.engine.gpu_report import Shapes, declared_shapes, parse_shapes
 from policyengine.engine.simulate import Simulation, simulate
 from policyengine.lang.compiler import Program
+from policyengine.model.errors import ModelError
 from policyengine.model.gpu_share import gpu_warnings
 from policyengine.model.objects import Pod
-from policyengine.model.snapshot_io import load_snapshot
+from policyengine.model.snapshot_io import load_pods
 
 FORMATS = ("table", "json", "yaml")
 _PROGRESS_INTERVAL = 0.1  # seconds between redraws of the progress counter
@@ -91,9 +92,11 @@ def _gpu_shapes(args: argparse.Namespace, program: Program) -> Shapes | None:
 
 
 def _arrivals(path: str) -> list[Pod]:
-    pods = load_snapshot(path).pods
-    if not pods:
-        raise common.InputError(f"--arrivals {path}: no pods in the file")
+    try:
+        pods, warnings = load_pods(path)
+    except ModelError as exc:
+        raise common.InputError(f"--arrivals: {exc}") from None
+    common.warn("simulate", [*warnings, *gpu_warnings((), pods)])
     return list(pods)
 
 
@@ -118,13 +121,10 @@ def run_with_arrivals(
             file=sys.stderr,
         )
     common.warn("simulate", cluster.warnings)
-    nodes = [info.node for info in cluster.snapshot.nodes]
-    common.warn("simulate", gpu_warnings(nodes, [*cluster.snapshot.pods(), *cluster.pending]))
     shapes = _gpu_shapes(args, program)
     arrivals_path = getattr(args, "arrivals", None)
     if arrivals_path:
         arrivals = _arrivals(arrivals_path)
-        common.warn("simulate", gpu_warnings((), arrivals))
         if cluster.pending:
             print(
                 f"policyengine simulate: replaying {arrivals_path}; the snapshot's "

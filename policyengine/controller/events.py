@@ -22,7 +22,6 @@ scheduling loop never waits on it; failures are logged and dropped (events are b
 from __future__ import annotations
 
 import datetime as dt
-import queue
 import socket
 import threading
 import time
@@ -32,12 +31,12 @@ from typing import Any
 import structlog
 from kubernetes import client as k8s
 
+from policyengine.controller.jobs import JobThread
 from policyengine.model.objects import Pod
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_DEDUP_WINDOW = 600.0
-_STOP = object()
 
 
 def policy_suffix(policy: str | None, version: str) -> str:
@@ -82,31 +81,22 @@ class EventRecorder:
         self._lock = threading.Lock()
         self._recent: dict[tuple[str, str, str], float] = {}
         self._conditions: dict[str, str] = {}  # pod uid/key -> message we last patched
-        self._work: queue.Queue[Any] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self._jobs = JobThread("events", "event job failed")
         self.posted = 0
         self.suppressed = 0
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._worker, name="events", daemon=True)
-            self._thread.start()
+        self._jobs.start()
 
     def stop(self, timeout: float | None = 5.0) -> None:
         """Post what is queued (up to ``timeout``), then stop."""
-        if self._thread is None:
-            return
-        self._work.put(_STOP)
-        self._thread.join(timeout)
-        self._thread = None
+        self._jobs.stop(timeout)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until everything queued so far was posted (for tests)."""
-        done = threading.Event()
-        self._work.put(done.set)
-        return done.wait(timeout)
+        return self._jobs.flush(timeout)
 
     # ------------------------------------------------------------------ recording
 
@@ -135,6 +125,15 @@ class EventRecorder:
         self._emit(pod, controller, "Warning", "FailedScheduling", "Scheduling", note)
         if patch_condition:
             self._patch_condition(pod, note, current_condition)
+
+    def bind_rejected(
+        self, pod: Pod, controller: str, error: str, policy: str | None, version: str
+    ) -> None:
+        """A FailedScheduling event for a bind the API server refused. The condition is left
+        alone: the pod was schedulable, and the retry will say otherwise if it is not."""
+        self.failed_scheduling(
+            pod, controller, f"Binding rejected: {error}", policy, version, patch_condition=False
+        )
 
     def _emit(
         self, pod: Pod, controller: str, type_: str, reason: str, action: str, note: str
@@ -170,7 +169,7 @@ class EventRecorder:
             "note": note,
             "type": type_,
         }
-        self._work.put(lambda: self._post_event(pod, body))
+        self._jobs.submit(lambda: self._post_event(pod, body))
 
     def object_event(
         self,
@@ -207,7 +206,7 @@ class EventRecorder:
             "note": note,
             "type": type_,
         }
-        self._work.put(lambda: self._post_object_event(namespace, f"{namespace}/{name}", body))
+        self._jobs.submit(lambda: self._post_object_event(namespace, f"{namespace}/{name}", body))
 
     def _patch_condition(self, pod: Pod, message: str, current: Mapping[str, Any] | None) -> None:
         ident = pod.uid or pod.key
@@ -241,19 +240,9 @@ class EventRecorder:
                 ]
             }
         }
-        self._work.put(lambda: self._post_patch(pod, ident, message, body))
+        self._jobs.submit(lambda: self._post_patch(pod, ident, message, body))
 
     # ------------------------------------------------------------------ the worker
-
-    def _worker(self) -> None:
-        while True:
-            job = self._work.get()
-            if job is _STOP:
-                return
-            try:
-                job()
-            except Exception:
-                log.exception("event job failed")
 
     def _post_event(self, pod: Pod, body: dict[str, Any]) -> None:
         try:

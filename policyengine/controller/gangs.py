@@ -52,6 +52,7 @@ import structlog
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
 from policyengine.controller.cache import AssumeError, ClusterCache
 from policyengine.controller.events import EventRecorder
+from policyengine.controller.hooks import call_hook
 from policyengine.controller.informer import object_key
 from policyengine.controller.podgroups import CRD_NAME, PodGroupStatusWriter
 from policyengine.controller.queue import (
@@ -546,14 +547,7 @@ class GangCoordinator:
                 status=result.status,
                 error=result.message,
             )
-            self._events.failed_scheduling(
-                pod,
-                profile,
-                f"Binding rejected: {result.message}",
-                policy,
-                bind.version,
-                patch_condition=False,
-            )
+            self._events.bind_rejected(pod, profile, result.message, policy, bind.version)
         with bind.lock:
             bind.results.append(result)
             finished = len(bind.results) == bind.expected
@@ -677,18 +671,13 @@ class GangCoordinator:
             },
         )
 
-    @staticmethod
-    def _call(hook: Callable[..., None], *args: Any) -> None:
-        try:
-            hook(*args)
-        except Exception:
-            log.exception("scheduler hook failed")
+    _call = staticmethod(call_hook)
 
 
 def _pod_scheduled_condition(obj: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     if not obj:
         return None
     for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled":
-            return condition  # type: ignore[no-any-return]
+        if isinstance(condition, Mapping) and condition.get("type") == "PodScheduled":
+            return condition
     return None

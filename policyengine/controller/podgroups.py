@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import json
-import queue
 import random
 import threading
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from kubernetes.client.exceptions import ApiException
 
 from policyengine.controller.connection import describe
 from policyengine.controller.informer import EventHandler, Informer, InformerOptions
+from policyengine.controller.jobs import JobThread
 
 log = structlog.get_logger(__name__)
 
@@ -47,7 +47,6 @@ VERSION = "v1alpha1"
 PLURAL = "podgroups"
 CRD_NAME = f"{PLURAL}.{GROUP}"
 DEFAULT_CRD_RECHECK = 60.0
-_STOP = object()
 
 
 class PodGroupSource:
@@ -167,29 +166,18 @@ class PodGroupStatusWriter:
         self._timeout = request_timeout
         self._lock = threading.Lock()
         self._last: dict[str, str] = {}  # group key -> the status we last sent (JSON text)
-        self._work: queue.Queue[Any] = queue.Queue()
-        self._thread: threading.Thread | None = None
+        self._jobs = JobThread("podgroup-status", "podgroup status job failed")
         self.patched = 0
 
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._worker, name="podgroup-status", daemon=True
-            )
-            self._thread.start()
+        self._jobs.start()
 
     def stop(self, timeout: float | None = 5.0) -> None:
-        if self._thread is None:
-            return
-        self._work.put(_STOP)
-        self._thread.join(timeout)
-        self._thread = None
+        self._jobs.stop(timeout)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every patch queued so far was sent (for tests)."""
-        done = threading.Event()
-        self._work.put(done.set)
-        return done.wait(timeout)
+        return self._jobs.flush(timeout)
 
     def patch(self, namespace: str, name: str, status: JSON) -> bool:
         """Queue a merge patch of ``status``; False when it equals the last one sent."""
@@ -199,23 +187,13 @@ class PodGroupStatusWriter:
             if self._last.get(key) == text:
                 return False
             self._last[key] = text
-        self._work.put(lambda: self._send(namespace, name, key, text, status))
+        self._jobs.submit(lambda: self._send(namespace, name, key, text, status))
         return True
 
     def forget(self, key: str) -> None:
         """The PodGroup was deleted (or recreated): the next patch is sent whatever it says."""
         with self._lock:
             self._last.pop(key, None)
-
-    def _worker(self) -> None:
-        while True:
-            job = self._work.get()
-            if job is _STOP:
-                return
-            try:
-                job()
-            except Exception:
-                log.exception("podgroup status job failed")
 
     def _send(self, namespace: str, name: str, key: str, text: str, status: JSON) -> None:
         try:

@@ -45,6 +45,7 @@ from policyengine.controller.binder import Binder, BindOutcome, BindResult
 from policyengine.controller.cache import NODE_ADDED, NODE_CHANGED, AssumeError, ClusterCache
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.gangs import DEFAULT_GANG_TIMEOUT, GangCoordinator
+from policyengine.controller.hooks import call_hook
 from policyengine.controller.informer import Informer, InformerOptions, object_key
 from policyengine.controller.load import DEFAULT_POLL_INTERVAL, LoadPoller
 from policyengine.controller.podgroups import (
@@ -435,13 +436,8 @@ class Scheduler:
                 status=result.status,
                 error=result.message,
             )
-            self.events.failed_scheduling(
-                pod,
-                profile,
-                f"Binding rejected: {result.message}",
-                decision.policy,
-                decision.version,
-                patch_condition=False,
+            self.events.bind_rejected(
+                pod, profile, result.message, decision.policy, decision.version
             )
             self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
 
@@ -505,9 +501,10 @@ class Scheduler:
     def _preempt_gang(
         self, program: Program, gang: Gang, snapshot: ClusterSnapshot, profile: str
     ) -> str | None:
-        """Gang preemption for the coordinator: what it did, or None while victims go."""
+        """Gang preemption for the coordinator: what it did when it evicted pods; None when
+        it could not help (the gang's own reason stands) or while earlier victims go."""
         outcome = self.preemptor.run_gang(program, gang, snapshot, profile, self._rng)
-        return outcome.message if outcome is not None else None
+        return outcome.message if outcome is not None and outcome.preempts else None
 
     def _pod_deleted(self, obj: JSON) -> None:
         key = object_key(obj)
@@ -522,12 +519,7 @@ class Scheduler:
     def _on_bind_count(self, count: int) -> None:
         self._call(self._hooks.on_bind, count)
 
-    @staticmethod
-    def _call(hook: Callable[..., None], *args: Any) -> None:
-        try:
-            hook(*args)
-        except Exception:
-            log.exception("scheduler hook failed")
+    _call = staticmethod(call_hook)
 
 
 class _Handler:

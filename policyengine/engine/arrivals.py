@@ -16,8 +16,13 @@ from dataclasses import dataclass
 
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.gpu_placement import with_devices
-from policyengine.engine.gpu_report import Shapes, gpu_report, shapes_of
-from policyengine.engine.simulate import Simulation, gpu_fragmentation, resource_use
+from policyengine.engine.gpu_report import Shapes
+from policyengine.engine.simulate import (
+    Simulation,
+    gpu_fragmentation,
+    gpu_result,
+    resource_use,
+)
 from policyengine.lang.compiler import Program
 from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Pod
@@ -83,8 +88,6 @@ def replay(
             at_drop = allocated / total_gpus if total_gpus else 0.0
         if progress is not None:
             progress(index + 1, len(arrivals))
-    shapes = shapes_of(arrivals) if gpu_shapes is None else gpu_shapes
-    report = gpu_report(snapshot, shapes)
     simulation = Simulation(
         decisions=tuple(decisions),
         before=before,
@@ -93,7 +96,7 @@ def replay(
         snapshot=snapshot,
         policy_version=program.version,
         seed=seed,
-        gpu=report if report.total_gpus else None,
+        gpu=gpu_result(snapshot, arrivals, gpu_shapes),
     )
     placed_count = sum(1 for d in decisions if d.node is not None)
     return simulation, ArrivalReport(

@@ -174,10 +174,14 @@ def simulate(
         seed=seed,
         gangs=tuple(gangs),
         preemptions=tuple(preemptions),
-        gpu=_gpu(snapshot, ordered, gpu_shapes),
+        gpu=gpu_result(snapshot, ordered, gpu_shapes),
     )
 
 
-def _gpu(snapshot: ClusterSnapshot, pods: Sequence[Pod], shapes: Shapes | None) -> GpuReport | None:
+def gpu_result(
+    snapshot: ClusterSnapshot, pods: Sequence[Pod], shapes: Shapes | None
+) -> GpuReport | None:
+    """The GPU report after placing ``pods`` (fragmentation against ``shapes``, else against
+    the pods' own demands); None for a cluster without GPUs."""
     report = gpu_report(snapshot, shapes_of(pods) if shapes is None else shapes)
     return report if report.total_gpus else None

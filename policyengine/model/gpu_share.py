@@ -28,7 +28,14 @@ from policyengine.model.gpu_devices import (
     Grant,
     share,
 )
-from policyengine.model.hami import NODE_REGISTER, decode_node_devices, demand_of, pod_grants
+from policyengine.model.hami import (
+    NODE_REGISTER,
+    assignment,
+    decode_node_devices,
+    decode_pod_devices,
+    demand_of,
+    pod_grants,
+)
 from policyengine.model.objects import Node, Pod
 from policyengine.model.resources import pod_requests
 from policyengine.quantity import QuantityError, parse_quantity
@@ -139,8 +146,22 @@ def registration_error(node: Node) -> str | None:
     )
 
 
+def assignment_error(pod: Pod) -> str | None:
+    """Why a pod's HAMi assignment annotation is unreadable (None: fine or absent); a running
+    pod's devices are then chosen first-fit, as for a pod with no assignment."""
+    found = assignment(pod.annotations)
+    if found is None:
+        return None
+    key, value = found
+    decoded = decode_pod_devices(value)
+    if not isinstance(decoded, str):
+        return None
+    return f"Pod {pod.key}: metadata.annotations[{key}]: {decoded}; the annotation is ignored"
+
+
 def gpu_warnings(nodes: Iterable[Node], pods: Iterable[Pod]) -> list[str]:
     """Every unreadable GPU annotation among ``nodes`` and ``pods``, for a warning each."""
     found = [e for n in nodes if (e := registration_error(n)) is not None]
-    found.extend(e for p in pods if (e := share_error(p)) is not None)
+    for pod in pods:
+        found.extend(e for e in (share_error(pod), assignment_error(pod)) if e is not None)
     return found

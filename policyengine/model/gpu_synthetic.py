@@ -13,7 +13,6 @@ import random
 from typing import Any
 
 from policyengine.model.gpu_share import SHARE_ANNOTATION
-from policyengine.model.hami import ALLOCATED
 
 # (product, GPUs per node, MiB per GPU, how common)
 MODELS: tuple[tuple[str, int, int, int], ...] = (
@@ -95,47 +94,4 @@ def gpu_arrivals(count: int, seed: int = 0, namespace: str = "jobs") -> list[dic
                 "spec": {"containers": [{"name": "c", "image": "worker", "resources": resources}]},
             }
         )
-    return pods
-
-
-def gpu_running(
-    nodes: list[dict[str, Any]], per_node: int = 3, seed: int = 0, namespace: str = "running"
-) -> list[dict[str, Any]]:
-    """Running share pods scattered over random devices (a cluster already fragmented), each
-    with its device in HAMi's assignment annotation."""
-    rng = random.Random(seed + 2)
-    shares = [s for s in SHAPES if s[0] == "share"]
-    weights = [s[3] for s in shares]
-    pods = []
-    for node in nodes:
-        name = node["metadata"]["name"]
-        labels = node["metadata"]["labels"]
-        gpus = int(labels["nvidia.com/gpu.count"])
-        memory = int(labels["nvidia.com/gpu.memory"])
-        used = [[0, 0] for _ in range(gpus)]
-        for k in range(per_node):
-            _, cores, percent, _ = rng.choices(shares, weights)[0]
-            device = rng.randrange(gpus)
-            mib = memory * percent // 100
-            if used[device][0] + cores > 100 or used[device][1] + mib > memory:
-                continue
-            used[device][0] += cores
-            used[device][1] += mib
-            pods.append(
-                {
-                    "kind": "Pod",
-                    "metadata": {
-                        "name": f"{name}-run-{k}",
-                        "namespace": namespace,
-                        "annotations": {
-                            SHARE_ANNOTATION: f"cores={cores},memory={percent}%",
-                            ALLOCATED: f"{name}-gpu{device},NVIDIA,{mib},{cores}:;",
-                        },
-                    },
-                    "spec": {
-                        "nodeName": name,
-                        "containers": [{"name": "c", "image": "worker"}],
-                    },
-                }
-            )
     return pods

@@ -207,13 +207,23 @@ def decode_pod_devices(value: str) -> tuple[tuple[Grant, ...], ...] | str:
     return tuple(containers)
 
 
+def assignment(annotations: Mapping[str, str]) -> tuple[str, str] | None:
+    """The assignment annotation a pod's devices are read from, as ``(key, value)``: the
+    device plugin's ``allocated`` once written, else the scheduler's ``to-allocate``."""
+    for key in (ALLOCATED, TO_ALLOCATE):
+        value = annotations.get(key)
+        if value:
+            return key, value
+    return None
+
+
 def pod_grants(annotations: Mapping[str, str]) -> tuple[Grant, ...] | None:
     """The devices a pod holds, from its assignment annotation; None when it has none (or an
     unreadable one: the snapshot then places it first-fit)."""
-    value = annotations.get(ALLOCATED) or annotations.get(TO_ALLOCATE)
-    if not value:
+    found = assignment(annotations)
+    if found is None:
         return None
-    decoded = decode_pod_devices(value)
+    decoded = decode_pod_devices(found[1])
     if isinstance(decoded, str):
         return None
     grants = tuple(g for container in decoded for g in container)

@@ -107,10 +107,18 @@ def parse_pdb(obj: Mapping[str, Any], source: str | None = None) -> PodDisruptio
     if "disruptionsAllowed" in status:
         allowed = _int(ctx, status.get("disruptionsAllowed"), "status.disruptionsAllowed")
     disrupted = _map(ctx, status.get("disruptedPods"), "status.disruptedPods")
+    selector = parse_label_selector(ctx, spec.get("selector"), "spec.selector")
+    if selector is not None:
+        # The API server rejects such a budget; a snapshot may still hold one, and silently
+        # protecting nothing would hide the mistake.
+        try:
+            selector.compile()
+        except SelectorError as exc:
+            raise ctx.fail("spec.selector", str(exc)) from None
     return PodDisruptionBudget(
         namespace=ctx.namespace or "default",
         name=ctx.name or "",
-        selector=parse_label_selector(ctx, spec.get("selector"), "spec.selector"),
+        selector=selector,
         min_available=min_available,
         max_unavailable=max_unavailable,
         disruptions_allowed=allowed,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,18 @@ def _flatten(
     yield doc
 
 
+def _ref(obj: Mapping[str, Any]) -> str:
+    """``Kind namespace/name`` of an object the engine does not parse, read leniently."""
+    raw_meta = obj.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+    namespace, name = meta.get("namespace"), meta.get("name")
+    return object_ref(
+        str(obj.get("kind") or "object"),
+        namespace if isinstance(namespace, str) else None,
+        name if isinstance(name, str) else None,
+    )
+
+
 def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedObjects:
     """Turn already-decoded documents into model objects."""
     nodes: list[Node] = []
@@ -144,16 +156,12 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                 node_metrics.append(parse_node_metrics(obj, source))
             elif is_pdb_object(obj):
                 pdbs.append(parse_pdb(obj, source))
+            elif not kind:
+                warnings.append(f"{source}: an object without a kind was ignored")
             else:
-                raw_meta = obj.get("metadata")
-                meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
-                if not kind:
-                    warnings.append(f"{source}: an object without a kind was ignored")
-                else:
-                    ref = object_ref(str(kind), meta.get("namespace"), meta.get("name"))
-                    warnings.append(
-                        f"{source}: {ref}: kind {kind} is not used by the engine; ignored"
-                    )
+                warnings.append(
+                    f"{source}: {_ref(obj)}: kind {kind} is not used by the engine; ignored"
+                )
     return LoadedObjects(
         tuple(nodes),
         tuple(pods),
@@ -161,7 +169,7 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
         tuple(warnings),
         tuple(pod_groups),
         tuple(node_metrics),
-        pdbs=tuple(pdbs),
+        tuple(pdbs),
     )
 
 
@@ -185,47 +193,63 @@ def _snapshot_files(path: Path) -> list[Path]:
     return [path]
 
 
+def _read(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{file}: cannot read: {exc}", source=str(file)) from None
+
+
+def _concat(parts: Iterable[LoadedObjects]) -> LoadedObjects:
+    """The objects of several files, field by field, in file order."""
+    parts = list(parts)
+    return LoadedObjects(
+        *(
+            tuple(item for part in parts for item in getattr(part, f.name))
+            for f in fields(LoadedObjects)
+        )
+    )
+
+
 def load_snapshot(*paths: str | Path) -> LoadedObjects:
     """Read snapshot files and directories; raises ``ModelError`` for bad or empty input."""
     if not paths:
         raise ModelError("no snapshot given")
-    nodes: list[Node] = []
-    pods: list[Pod] = []
-    namespaces: list[Namespace] = []
-    warnings: list[str] = []
-    pod_groups: list[PodGroup] = []
-    node_metrics: list[NodeMetrics] = []
-    pdbs: list[PodDisruptionBudget] = []
-    for raw in paths:
-        for file in _snapshot_files(Path(raw)):
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ModelError(f"{file}: cannot read: {exc}", source=str(file)) from None
-            loaded = parse_snapshot_text(text, str(file))
-            nodes.extend(loaded.nodes)
-            pods.extend(loaded.pods)
-            namespaces.extend(loaded.namespaces)
-            warnings.extend(loaded.warnings)
-            pod_groups.extend(loaded.pod_groups)
-            node_metrics.extend(loaded.node_metrics)
-            pdbs.extend(loaded.pdbs)
-    if not nodes and not pods:
+    loaded = _concat(
+        parse_snapshot_text(_read(file), str(file))
+        for raw in paths
+        for file in _snapshot_files(Path(raw))
+    )
+    if not loaded.nodes and not loaded.pods:
         shown = ", ".join(str(p) for p in paths)
         raise ModelError(f"{shown}: the snapshot is empty (no Nodes and no Pods)")
     seen: set[str] = set()
-    for node in nodes:
+    for node in loaded.nodes:
         if node.name in seen:
             raise ModelError(
                 f"{object_ref('Node', None, node.name)}: defined twice in the snapshot"
             )
         seen.add(node.name)
-    return LoadedObjects(
-        tuple(nodes),
-        tuple(pods),
-        tuple(namespaces),
-        tuple(warnings),
-        tuple(pod_groups),
-        tuple(node_metrics),
-        pdbs=tuple(pdbs),
-    )
+    return loaded
+
+
+def load_pods(path: str | Path) -> tuple[tuple[Pod, ...], tuple[str, ...]]:
+    """An arrival list: the pods of a file or directory in file order, and the warnings.
+    Raises ``ModelError`` naming the first object that is not a Pod (an arrival list places
+    pods into a cluster given elsewhere, so anything else in it is a mistake)."""
+    pods: list[Pod] = []
+    warnings: list[str] = []
+    for file in _snapshot_files(Path(path)):
+        documents = _documents(_read(file), str(file))
+        for doc in documents:
+            for obj in _flatten(doc, str(file)):
+                if obj.get("kind") != "Pod":
+                    raise ModelError(
+                        f"{file}: {_ref(obj)}: an arrival list holds only Pods", source=str(file)
+                    )
+        loaded = parse_objects(documents, str(file))
+        pods.extend(loaded.pods)
+        warnings.extend(loaded.warnings)
+    if not pods:
+        raise ModelError(f"{path}: no pods in the arrival list", source=str(path))
+    return tuple(pods), tuple(warnings)

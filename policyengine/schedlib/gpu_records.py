@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from operator import attrgetter
 
-from policyengine.lang.types import BOOL, INT, QUANTITY, STRING, Field, RecordType
+from policyengine.lang.types import BOOL, INT, QUANTITY, STRING, Field, RecordType, Type
 from policyengine.model.gpu_devices import GpuDemand, NodeGpus
 
 MIB = 1024 * 1024
@@ -66,8 +66,8 @@ def request_record(demand: GpuDemand) -> GpuRequestRecord:
     )
 
 
-def _field(name: str, type_: object, doc: str) -> Field:
-    return Field(name, type_, attrgetter(name), doc)  # type: ignore[arg-type]
+def _field(name: str, type_: Type, doc: str) -> Field:
+    return Field(name, type_, attrgetter(name), doc)
 
 
 GPU_DEVICE = RecordType(

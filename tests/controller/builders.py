@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from policyengine.controller.binder import BindResult
 from policyengine.controller.informer import InformerOptions
 from policyengine.controller.scheduler import Scheduler, SchedulerHooks, SchedulerOptions
 from policyengine.lang.cache import shared_cache
@@ -92,6 +93,19 @@ def pod_obj(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
+def podgroup(name: str, min_member: int, timeout: int | None = None) -> dict[str, Any]:
+    """A PodGroup in ``default`` as the API server stores it."""
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
 def node(name: str, **kwargs: Any):  # type: ignore[no-untyped-def]
     return parse_node(node_obj(name, **kwargs))
 
@@ -131,6 +145,24 @@ def over_allocated(server: LoopbackAPIServer) -> dict[str, str]:
             if value > parse_quantity(alloc[res]):
                 out[name] = f"{res}: {value} > {alloc[res]}"
     return out
+
+
+class Results:
+    """A bind callback that collects the results and lets a test wait for them."""
+
+    def __init__(self) -> None:
+        self.items: list[BindResult] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, result: BindResult) -> None:
+        with self.cond:
+            self.items.append(result)
+            self.cond.notify_all()
+
+    def wait(self, n: int, timeout: float = 5.0) -> list[BindResult]:
+        with self.cond:
+            assert self.cond.wait_for(lambda: len(self.items) >= n, timeout)
+            return list(self.items)
 
 
 class RunningScheduler:

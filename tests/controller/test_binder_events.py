@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from policyengine.controller.binder import Binder, BindOutcome, BindResult, binding_body
+from policyengine.controller.binder import Binder, BindOutcome, binding_body
 from policyengine.controller.events import EventRecorder
 from policyengine.model.parse import parse_pod
 from tests.apiserver import LoopbackAPIServer
-from tests.controller.builders import node_obj, pod_obj
+from tests.controller.builders import Results, node_obj, pod_obj
 
 WIRE = Path(__file__).resolve().parents[1] / "data" / "k8s-wire"
 
@@ -26,22 +25,6 @@ def captured_bodies(prefix: str) -> list[dict[str, Any]]:
 
 def seeded_pod(server: LoopbackAPIServer, name: str, **kwargs: Any):  # type: ignore[no-untyped-def]
     return parse_pod(server.create(pod_obj(name, **kwargs)))
-
-
-class Results:
-    def __init__(self) -> None:
-        self.items: list[BindResult] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, result: BindResult) -> None:
-        with self.cond:
-            self.items.append(result)
-            self.cond.notify_all()
-
-    def wait(self, n: int, timeout: float = 5.0) -> list[BindResult]:
-        with self.cond:
-            assert self.cond.wait_for(lambda: len(self.items) >= n, timeout)
-            return list(self.items)
 
 
 def test_binding_body_is_kube_schedulers() -> None:

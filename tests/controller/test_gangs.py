@@ -29,19 +29,7 @@ from policyengine.controller.scheduler import SchedulerHooks
 from policyengine.model.objects import Pod
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from tests.apiserver import LoopbackAPIServer
-from tests.controller.builders import kube_default, node, pod
-
-
-def podgroup(name: str, min_member: int, timeout: int | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": min_member}
-    if timeout is not None:
-        spec["scheduleTimeoutSeconds"] = timeout
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
+from tests.controller.builders import kube_default, node, pod, podgroup
 
 
 def member(name: str, gang: str = "g", **kwargs: Any) -> Pod:

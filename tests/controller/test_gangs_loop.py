@@ -22,7 +22,14 @@ from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from policyengine.schedlib import default_schema
 from tests.apiserver import LoopbackAPIServer
-from tests.controller.builders import FAST, KUBE_DEFAULT, RunningScheduler, node_obj, pod_obj
+from tests.controller.builders import (
+    FAST,
+    KUBE_DEFAULT,
+    RunningScheduler,
+    node_obj,
+    pod_obj,
+    podgroup,
+)
 
 RACK = "topology.kubernetes.io/rack"
 PG = ("scheduling.x-k8s.io", "v1alpha1")
@@ -58,18 +65,6 @@ def racks(server: LoopbackAPIServer, layout: dict[str, int], cpu: str = "4") -> 
     for rack, count in layout.items():
         for i in range(count):
             server.create(node_obj(f"{rack}-n{i}", cpu=cpu, labels={RACK: rack}))
-
-
-def podgroup(name: str, min_member: int, timeout: int | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": min_member}
-    if timeout is not None:
-        spec["scheduleTimeoutSeconds"] = timeout
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
 
 
 def member(name: str, gang: str, cpu: str = "1") -> dict[str, Any]:

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from typing import Any
 
-from policyengine.controller.binder import Binder, BindOutcome, BindResult
+from policyengine.controller.binder import Binder, BindOutcome
 from policyengine.engine.gpu_placement import gpu_annotations
 from policyengine.model.gpu_devices import Grant
 from policyengine.model.hami import ALLOCATED, BIND_PHASE, TO_ALLOCATE, VGPU_NODE, pod_grants
 from policyengine.model.parse import parse_pod
 from tests.apiserver import LoopbackAPIServer
-from tests.controller.builders import RunningScheduler, node_obj, pod_obj, program_from
-
-
-class Results:
-    def __init__(self) -> None:
-        self.items: list[BindResult] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, result: BindResult) -> None:
-        with self.cond:
-            self.items.append(result)
-            self.cond.notify_all()
-
-    def wait(self, n: int, timeout: float = 5.0) -> list[BindResult]:
-        with self.cond:
-            assert self.cond.wait_for(lambda: len(self.items) >= n, timeout)
-            return list(self.items)
-
+from tests.controller.builders import Results, RunningScheduler, node_obj, pod_obj, program_from
 
 GRANTS = (Grant("GPU-aaa", 25, 10240),)
 

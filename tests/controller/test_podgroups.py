@@ -13,18 +13,9 @@ from kubernetes import client
 
 from policyengine.controller.podgroups import PodGroupSource, PodGroupStatusWriter
 from tests.apiserver import LoopbackAPIServer
-from tests.controller.builders import FAST_INFORMER
+from tests.controller.builders import FAST_INFORMER, podgroup
 
 GROUP = "scheduling.x-k8s.io"
-
-
-def podgroup(name: str, min_member: int = 2) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"minMember": min_member},
-    }
 
 
 class Recorder:
@@ -74,7 +65,7 @@ def test_a_missing_crd_is_logged_once_rechecked_quietly_and_picked_up_when_insta
     apiserver_factory: Callable[..., LoopbackAPIServer],
 ) -> None:
     server = apiserver_factory(uninstalled_groups=(GROUP,))
-    server.create(podgroup("g"))
+    server.create(podgroup("g", 2))
     recorder = Recorder()
     made, api = source(server, recorder)
     with structlog.testing.capture_logs() as logs:
@@ -103,7 +94,7 @@ def test_a_missing_crd_is_logged_once_rechecked_quietly_and_picked_up_when_insta
 
 
 def test_other_errors_decide_nothing_and_are_retried(apiserver: LoopbackAPIServer) -> None:
-    apiserver.create(podgroup("g"))
+    apiserver.create(podgroup("g", 2))
     apiserver.fail_next(2, code=503, resource="podgroups")
     recorder = Recorder()
     made, api = source(apiserver, recorder)
@@ -121,7 +112,7 @@ def test_other_errors_decide_nothing_and_are_retried(apiserver: LoopbackAPIServe
 def test_the_status_writer_sends_each_change_once_and_retries_after_a_failure(
     apiserver: LoopbackAPIServer,
 ) -> None:
-    apiserver.create(podgroup("g"))
+    apiserver.create(podgroup("g", 2))
     api = client.ApiClient(apiserver.client_configuration())
     writer = PodGroupStatusWriter(api)
     writer.start()

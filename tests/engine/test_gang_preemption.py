@@ -213,3 +213,13 @@ def test_simulate_reports_a_gang_preemption_beside_pod_preemptions() -> None:
     assert names(preemption.victims) == ["c2-p0", "c2-p1"]
     assert "default/c2-p0" not in result.snapshot.pod_nodes
     assert {result.snapshot.pod_nodes[p.key] for p in gang.pending} == {"c2-0", "c2-1"}
+
+
+def test_when_no_level_is_required_the_whole_cluster_is_the_last_resort() -> None:
+    pods = [running("c1-0", "x", 1), running("c2-0", "y", 2)]
+    snap = cluster(*pods, per=1)
+    outcome = preempt_gang(program(gang="gang { within nvlink_domain }"), job(), snap)
+    assert (outcome.label, names(outcome.victims)) == ("the whole cluster", ["y", "x"])
+    assert [label for label, _ in outcome.tried] == ["nvlink_domain/c1", "nvlink_domain/c2"]
+    required = preempt_gang(program(), job(), snap)
+    assert not required.preempts

@@ -537,3 +537,32 @@ def test_victims_free_enough_and_none_is_spared_needlessly(
     for victim in outcome.victims:
         back = freed.with_pod(victim, outcome.node)
         assert outcome.node not in schedule(program, pod, back, random.Random(0)).feasible
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    pods=running_pods,
+    cpu=st.sampled_from(["1", "2", "3"]),
+    priority=st.integers(1, 200),
+    seed=st.integers(0, 2**16),
+)
+def test_a_search_covering_every_node_does_not_depend_on_its_offset(
+    pods: list[tuple[int, str, int]], cpu: str, priority: int, seed: int
+) -> None:
+    program = kube_program()
+    placed = [
+        running(f"n{node + 1}", f"r{i}", size, prio) for i, (node, size, prio) in enumerate(pods)
+    ]
+    snap = cluster(*placed, nodes=3)
+    pod = pending(cpu, priority)
+    decision = schedule(program, pod, snap, random.Random(0))
+    if decision.node is not None:
+        return
+    first = preempt(program, pod, snap, decision)
+    offset = preempt(program, pod, snap, decision, rng=random.Random(seed))
+    assert (offset.node, offset.victims) == (first.node, first.victims)
+    # A cap of one (no budgets here): the first candidate found is the choice.
+    one = DEFAULT_CONFIG.with_(min_candidate_nodes_percentage=0, min_candidate_nodes_absolute=1)
+    capped = preempt(program, pod, snap, decision, config=one, rng=random.Random(seed))
+    assert (capped.node is None) == (first.node is None)
+    assert len(capped.candidates) == (0 if first.node is None else 1)

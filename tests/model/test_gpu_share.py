@@ -10,7 +10,7 @@ from policyengine.model.gpu_share import (
     pod_demand,
     share_error,
 )
-from policyengine.model.hami import ALLOCATED, NODE_REGISTER, encode_node_devices
+from policyengine.model.hami import ALLOCATED, NODE_REGISTER, TO_ALLOCATE, encode_node_devices
 from policyengine.model.snapshot import ClusterSnapshot
 from tests.model.gpu_builders import gpu_node, gpu_pod
 
@@ -101,10 +101,16 @@ def test_snapshot_tracks_devices_through_with_pod_and_without_pod() -> None:
 
 def test_gpu_warnings_name_the_object_and_field() -> None:
     nodes = [gpu_node("ok"), gpu_node("bad", annotations={NODE_REGISTER: "a,b:"})]
-    pods = [gpu_pod("fine", share="cores=5"), gpu_pod("broken", share="memory=0")]
+    pods = [
+        gpu_pod("fine", share="cores=5"),
+        gpu_pod("broken", share="memory=0"),
+        gpu_pod("held", node="ok", annotations={TO_ALLOCATE: "GPU-1,NVIDIA,1024,x:;"}),
+    ]
     assert gpu_warnings(nodes, pods) == [
         "Node bad: metadata.annotations[hami.io/node-nvidia-register]: device 0: expected 7 or 9 "
         "comma-separated fields, found 2; devices are taken from the node's labels",
         "Pod default/broken: metadata.annotations[policyengine.io/gpu-share]: memory '0': must be "
         "positive; the annotation is ignored",
+        "Pod default/held: metadata.annotations[hami.io/vgpu-devices-to-allocate]: container 0, "
+        "device 0: memory and cores must be non-negative integers; the annotation is ignored",
     ]

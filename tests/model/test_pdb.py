@@ -49,6 +49,12 @@ ERRORS = [
         "f.yaml: PodDisruptionBudget ns/b: spec.selector: expected a mapping, got string",
     ),
     (
+        {"selector": {"matchExpressions": [{"key": "app", "operator": "In"}]}},
+        None,
+        "f.yaml: PodDisruptionBudget ns/b: spec.selector: for 'in', 'notin' operators, values "
+        "set can't be empty (key 'app')",
+    ),
+    (
         {},
         {"disruptionsAllowed": "x"},
         "f.yaml: PodDisruptionBudget ns/b: status.disruptionsAllowed: expected an integer, "
