@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -27,11 +29,16 @@ def test_import_contracts_hold() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_ruff_is_clean() -> None:
+@pytest.mark.parametrize(
+    "arguments",
+    [("check",), ("format", "--check")],
+    ids=["lint", "format"],
+)
+def test_ruff_is_clean(arguments: tuple[str, ...]) -> None:
     ruff = Path(sys.executable).with_name("ruff")
     command = [str(ruff)] if ruff.exists() else [sys.executable, "-m", "ruff"]
     result = subprocess.run(
-        [*command, "check", "policyengine", "tests", "benchmarks"],
+        [*command, *arguments, "policyengine", "tests", "benchmarks"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -48,9 +48,18 @@ def test_sums_are_exact() -> None:
 
 
 BAD = [
-    ("abc", "quantity 'abc' is not valid: expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e3)"),
-    ("1KiB", "quantity '1KiB' is not valid: expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e3)"),
-    ("", "quantity '' is not valid: expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e3)"),
+    (
+        "abc",
+        "quantity 'abc' is not valid: expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e3)",
+    ),
+    (
+        "1KiB",
+        "quantity '1KiB' is not valid: expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e3)",
+    ),
+    (
+        "",
+        "quantity '' is not valid: expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e3)",
+    ),
     (True, "quantity True: a boolean is not a quantity"),
     (None, "quantity None: expected a string such as '500m' or '16Gi'"),
 ]

@@ -137,11 +137,17 @@ def topology_from(specs: Sequence[str]) -> TopologyConfig:
         level, sep, label = spec.partition("=")
         level = level.strip().replace("-", "_")
         if not sep or not label.strip():
-            raise InputError(f"--topology {spec!r}: expected LEVEL=LABEL, e.g. rack=example.com/rack")
+            raise InputError(
+                f"--topology {spec!r}: expected LEVEL=LABEL, e.g. rack=example.com/rack"
+            )
         if level not in LEVELS:
-            raise InputError(f"--topology {spec!r}: unknown level {level!r}; levels are {', '.join(LEVELS)}")
+            raise InputError(
+                f"--topology {spec!r}: unknown level {level!r}; levels are {', '.join(LEVELS)}"
+            )
         chosen.setdefault(level, []).append(label.strip())
-    return replace(DEFAULT_TOPOLOGY, **{f"{level}_keys": tuple(keys) for level, keys in chosen.items()})
+    return replace(
+        DEFAULT_TOPOLOGY, **{f"{level}_keys": tuple(keys) for level, keys in chosen.items()}
+    )
 
 
 def add_format_option(parser: argparse.ArgumentParser, formats: Sequence[str]) -> None:

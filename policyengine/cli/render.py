@@ -652,8 +652,6 @@ def simulation_table(simulation: Simulation) -> str:
             [p.pod, p.node or NONE, ", ".join(v.key for v in p.victims) or NONE]
             for p in simulation.preemptions
         ]
-        parts.append(
-            f"Preemptions ({len(rows)}):\n" + table(("POD", "NODE", "VICTIMS"), rows)
-        )
+        parts.append(f"Preemptions ({len(rows)}):\n" + table(("POD", "NODE", "VICTIMS"), rows))
     sections.append("\n".join(parts))
     return "\n\n".join(sections)

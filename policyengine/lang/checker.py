@@ -322,7 +322,9 @@ class _Checker:
             let = scope.lets[name]
             self.bindings[id(expr)] = Binding("let", name, let=let)
             if scope.gang and self.varies(let.expr):
-                self.report(m.hidden_in_gang(f"let '{name}' reads a value per node; it"), _span(expr))
+                self.report(
+                    m.hidden_in_gang(f"let '{name}' reads a value per node; it"), _span(expr)
+                )
             return self.let_types.get(id(let), DYN)
         root = self.schema.roots.get(name)
         if root is not None:
@@ -962,7 +964,10 @@ class _Checker:
             if rule.guard is not None:
                 guard = self.expr(rule.guard, scope)
                 ok = self.require(
-                    rule.guard, guard, lambda t: t == BOOL, "a guard",
+                    rule.guard,
+                    guard,
+                    lambda t: t == BOOL,
+                    "a guard",
                     partial(m.bad_preempt_guard, guard),
                 )
                 culprit = self.per_node_culprit(rule.guard) if ok else None
@@ -975,7 +980,10 @@ class _Checker:
             finally:
                 self.schema = schema
             self.require(
-                rule.body, body, lambda t: t == BOOL, "a preempt rule",
+                rule.body,
+                body,
+                lambda t: t == BOOL,
+                "a preempt rule",
                 partial(m.bad_preempt_body, body),
             )
 

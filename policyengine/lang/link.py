@@ -97,7 +97,8 @@ def link(unit: Unit) -> Linked:
                 rules.extend(_use(statement, libraries, diagnostics))
             elif isinstance(statement, n.GangBlock) and not gang_rules:
                 gang_rules.extend(
-                    LinkedRule(rule, policy, rule.name, _weight_of(rule)) for rule in statement.rules
+                    LinkedRule(rule, policy, rule.name, _weight_of(rule))
+                    for rule in statement.rules
                 )
         linked.append(LinkedPolicy(policy, tuple(rules), tuple(gang_rules)))
     return Linked(tuple(linked), libraries, tuple(diagnostics))

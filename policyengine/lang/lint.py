@@ -711,9 +711,7 @@ def empty(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
         library = libraries.get(use.library)
         if library is None:
             return  # an unknown library is the linker's error; do not pile on
-        disabled = {
-            (a.rule, a.kind) for a in use.adjustments if isinstance(a, n.Disable)
-        }
+        disabled = {(a.rule, a.kind) for a in use.adjustments if isinstance(a, n.Disable)}
         kind_of = {n.Filter: "filter", n.Score: "score"}
         if any(
             (rule.name, None) not in disabled and (rule.name, kind_of[type(rule)]) not in disabled

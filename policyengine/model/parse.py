@@ -579,7 +579,9 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         status_qos_class=_str(ctx, status.get("qosClass"), "status.qosClass"),
         nominated_node_name=_str(ctx, status.get("nominatedNodeName"), "status.nominatedNodeName"),
         resource_version=_str(ctx, meta.get("resourceVersion"), "metadata.resourceVersion"),
-        creation_timestamp=_timestamp(ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        creation_timestamp=_timestamp(
+            ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"
+        ),
     )
 
 

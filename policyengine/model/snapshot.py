@@ -537,7 +537,9 @@ class ClusterSnapshot:
     def with_pod_group(self, group: PodGroup) -> ClusterSnapshot:
         """Add or replace a PodGroup (a watch ADDED/MODIFIED event)."""
         return replace(
-            self, pod_groups=self.pod_groups.with_item(group.key, group), generation=next(_generation)
+            self,
+            pod_groups=self.pod_groups.with_item(group.key, group),
+            generation=next(_generation),
         )
 
     def without_pod_group(self, key: str) -> ClusterSnapshot:

@@ -17,7 +17,12 @@ END = "<!-- attribute-reference:end -->"
 
 
 def _record_table(record: RecordType, prefix: str) -> list[str]:
-    lines = [f"**{record.name}** — {record.doc}", "", "| attribute | type | meaning |", "|---|---|---|"]
+    lines = [
+        f"**{record.name}** — {record.doc}",
+        "",
+        "| attribute | type | meaning |",
+        "|---|---|---|",
+    ]
     for field in record.fields.values():
         lines.append(f"| `{prefix}{field.name}` | `{field.type}` | {field.doc} |")
     lines.append("")

@@ -72,9 +72,7 @@ def policies(draw: st.DrawFn) -> str:
             f"score bonus{index} weight {weight}{draw(st.sampled_from(NORMALIZE))} {{ {body} }}"
         )
     disable = draw(st.sampled_from(["", " { disable image_locality }"]))
-    rules.append(
-        draw(st.sampled_from(["", "overcommit cpu 1.5", "overcommit cpu 2 max_load 0.5"]))
-    )
+    rules.append(draw(st.sampled_from(["", "overcommit cpu 1.5", "overcommit cpu 2 max_load 0.5"])))
     inner = "\n  ".join(rules)
     # The profile makes "p" govern: otherwise the imported "kube-default" policy, first in the
     # default profile, would decide every pod and the random rules would never run.

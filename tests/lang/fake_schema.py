@@ -30,7 +30,9 @@ def _key(name: str):
 
 
 def record(name: str, /, **fields: Any) -> RecordType:
-    return RecordType(name, {k: Field(k, t, _key(k), doc=f"the {k} of a {name}") for k, t in fields.items()})
+    return RecordType(
+        name, {k: Field(k, t, _key(k), doc=f"the {k} of a {name}") for k, t in fields.items()}
+    )
 
 
 PART = record("Part", name=STRING, size=QUANTITY, spare=BOOL)
@@ -72,12 +74,30 @@ SCHEMA = Schema(
         "widget": Root("widget", WIDGET, "the widget being considered"),
     },
     functions={
-        "fits": Function("fits", (Param("order", ORDER), Param("widget", WIDGET)), BOOL, _fits,
-                         "whether the widget's capacity covers the order", cost=5),
-        "shortfall": Function("shortfall", (Param("order", ORDER), Param("widget", WIDGET)),
-                              ListType(STRING, bound=16), _shortfall, "what the widget lacks"),
-        "score_of": Function("score_of", (Param("name", STRING),), INT, _score_of,
-                             "a score from the context", needs_context=True, varies_per_node=True),
+        "fits": Function(
+            "fits",
+            (Param("order", ORDER), Param("widget", WIDGET)),
+            BOOL,
+            _fits,
+            "whether the widget's capacity covers the order",
+            cost=5,
+        ),
+        "shortfall": Function(
+            "shortfall",
+            (Param("order", ORDER), Param("widget", WIDGET)),
+            ListType(STRING, bound=16),
+            _shortfall,
+            "what the widget lacks",
+        ),
+        "score_of": Function(
+            "score_of",
+            (Param("name", STRING),),
+            INT,
+            _score_of,
+            "a score from the context",
+            needs_context=True,
+            varies_per_node=True,
+        ),
     },
     normalizers=frozenset({"none", "max", "reverse", "minmax"}),
     compressible_resources=frozenset({"cpu"}),
@@ -105,8 +125,14 @@ PROBING_SCHEMA = Schema(
     functions={
         **SCHEMA.functions,
         "explode": Function("explode", (), DYN, _explode, "raises RuntimeError"),
-        "probe": Function("probe", (Param("value", DYN),), DYN, _probe,
-                          "returns its argument and records it", needs_context=True),
+        "probe": Function(
+            "probe",
+            (Param("value", DYN),),
+            DYN,
+            _probe,
+            "returns its argument and records it",
+            needs_context=True,
+        ),
         "broken": Function("broken", (), STRING, lambda: None, "returns null, declared string"),
     },
     normalizers=SCHEMA.normalizers,

@@ -18,20 +18,39 @@ library lib {
 
 CASES = [
     # use statement, resulting (qualified name, kind, weight), diagnostics
-    ("use lib", [("lib.fit", "filter", 0), ("lib.fit", "score", 1), ("lib.spread", "score", 2),
-                 ("lib.ready", "filter", 0)], []),
+    (
+        "use lib",
+        [
+            ("lib.fit", "filter", 0),
+            ("lib.fit", "score", 1),
+            ("lib.spread", "score", 2),
+            ("lib.ready", "filter", 0),
+        ],
+        [],
+    ),
     ("use lib { disable fit }", [("lib.spread", "score", 2), ("lib.ready", "filter", 0)], []),
-    ("use lib { disable score fit }",
-     [("lib.fit", "filter", 0), ("lib.spread", "score", 2), ("lib.ready", "filter", 0)], []),
-    ("use lib { disable filter fit  weight spread 7 }",
-     [("lib.fit", "score", 1), ("lib.spread", "score", 7), ("lib.ready", "filter", 0)], []),
-    ("use lib { weight fit 5 }",
-     [("lib.fit", "filter", 0), ("lib.fit", "score", 5), ("lib.spread", "score", 2),
-      ("lib.ready", "filter", 0)], []),
-    ("use lib { weight ready 5 }", None,
-     ["PE214 lib.ready is a filter and has no weight"]),
-    ("use lib { disable score ready }", None,
-     ["PE214 library lib has no score rule ready"]),
+    (
+        "use lib { disable score fit }",
+        [("lib.fit", "filter", 0), ("lib.spread", "score", 2), ("lib.ready", "filter", 0)],
+        [],
+    ),
+    (
+        "use lib { disable filter fit  weight spread 7 }",
+        [("lib.fit", "score", 1), ("lib.spread", "score", 7), ("lib.ready", "filter", 0)],
+        [],
+    ),
+    (
+        "use lib { weight fit 5 }",
+        [
+            ("lib.fit", "filter", 0),
+            ("lib.fit", "score", 5),
+            ("lib.spread", "score", 2),
+            ("lib.ready", "filter", 0),
+        ],
+        [],
+    ),
+    ("use lib { weight ready 5 }", None, ["PE214 lib.ready is a filter and has no weight"]),
+    ("use lib { disable score ready }", None, ["PE214 library lib has no score rule ready"]),
     ("use lib { disable nope }", None, ["PE214 library lib has no rule nope"]),
     ("use other", [], ["PE213 unknown library other"]),
 ]

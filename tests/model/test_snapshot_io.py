@@ -10,7 +10,9 @@ from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot_io import load_snapshot, parse_snapshot_text
 from tests.model.builders import node_dict, pod_dict
 
-KUBECTL = Path(__file__).resolve().parent.parent / "data" / "k8s-wire" / "kubectl-get-nodes-pods.yaml"
+KUBECTL = (
+    Path(__file__).resolve().parent.parent / "data" / "k8s-wire" / "kubectl-get-nodes-pods.yaml"
+)
 
 
 @pytest.mark.skipif(not KUBECTL.exists(), reason="wire sample not available")
