@@ -76,6 +76,8 @@ def test_e2e_binds_pods_through_policyengine_run() -> None:
     metrics = _metrics(rows)
     assert "40 nodes, 5 pods: bound pods per second" in metrics
     assert "40 nodes, 5 pods: start to last binding" in metrics
+    assert "40 nodes, 5 pods: scheduler CPU per bound pod" in metrics
+    assert "40 nodes, 5 pods: API server CPU per bound pod" in metrics
 
 
 def test_reload_times_a_configmap_update_through_policyengine_run() -> None:

@@ -584,6 +584,7 @@ def _work(
                 topology=args.topology_config,
                 load_poll_interval=args.load_poll_interval,
                 load_max_age=args.load_max_age,
+                freeze_heap=True,
             ),
         )
         state.scheduler = scheduler

@@ -32,6 +32,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from policyengine.controller.rawapi import RawAPI
 from policyengine.model.objects import Pod
 
 log = structlog.get_logger(__name__)
@@ -79,8 +80,7 @@ class Binder:
         request_timeout: float = 30.0,
         on_in_flight: Callable[[int], None] | None = None,
     ) -> None:
-        # Typed as Any: we call it on the raw wire (_preload_content=False), not with models.
-        self._core: Any = k8s.CoreV1Api(api_client)
+        self._core = RawAPI(api_client)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="bind")
         self._timeout = request_timeout
         self._lock = threading.Lock()

@@ -32,6 +32,7 @@ import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.jobs import JobThread
+from policyengine.controller.rawapi import RawAPI
 from policyengine.model.objects import Pod
 
 log = structlog.get_logger(__name__)
@@ -71,9 +72,7 @@ class EventRecorder:
         clock: Callable[[], float] = time.monotonic,
         request_timeout: float = 10.0,
     ) -> None:
-        # Typed as Any: called on the raw wire (_preload_content=False), not with models.
-        self._events: Any = k8s.EventsV1Api(api_client)
-        self._core: Any = k8s.CoreV1Api(api_client)
+        self._api = RawAPI(api_client)
         self._hostname = hostname or socket.gethostname()
         self._window = dedup_window
         self._clock = clock
@@ -246,7 +245,7 @@ class EventRecorder:
 
     def _post_event(self, pod: Pod, body: dict[str, Any]) -> None:
         try:
-            response = self._events.create_namespaced_event(
+            response = self._api.create_namespaced_event(
                 pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
             )
             _ = response.data  # read the body, or the pooled connection is unusable
@@ -263,7 +262,7 @@ class EventRecorder:
 
     def _post_object_event(self, namespace: str, key: str, body: dict[str, Any]) -> None:
         try:
-            response = self._events.create_namespaced_event(
+            response = self._api.create_namespaced_event(
                 namespace, body, _preload_content=False, _request_timeout=self._timeout
             )
             _ = response.data
@@ -280,7 +279,7 @@ class EventRecorder:
 
     def _post_patch(self, pod: Pod, ident: str, message: str, body: dict[str, Any]) -> None:
         try:
-            response = self._core.patch_namespaced_pod_status(
+            response = self._api.patch_namespaced_pod_status(
                 pod.name,
                 pod.namespace,
                 body,

@@ -34,6 +34,7 @@ import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.events import EventRecorder
+from policyengine.controller.rawapi import RawAPI
 from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.decision import Decision
 from policyengine.engine.gang_preemption import GangPreemption, preempt_gang
@@ -66,8 +67,7 @@ class Preemptor:
         request_timeout: float = 10.0,
         on_preempt: Callable[[PreemptionDecision], None] | None = None,
     ) -> None:
-        # Typed as Any: called on the raw wire (_preload_content=False), not with models.
-        self._core: Any = k8s.CoreV1Api(api_client)
+        self._core = RawAPI(api_client)
         self._events = events
         self._topology = topology
         self._timeout = request_timeout

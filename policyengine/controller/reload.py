@@ -391,15 +391,6 @@ class Reloader:
             errors=validation.errors,
             origin=candidate.origin,
         )
-        log.warning(
-            "policy version rejected; the active version keeps scheduling",
-            origin=candidate.origin,
-            version=validation.version,
-            active_version=keeping,
-            stage=validation.stage,
-            errors=list(validation.errors),
-            reason=reason,
-        )
         heads = "; ".join(e.split("\n", 1)[0] for e in validation.errors[:3])
         more = len(validation.errors) - 3
         still = f"still scheduling with version {keeping}" if keeping else "no version is active"
@@ -409,8 +400,18 @@ class Reloader:
         )
         self._post(candidate.objects_for(validation.files), "Warning", POLICY_REJECTED, note)
         self._call(self.hooks.on_rejected, problem)
-        # Last, so that whoever sees the problem in the holder sees its event and count too.
+        # Last but the log line, so that whoever sees the problem in the holder sees its event and
+        # count too, and whoever sees the log line sees all three.
         self.holder.report(problem)
+        log.warning(
+            "policy version rejected; the active version keeps scheduling",
+            origin=candidate.origin,
+            version=validation.version,
+            active_version=keeping,
+            stage=validation.stage,
+            errors=list(validation.errors),
+            reason=reason,
+        )
         return Outcome.REJECTED
 
     def _unavailable_now(self, gone: SourceUnavailable, reason: str) -> Outcome:

@@ -19,21 +19,33 @@ timestamps and owner names.
 
 A column holds one rule's result per node row: each filter's verdict (pass, the shared
 ``Rejection``, the error) or each score's raw value (never normalised values: normalisation
-reads all feasible nodes and is redone every cycle), and for each row the identity of the
-``NodeInfo`` it was computed for. A row is reused while the snapshot still holds that very
+reads all feasible nodes), and for each row the identity of the ``NodeInfo`` it was computed
+for and of its Node object. A row is reused while the snapshot still holds that very
 ``NodeInfo`` and, for rules whose functions read other nodes (``Function.cluster_key``:
 spread and inter-pod affinity counts, image spread), while that key compares equal; a rule
 calling a function that does not say what it reads is re-evaluated every cycle.
-``tests/engine/test_class_cache.py`` holds the shared columns equal to the reference evaluator
-over sequences of pods of several templates placed one after another.
+
+Most rules read nothing of a node but its Node object (labels, taints, allocatable, the GPU
+model: ``schedlib.records.NODE_STABLE_PATHS``, and builtins declaring ``stable_only``), and
+the assume step gives a node a new ``NodeInfo`` but keeps that object: such a rule's rows stay
+valid while the Node object does (the flag is part of the column's key, so a rule that is
+stable for one pod and not for another never mixes the two). Share keys that depend on the
+pod's class alone (``Function.pod_key_alike``) are computed once per class and configuration
+(``CycleContext.alike``, which also keeps the plugins' pod-only PreFilter/PreScore states),
+with their hash kept (``ColumnKey``). ``engine.cycle`` keeps whole-cycle states per class on
+top of the columns (``state_key``), trusting rows it does not look at through each column's
+``epoch``, ``drops`` and ``stamps``. ``tests/engine/test_class_cache.py`` holds all of it
+equal to the reference evaluator over sequences of pods of several templates placed one after
+another, pods removed, Node objects replaced and cycles against older snapshots.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -43,11 +55,12 @@ import numpy as np
 from policyengine.engine.decision import Rejection
 from policyengine.engine.nodeviews import Frame
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule
-from policyengine.lang.reads import rule_reads
+from policyengine.lang.reads import RuleReads, rule_reads
 from policyengine.lang.schema import Function
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.objects import Pod
-from policyengine.schedlib.records import POD
+from policyengine.schedlib.records import NODE_STABLE_PATHS, POD
+from policyengine.schedlib.rowkeys import split_keys
 
 # The root whose value is fixed for a cycle (the pod); every other root varies per node and
 # is covered by the row's NodeInfo identity.
@@ -56,9 +69,13 @@ NODE_ROOT = "node"
 # Left out of a pod's class (with its name, uid, creation timestamp and resource version):
 # the owner's name and uid, identity and bookkeeping rather than scheduling input.
 _OWNER_UNIQUE = ("name", "uid")
+# The ``pod.*`` attributes that read what a pod class leaves out (``pod_class``).
+_UNIQUE = frozenset({"name"})
 
 # About this many result cells (rows) are kept over all columns.
 _CELLS = 2_000_000
+# Pod classes whose pod-only prepared states are kept.
+_ALIKE = 4096
 
 
 def pod_class(pod: Pod) -> Hashable | None:
@@ -68,14 +85,23 @@ def pod_class(pod: Pod) -> Hashable | None:
         FrozenDict({k: v for k, v in ref.items() if k not in _OWNER_UNIQUE})
         for ref in pod.owner_references
     )
-    alike = dataclasses.replace(
-        pod, name="", uid="", creation_timestamp="", resource_version="", owner_references=owners
-    )
+    # The compared fields' values in order (what ``dataclasses.replace`` and the dataclass's
+    # ``==`` would compare, without building a Pod).
+    alike = (_CLASS_TAG, owners, *map(pod.__getattribute__, _CLASS_FIELDS))
     try:
         hash(alike)
     except TypeError:
         return None
     return alike
+
+
+_CLASS_TAG = object()  # a pod class never equals another tuple
+_CLASS_FIELDS = tuple(
+    f.name
+    for f in dataclasses.fields(Pod)
+    if f.compare
+    and f.name not in ("name", "uid", "creation_timestamp", "resource_version", "owner_references")
+)
 
 
 # --- what each rule's results depend on ----------------------------------------------------
@@ -131,9 +157,22 @@ class RulePlan:
     pod_getters: tuple[Callable[[Any], Any], ...] = ()
     pod_functions: tuple[Function, ...] = ()
     by_class: bool = True
+    # The functions whose ``stable_only`` must hold for the rule's results to read only the
+    # Node objects of its rows; None when the rule reads more whatever the pod.
+    stable: tuple[Function, ...] | None = None
+    # The share key is the same for every pod of a class under one configuration.
+    alike: bool = False
+
+    def stable_now(self, context: Any) -> bool:
+        """Whether this cycle's results read nothing of a node but its Node object."""
+        return self.stable is not None and all(f.stable_only(context) for f in self.stable)  # type: ignore[misc]
 
     def key(self, context: Any) -> Hashable:
         return tuple(f.cluster_key(context) for f in self.keyed)  # type: ignore[misc]
+
+    def keys(self, context: Any) -> tuple[Hashable, np.ndarray | None]:
+        """The cluster keys' whole parts, and their per-row parts (``schedlib.rowkeys``)."""
+        return split_keys(tuple(f.cluster_key(context) for f in self.keyed))  # type: ignore[misc]
 
     def share_key(self, pod_view: Any, context: Any) -> Hashable:
         """What the rule reads of the pod; raises when it cannot be told for this pod."""
@@ -191,8 +230,46 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         if function.pod_key is None:
             by_class = True
     return RulePlan(
-        rule, tuple(keyed), always, index, tuple(getters), tuple(readers.values()), by_class
+        rule,
+        tuple(keyed),
+        always,
+        index,
+        tuple(getters),
+        tuple(readers.values()),
+        by_class,
+        _stable_functions(reads),
+        by_class
+        or (
+            not any(root == POD_ROOT and name in _UNIQUE for root, name in reads.attributes)
+            and not any(root == POD_ROOT and name in _UNIQUE for root, name, _ in reads.entries)
+            and all(f.pod_key_alike for f in readers.values())
+        ),
     )
+
+
+def _stable_functions(reads: RuleReads) -> tuple[Function, ...] | None:
+    """The functions that must declare themselves stable for the rule to read nothing of a node
+    but its Node object (``schedlib.records.NODE_STABLE_PATHS``); None when it reads more
+    (or may: a root used whole, another per-node root, a function that does not say)."""
+    if reads.bare_roots - {POD_ROOT}:
+        return None
+    for path in reads.paths:
+        if path[0] == POD_ROOT:
+            continue
+        if path[0] != NODE_ROOT:
+            return None
+        if not any(path[1 : len(p) + 1] == p for p in NODE_STABLE_PATHS):
+            return None
+    wanted: dict[int, Function] = {}
+    for function in reads.functions:
+        if function.needs_context:
+            wanted[id(function)] = function
+    for function, root in reads.root_args:
+        if root != POD_ROOT:
+            wanted[id(function)] = function
+    if any(f.stable_only is None for f in wanted.values()):
+        return None
+    return tuple(wanted.values())
 
 
 _PLANS: dict[int, tuple[CompiledPolicy, PolicyPlan]] = {}
@@ -220,86 +297,212 @@ def policy_plan(policy: CompiledPolicy) -> PolicyPlan:
 _STALE = object()  # a column key no cluster key equals: the column must be recomputed
 
 
+# Every store into a column takes the next stamp, so a cache that remembers the stamp it last
+# saw knows which rows were computed since (``Column.stamps``).
+_STAMPS = itertools.count(1)
+
+
+def next_stamp() -> int:
+    return next(_STAMPS)
+
+
+# Partial invalidations (``by_row``) a column remembers; a cache older than them starts over.
+_DROPS = 64
+
+
 @dataclass(eq=False)
 class Column:
     """Rows valid for a node while ``ids`` holds its current ``NodeInfo``'s identity (0: not
-    computed); ``infos`` keeps those objects alive so an identity is never reused meanwhile."""
+    computed), or, for results that read only the Node object, while ``oids`` holds its Node
+    object's; ``infos`` keeps those objects alive so an identity is never reused meanwhile.
+
+    What a cache of whole cycles (``engine.cycle``) needs to trust rows it does not look at:
+    ``epoch`` counts invalidations of every row, ``drops`` logs the rows ``by_row`` dropped
+    (stamp, rows), ``stamps`` the stamp of each row's last store. Decisions read the result
+    arrays later (``lend``): a store after a lend copies them first.
+    """
 
     ids: np.ndarray
-    infos: np.ndarray
+    infos: list[Any]
     key: Any = _STALE
+    row_keys: np.ndarray | None = None  # the row parts of the cluster keys, one row per node
+    oids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    stamps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    epoch: int = 0
+    drops: list[tuple[int, np.ndarray]] = field(default_factory=list)
+    drops_since: int = 0  # ``drops`` holds every drop stamped after this
+    errors: int = 0  # rows holding an error
+    lent: bool = False
+    busy: bool = False  # checked out by a cycle (``ClassCache``)
 
     @property
     def size(self) -> int:
         return len(self.ids)
 
-    def valid(self, frame: Frame) -> np.ndarray:
+    def by_row(self, keys: np.ndarray | None) -> None:
+        """Rows whose part of the cluster keys moved since they were computed are no longer
+        valid (``schedlib.rowkeys``); the whole part is compared by ``key``."""
+        old, self.row_keys = self.row_keys, keys
+        if old is None and keys is None:
+            return
+        if old is None or keys is None or old.shape != keys.shape:
+            self.invalidate()
+            return
+        dropped = np.flatnonzero((old != keys).any(axis=1))
+        if len(dropped):
+            self.ids[dropped] = 0
+            self.oids[dropped] = 0
+            self.drops.append((next_stamp(), dropped))
+            if len(self.drops) > _DROPS:
+                self.drops_since = self.drops.pop(0)[0]
+
+    def dropped_since(self, stamp: int) -> np.ndarray | None:
+        """Rows ``by_row`` dropped after ``stamp``; None when the log does not reach back."""
+        if stamp < self.drops_since:
+            return None
+        found = [rows for at, rows in self.drops if at > stamp]
+        if not found:
+            return _NO_ROWS
+        return found[0] if len(found) == 1 else np.concatenate(found)
+
+    def valid(self, frame: Frame, stable: bool = False) -> np.ndarray:
+        if stable:
+            return self.oids == frame.oids  # type: ignore[no-any-return]
         return self.ids == frame.ids  # type: ignore[no-any-return]
+
+    def valid_at(self, frame: Frame, stable: bool, rows: np.ndarray) -> np.ndarray:
+        if stable:
+            return self.oids[rows] == frame.oids[rows]  # type: ignore[no-any-return]
+        return self.ids[rows] == frame.ids[rows]  # type: ignore[no-any-return]
 
     def invalidate(self) -> None:
         self.ids[:] = 0
+        self.oids[:] = 0
+        self.epoch += 1
 
     def _mark(self, rows: np.ndarray, frame: Frame) -> None:
+        stamp = next_stamp()
         if len(rows) == len(self.ids):
             self.ids = frame.ids.copy()
-            self.infos = frame.infos.copy()
+            self.oids = frame.oids.copy()
+            self.infos = list(frame.nodes)
+            self.stamps[:] = stamp
             return
         self.ids[rows] = frame.ids[rows]
-        self.infos[rows] = frame.infos[rows]
+        self.oids[rows] = frame.oids[rows]
+        infos, nodes = self.infos, frame.nodes
+        for row in rows.tolist():
+            infos[row] = nodes[row]
+        self.stamps[rows] = stamp
+
+    def lend(self) -> None:
+        """The result arrays are read by a decision from now on: the next store copies them."""
+        self.lent = True
+
+    def _own(self) -> None:
+        if self.lent:
+            self._copy_results()
+            self.lent = False
+
+    def _copy_results(self) -> None:
+        raise NotImplementedError
 
 
-def _ids(size: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.zeros(size, np.int64), np.full(size, None, object)
+_NO_ROWS = np.zeros(0, np.int64)
+
+
+def _ids(size: int) -> tuple[np.ndarray, list[Any]]:
+    return np.zeros(size, np.int64), [None] * size
 
 
 @dataclass(eq=False)
 class FilterColumn(Column):
-    """One filter rule's verdicts per node row; ``rejection`` is None where it passed."""
+    """One filter rule's verdicts per node row: ``codes`` indexes ``made``, the rejections
+    the column has met (0: None, it passed). A decision reads the codes later and ``made``
+    only grows, so lending the codes costs an int copy at the next store, not an object one."""
 
     passed: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     errored: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    rejection: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # Rejection|None
+    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     error: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # str | None
+    made: list[Rejection | None] = field(default_factory=lambda: [None])
+    _made: dict[tuple[Any, ...], int] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, size: int) -> FilterColumn:
         return cls(
             *_ids(size),
+            oids=np.zeros(size, np.int64),
+            stamps=np.zeros(size, np.int64),
             passed=np.zeros(size, bool),
             errored=np.zeros(size, bool),
-            rejection=np.full(size, None, object),
+            codes=np.zeros(size, np.int32),
             error=np.full(size, None, object),
         )
 
+    def rejection(self, row: int) -> Rejection | None:
+        return self.made[self.codes[row]]
+
     def store(
-        self, rows: np.ndarray, rule: CompiledRule, verdicts: list[Any], frame: Frame
+        self, rows: np.ndarray, rule: CompiledRule, verdicts: Sequence[Any], frame: Frame
     ) -> None:
         ids, distinct = _distinct(verdicts)
-        made: dict[tuple[tuple[str, ...], object], Rejection] = {}
+        if len(self.made) > 2 * len(self.ids) + 256:
+            self._compact()
         passed = np.empty(len(distinct), bool)
-        rejection = np.full(len(distinct), None, object)
+        codes = np.zeros(len(distinct), np.int32)
         error = np.full(len(distinct), None, object)
+        failed = False
         for index, verdict in enumerate(distinct):
             passed[index] = verdict.passed
             if verdict.error is not None:
                 error[index] = str(verdict.error)
+                failed = True
             if verdict.passed:
                 continue
             # Thousands of nodes fail for the same reasons: one (frozen) Rejection serves them.
             key = (verdict.reasons, verdict.error)
-            found = made.get(key)
-            if found is None:
-                found = made[key] = Rejection(
-                    rule.qualified_name,
-                    tuple(verdict.reasons),
-                    str(verdict.error) if verdict.error else None,
+            code = self._made.get(key)
+            if code is None:
+                code = self._made[key] = len(self.made)
+                self.made.append(
+                    Rejection(
+                        rule.qualified_name,
+                        tuple(verdict.reasons),
+                        str(verdict.error) if verdict.error else None,
+                    )
                 )
-            rejection[index] = found
+            codes[index] = code
+        self._own()
         self._mark(rows, frame)
         self.passed[rows] = passed[ids]
-        self.rejection[rows] = rejection[ids]
-        self.error[rows] = error[ids]
-        self.errored[rows] = (error != None)[ids]  # noqa: E711 (elementwise)
+        self.codes[rows] = codes[ids]
+        if failed or self.errors:  # otherwise every row holds no error already
+            self.error[rows] = error[ids]
+            self.errored[rows] = (error != None)[ids]  # noqa: E711 (elementwise)
+            self.errors = int(np.count_nonzero(self.errored))
+
+    def _compact(self) -> None:
+        """Forget the rejections no row holds (reasons that name nodes or counts would
+        otherwise pile up); decisions holding the old codes keep the old list."""
+        live = np.unique(self.codes)
+        remap = np.zeros(len(self.made), np.int32)
+        made: list[Rejection | None] = [None]
+        for code in live.tolist():
+            if code:
+                remap[code] = len(made)
+                made.append(self.made[code])
+        self.codes = remap[self.codes]
+        self.lent = False
+        self.made = made
+        self._made = {}
+        for code, rejection in enumerate(made):
+            if rejection is not None:
+                key = (rejection.reasons, rejection.error)
+                self._made.setdefault(key, code)
+
+    def _copy_results(self) -> None:
+        self.codes = self.codes.copy()  # what a decision reads (``passed`` is not)
 
 
 @dataclass(eq=False)
@@ -315,31 +518,42 @@ class ScoreColumn(Column):
     def empty(cls, size: int) -> ScoreColumn:
         return cls(
             *_ids(size),
+            oids=np.zeros(size, np.int64),
+            stamps=np.zeros(size, np.int64),
             values=np.zeros(size, np.float64),
             scored=np.zeros(size, bool),
             errored=np.zeros(size, bool),
             error=np.full(size, None, object),
         )
 
-    def store(self, rows: np.ndarray, results: list[Any], frame: Frame) -> None:
+    def store(self, rows: np.ndarray, results: Sequence[Any], frame: Frame) -> None:
         ids, distinct = _distinct(results)
         values = np.zeros(len(distinct), np.float64)
         scored = np.zeros(len(distinct), bool)
         error = np.full(len(distinct), None, object)
+        failed = False
         for index, result in enumerate(distinct):
             if result.value is not None:
                 values[index] = result.value
                 scored[index] = True
             if result.error is not None:
                 error[index] = str(result.error)
+                failed = True
+        self._own()
         self._mark(rows, frame)
         self.values[rows] = values[ids]
         self.scored[rows] = scored[ids]
-        self.error[rows] = error[ids]
-        self.errored[rows] = (error != None)[ids]  # noqa: E711 (elementwise)
+        if failed or self.errors:  # otherwise every row holds no error already
+            self.error[rows] = error[ids]
+            self.errored[rows] = (error != None)[ids]  # noqa: E711 (elementwise)
+            self.errors = int(np.count_nonzero(self.errored))
+
+    def _copy_results(self) -> None:
+        self.values = self.values.copy()
+        self.scored = self.scored.copy()
 
 
-def _distinct(items: list[Any]) -> tuple[np.ndarray, list[Any]]:
+def _distinct(items: Sequence[Any]) -> tuple[np.ndarray, list[Any]]:
     """Each item's position among the distinct objects of ``items`` (by identity), and those
     objects. Verdicts are mostly shared objects (``PASSED``, one rejection per reason), so the
     per-node work is a few C-level passes instead of a Python loop."""
@@ -381,10 +595,35 @@ class ClassEntry:
         return self._class[0]
 
 
+class ColumnKey:
+    """A column's key with its hash computed once: pods of a class look their columns up
+    by the same key object cycle after cycle (``CycleContext.alike``)."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: tuple[Any, ...]):
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is ColumnKey and (
+            other is self or (other._hash == self._hash and other.value == self.value)
+        )
+
+    def __getitem__(self, index: int) -> Any:
+        return self.value[index]
+
+    def __repr__(self) -> str:
+        return f"ColumnKey{self.value!r}"
+
+
 class ClassCache:
     """Columns of recent (rule, pod inputs) pairs, least recently used dropped first.
 
-    A cycle takes each of its columns out (``checkout``) and puts them back when done
+    A cycle marks each of its columns busy (``checkout``) and frees them when done
     (``checkin``), so two threads never work on one column: a concurrent cycle wanting the
     same one starts afresh.
     """
@@ -393,6 +632,55 @@ class ClassCache:
         self._columns: OrderedDict[Hashable, tuple[tuple[Any, ...], Column]] = OrderedDict()
         self._lock = threading.Lock()
         self._cells = 0
+        # Whole-cycle states (``engine.cycle``), by the refs and filter share keys they serve.
+        self._states: OrderedDict[Hashable, tuple[tuple[Any, ...], Any, int]] = OrderedDict()
+        self._state_cells = 0
+        self._alike: OrderedDict[Hashable, tuple[Any, dict[Any, Any]]] = OrderedDict()
+
+    def alike(self, klass: Hashable | None, config: Any) -> dict[Any, Any] | None:
+        """The states kept for pods of class ``klass`` under ``config`` (``CycleContext.alike``);
+        None when the class is unknown."""
+        if klass is None:
+            return None
+        key = (klass, id(config))
+        with self._lock:
+            found = self._alike.pop(key, None)
+            if found is None or found[0] is not config:
+                found = (config, {})
+            self._alike[key] = found
+            if len(self._alike) > _ALIKE:
+                self._alike.popitem(last=False)
+        return found[1]
+
+    def state_key(self, entry: ClassEntry) -> Hashable | None:
+        """Where the whole-cycle state of ``entry``'s pods is kept: its refs and the share keys
+        of its filter columns (None when a column is not kept)."""
+        keys = entry.keys[: len(entry.filters)]
+        if any(key is None for key in keys):
+            return None
+        return ("state", *map(id, entry.refs), *keys)
+
+    def take_state(self, key: Hashable, refs: tuple[Any, ...]) -> Any | None:
+        """The state kept under ``key`` (taken out: one cycle works on it at a time)."""
+        with self._lock:
+            found = self._states.pop(key, None)
+            if found is None:
+                return None
+            self._state_cells -= found[2]
+        if any(a is not b for a, b in zip(found[0], refs, strict=True)):
+            return None
+        return found[1]
+
+    def put_state(self, key: Hashable, refs: tuple[Any, ...], state: Any, cells: int) -> None:
+        with self._lock:
+            old = self._states.pop(key, None)
+            if old is not None:
+                self._state_cells -= old[2]
+            self._states[key] = (refs, state, cells)
+            self._state_cells += cells
+            while self._state_cells > _CELLS and len(self._states) > 1:
+                _, (_, _, dropped) = self._states.popitem(last=False)
+                self._state_cells -= dropped
 
     def checkout(
         self,
@@ -402,9 +690,12 @@ class ClassCache:
         pod_view: Any,
         context: Any,
         frame: Frame,
+        klass: Hashable | None = None,
     ) -> ClassEntry:
-        """The cycle's entry with its filter columns."""
+        """The cycle's entry with its filter columns (``klass``: the pod's class, when known)."""
         entry = ClassEntry(refs, plan, frame, pod)
+        if klass is not None:
+            entry._class.append(klass)
         for rule in plan.filters:
             column = self._column(entry, rule, "filter", pod_view, context)
             entry.filters.append(column)  # type: ignore[arg-type]
@@ -426,32 +717,44 @@ class ClassCache:
         if rule.always:  # recomputed every cycle: nothing to keep
             entry.keys.append(None)
             return fresh(size)
-        share: Hashable | None = None
-        if not rule.by_class:
-            try:
-                share = rule.share_key(pod_view, context)
-                hash(share)
-            except Exception:
-                share = None
-        if share is None:
-            alike = entry.class_of_pod()
-            share = None if alike is None else ("class", alike)
-        if share is None:
-            entry.keys.append(None)
-            return fresh(size)
         refs = entry.refs
-        key = (*map(id, refs), kind, rule.index, share)
+        memo: dict[Any, Any] | None = context.alike if rule.alike else None
+        remembered = None if memo is None else memo.get((id(rule), kind))
+        if (
+            remembered is not None
+            and remembered[1] is rule
+            and all(a is b for a, b in zip(remembered[0], refs, strict=True))
+        ):
+            key = remembered[2]
+        else:
+            share: Hashable | None = None
+            if not rule.by_class:
+                try:
+                    share = rule.share_key(pod_view, context)
+                    hash(share)
+                except Exception:
+                    share = None
+            if share is None:
+                alike = entry.class_of_pod()
+                share = None if alike is None else ("class", alike)
+            if share is None:
+                entry.keys.append(None)
+                return fresh(size)
+            key = ColumnKey((*map(id, refs), kind, rule.index, share))
+            if memo is not None:
+                # The refs kept beside the key (their ids are in it) and the rule (its id).
+                memo[(id(rule), kind)] = (refs, rule, key)
         entry.keys.append(key)
         with self._lock:
-            found = self._columns.pop(key, None)
-            if found is not None:
-                self._cells -= found[1].size
-        if (
-            found is None
-            or found[1].size != size
-            or any(a is not b for a, b in zip(found[0], refs, strict=True))
-        ):
-            return fresh(size)
+            found = self._columns.get(key)
+            if (
+                found is None
+                or found[1].busy  # another cycle works on it: start afresh
+                or found[1].size != size
+                or any(a is not b for a, b in zip(found[0], refs, strict=True))
+            ):
+                return fresh(size)
+            found[1].busy = True
         return found[1]
 
     def checkin(self, entry: ClassEntry) -> None:
@@ -460,9 +763,14 @@ class ClassCache:
             for key, column in zip(entry.keys, columns, strict=False):
                 if key is None:
                     continue
-                old = self._columns.pop(key, None)
+                column.busy = False
+                old = self._columns.get(key)
+                if old is not None and old[1] is column:
+                    self._columns.move_to_end(key)
+                    continue
                 if old is not None:
                     self._cells -= old[1].size
+                    del self._columns[key]
                 self._columns[key] = (entry.refs, column)
                 self._cells += column.size
             while self._cells > _CELLS and len(self._columns) > 1:
@@ -473,6 +781,9 @@ class ClassCache:
         with self._lock:
             self._columns.clear()
             self._cells = 0
+            self._states.clear()
+            self._state_cells = 0
+            self._alike.clear()
 
     def __len__(self) -> int:
         return len(self._columns)

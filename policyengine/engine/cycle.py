@@ -5,26 +5,50 @@ The cycle reads one immutable snapshot and never changes it. Filters run on ever
 nodes, each rule's values are normalised over them (``normalize``), weighted and summed; the
 highest total wins and ties are broken by a seeded random choice among the tied nodes in name
 order, so a run is reproducible.
+
+Pods of one class (the same filter share keys: ``classcache``) mostly meet a cluster that
+changed in a few rows since the last of them: the pods placed meanwhile. Such a cycle (first
+rejection only, no gang candidates) starts from the class's last one (``_State``): its first
+rejections, feasible set, totals and each score rule's normalisation facts. It re-examines only
+the rows the node frames logged as changed (and rows a cluster key dropped), renormalises a
+rule over every row only when its facts moved, and never sorts the ranking unless it is read
+(``Names``): the choice needs just the best rows. Whenever anything it relies on may have
+moved (a column invalidated or replaced, a key changed, an error, a log that does not reach
+back, too many changed rows), it starts over with every row, as the first pod of a class does.
 """
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
-from policyengine.engine.classcache import CACHE, ClassEntry, policy_plan
-from policyengine.engine.decision import Decision, Rejection, RejectionTable, ScoreTable
+from policyengine.engine.classcache import (
+    CACHE,
+    ClassEntry,
+    Column,
+    FilterColumn,
+    RulePlan,
+    ScoreColumn,
+    next_stamp,
+    pod_class,
+    policy_plan,
+)
+from policyengine.engine.decision import Decision, Names, Rejection, RejectionTable, ScoreTable
 from policyengine.engine.gpu_placement import choose_devices
 from policyengine.engine.histogram import histogram_line
-from policyengine.engine.nodeviews import node_frame
-from policyengine.engine.normalize import normalize_array
+from policyengine.engine.nodeviews import Frame, NodeViews, node_frame
+from policyengine.engine.normalize import Stats, apply_stats, column_stats, normalize
 from policyengine.engine.overcommit import policy_config
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
 from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
+from policyengine.model.gpu_devices import Grant
+from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
@@ -93,41 +117,197 @@ def schedule(
     plan = policy_plan(policy)
     frame = node_frame(snapshot, topology)
     refs = (program, policy, topology, config)
-    entry = CACHE.checkout(refs, plan, pod, pod_view, context, frame)
+    klass = pod_class(pod)
+    context.alike = CACHE.alike(klass, config)
+    entry = CACHE.checkout(refs, plan, pod, pod_view, context, frame, klass)
     errors: list[str] = []
     batch = NodeBatch(pod_env, {"node": frame.views})
-    feasible_mask, infeasible = _filter(entry, batch, context, options, errors)
+    state_key: Hashable | None = None
+    state: _State | None = None
+    if not options.all_filters and options.candidates is None:
+        state_key = CACHE.state_key(entry)
+        if state_key is not None:
+            state = CACHE.take_state(state_key, refs)
+    changed: set[int] | None = None
+    infeasible: Mapping[str, tuple[Rejection, ...]]
+    dead_at: np.ndarray | None = None
+    if options.all_filters:
+        feasible_mask, infeasible = _filter_all(entry, batch, context, errors)
+    else:
+        if state is not None:
+            changed = _changed_rows(state, entry)
+            if changed is not None:
+                dead_at = _filter_rows(entry, batch, context, state, changed)
+                if dead_at is None:
+                    changed = None
+        if dead_at is None:
+            dead_at = _filter_first(entry, batch, context, errors)
+        feasible_mask = dead_at < 0
+        infeasible = _first_rejections(entry, dead_at, int(np.count_nonzero(feasible_mask)))
     if options.candidates is not None:
         feasible_mask, infeasible = _outside(entry.names, feasible_mask, infeasible, options)
-    rows = np.flatnonzero(feasible_mask)
-    context.feasible = _pick(nodes, rows)
-    names = entry.names[rows]
-    feasible = tuple(names.tolist())
+    count = int(np.count_nonzero(feasible_mask))
+    context.feasible = _Picked(nodes, feasible_mask, count)
     CACHE.score_columns(entry, pod_view, context)
-    totals, scores = _score(entry, rows, feasible, batch, context, errors)
+    scored = None
+    if state is not None and changed is not None:
+        scored = _score_rows(entry, batch, context, state, changed, feasible_mask)
+    if scored is None:
+        scored = _score_all(entry, feasible_mask, batch, context, errors)
+    totals, stats, normalisers = scored
+    rows = np.flatnonzero(feasible_mask)
+    names = entry.names
+    table = ScoreTable(
+        Names(lambda: tuple(names[rows].tolist()), count),
+        rows,
+        totals,
+        [plan.rule.qualified_name for plan in entry.plan.scores],
+        normalisers,
+        [column.values for column in entry.scores],
+        [column.scored for column in entry.scores],
+    )
+    for column in entry.scores:
+        column.lend()
     CACHE.checkin(entry)
-    order = np.lexsort((entry.ranks[rows], -totals))
-    ranking = tuple(names[order].tolist())
-    chosen = _select(ranking, totals[order], rng)
+    if state_key is not None and dead_at is not None:
+        kept = _State(
+            frame.log,
+            frame.seq,
+            frame.size,
+            next_stamp(),
+            tuple(entry.filters),
+            tuple(column.epoch for column in entry.filters),
+            dead_at,
+            feasible_mask,
+            tuple(entry.scores),
+            tuple(column.epoch for column in entry.scores),
+            stats,
+            totals,
+        )
+        CACHE.put_state(state_key, refs, kept, 3 * frame.size)
+    chosen, best = _choose(feasible_mask, rows, totals, entry, rng)
     if chosen is None:
         message = histogram_line(len(nodes), infeasible)
     else:
-        best = float(totals[order[0]]) if policy.scores else 0
+        best = best if policy.scores else 0
         message = f"scheduled on {chosen} by policy {policy.name} (score {_fmt(best)})"
+    ranks = entry.ranks if count > 1 else None
     return Decision(
         pod=pod.key,
         policy=policy.name,
         version=program.version,
         node=chosen,
         num_nodes=len(nodes),
-        feasible=feasible,
+        feasible=table._nodes,
         infeasible=infeasible,
-        scores=scores,
-        ranking=ranking,
+        scores=table,
+        ranking=Names(lambda: _ranking(names, rows, totals, ranks), count),
         message=message,
         errors=tuple(dict.fromkeys(errors)),
-        gpu_devices=choose_devices(snapshot, chosen, pod) if chosen is not None else (),
+        gpu_devices=_devices(context, snapshot, chosen, pod),
     )
+
+
+def _devices(
+    context: CycleContext, snapshot: ClusterSnapshot, chosen: str | None, pod: Pod
+) -> tuple[Grant, ...]:
+    if chosen is None:
+        return ()
+    # The demand reads the pod's annotations and requests alone: pods alike share it.
+    demand = context.prepared(("gpu_demand",), lambda: pod_demand(pod), pod_only=True)
+    return choose_devices(snapshot, chosen, pod, demand)
+
+
+@dataclass(eq=False)
+class _State:
+    """What a class's last cycle left for its next one: where its frame stands in its views'
+    log (not the frame: states of many classes would keep as many frames alive), the stamp
+    after its stores (``seen``), the columns it read and their epochs, each row's first
+    rejecting filter (-1: feasible), and per score rule the normalisation facts
+    (``normalize.column_stats``; None: normalised value by value) with the totals they gave."""
+
+    log: NodeViews | None
+    seq: int
+    size: int
+    seen: int
+    filters: tuple[FilterColumn, ...]
+    filter_epochs: tuple[int, ...]
+    dead_at: np.ndarray
+    feasible: np.ndarray
+    scores: tuple[ScoreColumn, ...] = ()
+    score_epochs: tuple[int, ...] = ()
+    stats: list[Stats | None] = field(default_factory=list)
+    totals: np.ndarray | None = None
+
+
+class _Picked(Sequence[NodeInfo]):
+    """``CycleContext.feasible``: the feasible ``NodeInfo``s, gathered only when a plugin's
+    PreScore reads more than their number."""
+
+    __slots__ = ("_count", "_items", "_mask", "_nodes")
+
+    def __init__(self, nodes: Sequence[NodeInfo], mask: np.ndarray, count: int):
+        self._nodes = nodes
+        self._mask = mask
+        self._count = count
+        self._items: tuple[NodeInfo, ...] | None = None
+
+    def _get(self) -> tuple[NodeInfo, ...]:
+        if self._items is None:
+            self._items = _pick(self._nodes, np.flatnonzero(self._mask))
+        return self._items
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._get()[index]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self._get())
+
+
+def _ranking(
+    names: np.ndarray, rows: np.ndarray, totals: np.ndarray, ranks: np.ndarray | None
+) -> tuple[str, ...]:
+    if len(rows) < 2 or ranks is None:
+        return tuple(names[rows].tolist())
+    order = np.lexsort((ranks[rows], -totals[rows]))
+    return tuple(names[rows[order]].tolist())
+
+
+def _choose(
+    feasible: np.ndarray,
+    rows: np.ndarray,
+    totals: np.ndarray,
+    entry: ClassEntry,
+    rng: random.Random,
+) -> tuple[str | None, float]:
+    """The best node and its total: ties (in name order) broken by ``rng`` as a list of the
+    ranking's tied prefix would be, without sorting the ranking."""
+    if not len(rows):
+        return None, 0
+    names = entry.names
+    if len(rows) == 1:
+        return str(names[rows[0]]), float(totals[rows[0]])
+    masked = np.where(feasible, totals, -math.inf)
+    best = float(masked.max())
+    if not math.isfinite(best):  # NaN or infinite totals: the sorted ranking decides
+        ranking = _ranking(names, rows, totals, entry.ranks)
+        order = np.lexsort((entry.ranks[rows], -totals[rows]))
+        ordered = totals[rows[order]]
+        return _select(ranking, ordered, rng), float(ordered[0])
+    tied = np.flatnonzero(masked == best)
+    if len(tied) == 1:
+        return str(names[tied[0]]), best
+    ranks = entry.ranks[tied]
+    if type(rng) is random.Random:
+        # ``choice`` of the tied names in name order is the ``_randbelow(n)``-th of them; the
+        # plain generator's ``choice`` is exactly that, so the k-th is found without sorting
+        # thousands of tied rows (ranks are distinct).
+        k = rng._randbelow(len(tied))  # type: ignore[attr-defined]
+        return str(names[tied[np.argpartition(ranks, k)[k]]]), best
+    return rng.choice(names[tied[np.argsort(ranks, kind="stable")]].tolist()), best
 
 
 def _outside(
@@ -137,8 +317,7 @@ def _outside(
     options: CycleOptions,
 ) -> tuple[np.ndarray, Mapping[str, tuple[Rejection, ...]]]:
     """Feasible nodes outside ``options.candidates`` become infeasible (rule ``gang_domain``)."""
-    wanted = options.candidates or frozenset()
-    inside = np.fromiter((name in wanted for name in names.tolist()), bool, len(names))
+    inside = _inside(names, options.candidates or frozenset())
     out = feasible & ~inside
     if not out.any():
         return feasible, infeasible
@@ -149,6 +328,21 @@ def _outside(
         return {**infeasible, **dict.fromkeys(extra, rejection)}
 
     return feasible & inside, RejectionTable(build, len(infeasible) + len(extra))
+
+
+# The last candidate set's mask over the frame's names (never written to): a gang's members
+# tried in one domain share both objects, so it is built once per domain, not once per member.
+_last_inside: tuple[np.ndarray, frozenset[str], np.ndarray] | None = None
+
+
+def _inside(names: np.ndarray, wanted: frozenset[str]) -> np.ndarray:
+    global _last_inside
+    last = _last_inside
+    if last is not None and last[0] is names and last[1] is wanted:
+        return last[2]
+    inside = np.fromiter((name in wanted for name in names.tolist()), bool, len(names))
+    _last_inside = (names, wanted, inside)
+    return inside
 
 
 def _fmt(value: float) -> str:
@@ -164,86 +358,232 @@ def _pick(nodes: Sequence[NodeInfo], rows: np.ndarray) -> tuple[NodeInfo, ...]:
     return picked if len(rows) > 1 else (picked,)
 
 
-def _filter(
+# --- keys ------------------------------------------------------------------------------------
+
+_STALE_KEY = object()
+
+
+def _key(plan: RulePlan, context: CycleContext) -> tuple[Any, np.ndarray | None, bool]:
+    """The rule's column key this cycle (its cluster keys' whole parts and whether it reads
+    only Node objects), the cluster keys' row parts, and that flag."""
+    if plan.always:
+        return _STALE_KEY, None, False
+    whole, by_row = plan.keys(context)
+    stable = plan.stable_now(context)
+    return (whole, stable), by_row, stable
+
+
+def _prepare(plan: RulePlan, column: Column, context: CycleContext) -> bool:
+    """Bring ``column`` to this cycle's key (invalidating what it no longer holds); whether
+    its rows are valid by Node object."""
+    key, by_row, stable = _key(plan, context)
+    if key is _STALE_KEY or column.key != key:
+        column.invalidate()
+        column.key = key
+    column.by_row(by_row)
+    return stable
+
+
+def _same_keys(
+    plans: Sequence[RulePlan],
+    columns: Sequence[Column],
+    epochs: Sequence[int],
+    context: CycleContext,
+) -> list[bool] | None:
+    """Each rule's stable flag when every column still holds what the class's last cycle read
+    (same key, same epoch once the row keys are applied); None otherwise."""
+    stables = []
+    for plan, column, epoch in zip(plans, columns, epochs, strict=True):
+        if plan.always:
+            return None
+        try:
+            key, by_row, stable = _key(plan, context)
+        except Exception:  # the full pass meets it where the rule is reached
+            return None
+        if column.key != key:
+            return None
+        column.by_row(by_row)
+        if column.epoch != epoch:
+            return None
+        stables.append(stable)
+    return stables
+
+
+def _dropped(columns: Sequence[Column], seen: int, rows: set[int]) -> set[int] | None:
+    for column in columns:
+        dropped = column.dropped_since(seen)
+        if dropped is None:
+            return None
+        if len(dropped):
+            rows = rows | set(dropped.tolist())
+    return rows
+
+
+def _too_many(rows: set[int], frame: Frame) -> bool:
+    """Whether so many rows changed that one pass over every row is the cheaper way."""
+    return len(rows) > max(frame.size // 8, _FEW)
+
+
+_FEW = 32
+
+
+def _same_columns(kept: Sequence[Column], columns: Sequence[Column]) -> bool:
+    return len(kept) == len(columns) and all(a is b for a, b in zip(kept, columns, strict=True))
+
+
+# --- filters ---------------------------------------------------------------------------------
+
+
+def _changed_rows(state: _State, entry: ClassEntry) -> set[int] | None:
+    """The rows to look at again since ``state``'s cycle; None: every row."""
+    frame = entry.frame
+    if frame.log is None or state.log is not frame.log or state.size != frame.size:
+        return None
+    if not _same_columns(state.filters, entry.filters):
+        return None
+    if any(column.errors for column in entry.filters):
+        return None
+    return frame.log.changed_since(state.seq, frame)
+
+
+def _filter_rows(
     entry: ClassEntry,
     batch: NodeBatch,
     context: CycleContext,
-    options: CycleOptions,
-    errors: list[str],
-) -> tuple[np.ndarray, Mapping[str, tuple[Rejection, ...]]]:
-    """Each filter over the nodes still in the running, rule by rule, re-evaluating only the
-    rows whose cached verdict is not valid (``classcache``).
+    state: _State,
+    changed: set[int],
+) -> np.ndarray | None:
+    """First rejections with ``state``'s for every row but ``changed`` (to which the rows
+    the columns' row keys dropped are added); None when that cannot be trusted."""
+    plans = entry.plan.filters
+    columns = entry.filters
+    stables = _same_keys(plans, columns, state.filter_epochs, context)
+    if stables is None:
+        return None
+    found = _dropped(columns, state.seen, changed)
+    if found is None or _too_many(found, entry.frame):
+        return None
+    changed.update(found)
+    dead_at = state.dead_at.copy()
+    if not changed:
+        return dead_at
+    rows = np.array(sorted(changed), np.int64)
+    alive = np.ones(len(rows), bool)
+    dead = np.full(len(rows), -1, np.int64)
+    frame = entry.frame
+    for index, (plan, column, stable) in enumerate(zip(plans, columns, stables, strict=True)):
+        at = np.flatnonzero(alive)
+        if not len(at):
+            break
+        sub = rows[at]
+        todo = sub[~column.valid_at(frame, stable, sub)]
+        if len(todo):
+            wanted = todo.tolist()
+            column.store(todo, plan.rule, _filter_many(plan.rule, batch.take(wanted)), frame)
+            if column.errors:
+                return None
+        fail = ~column.passed[sub]
+        if fail.any():
+            dead[at[fail]] = index
+            alive[at[fail]] = False
+    dead_at[rows] = dead
+    return dead_at
 
-    Without ``all_filters`` a node leaves the running at its first rejection, so every node
-    sees exactly the rules it would see node by node. Errors are reported in node order, then
-    rule order, as a node-by-node loop would meet them.
+
+def _filter_first(
+    entry: ClassEntry, batch: NodeBatch, context: CycleContext, errors: list[str]
+) -> np.ndarray:
+    """Each filter over the nodes still in the running, re-evaluating only the rows whose
+    cached verdict is not valid (``classcache``); each row's first rejecting rule (-1: none).
+
+    A node leaves the running at its first rejection, so every node sees exactly the rules it
+    would see node by node. Errors are reported in node order, then rule order, as a
+    node-by-node loop would meet them.
     """
     size = batch.size
     alive = np.ones(size, bool)
     dead_at = np.full(size, -1, np.int64)
-    failed: list[np.ndarray] = []
     found: list[tuple[int, int, str]] = []
+    frame = entry.frame
     for index, (plan, column) in enumerate(zip(entry.plan.filters, entry.filters, strict=True)):
         if not alive.any():
             break
-        key = _STALE_KEY if plan.always else plan.key(context)
-        if key is _STALE_KEY or column.key != key:
-            column.invalidate()
-            column.key = key
-        rows = np.flatnonzero(alive & ~column.valid(entry.frame))
+        stable = _prepare(plan, column, context)
+        rows = np.flatnonzero(alive & ~column.valid(frame, stable))
         if len(rows):
             wanted = rows.tolist()
             sub = batch if len(wanted) == size else batch.take(wanted)
-            column.store(rows, plan.rule, _filter_many(plan.rule, sub), entry.frame)
-        hit = alive & column.errored
-        if hit.any():
-            for row in np.flatnonzero(hit).tolist():
+            column.store(rows, plan.rule, _filter_many(plan.rule, sub), frame)
+        if column.errors:
+            for row in np.flatnonzero(alive & column.errored).tolist():
                 found.append((row, index, column.error[row]))
-        fail = alive & ~column.passed
-        if options.all_filters:
-            failed.append(fail)
-            continue
-        dead_at[fail] = index
+        dead_at[alive & ~column.passed] = index
         alive &= column.passed
     found.sort(key=lambda item: (item[0], item[1]))
     errors.extend(message for _, _, message in found)
-    if options.all_filters:
-        return _all_rejections(entry, failed, size)
-    return alive, _first_rejections(entry, dead_at)
+    return dead_at
 
 
-def _first_rejections(
-    entry: ClassEntry, dead_at: np.ndarray
-) -> RejectionTable | dict[str, tuple[Rejection, ...]]:
-    rows = np.flatnonzero(dead_at >= 0)
-    if not len(rows):
-        return {}
-    # Copied now: the columns change with the next pod of the class, the table is read later.
-    names = entry.names[rows]
-    rejections = np.empty(len(rows), object)
-    rules = dead_at[rows]
-    for index in np.unique(rules).tolist():
-        at = rules == index
-        rejections[at] = entry.filters[index].rejection[rows[at]]
-
-    def build() -> dict[str, tuple[Rejection, ...]]:
-        return {name: (r,) for name, r in zip(names.tolist(), rejections.tolist(), strict=True)}
-
-    return RejectionTable(build, len(rows))
-
-
-def _all_rejections(
-    entry: ClassEntry, failed: list[np.ndarray], size: int
+def _filter_all(
+    entry: ClassEntry,
+    batch: NodeBatch,
+    context: CycleContext,
+    errors: list[str],
 ) -> tuple[np.ndarray, dict[str, tuple[Rejection, ...]]]:
+    """Every filter on every node (what ``filter`` and ``explain`` show)."""
+    size = batch.size
+    found: list[tuple[int, int, str]] = []
+    failed: list[np.ndarray] = []
+    frame = entry.frame
+    for index, (plan, column) in enumerate(zip(entry.plan.filters, entry.filters, strict=True)):
+        stable = _prepare(plan, column, context)
+        rows = np.flatnonzero(~column.valid(frame, stable))
+        if len(rows):
+            wanted = rows.tolist()
+            sub = batch if len(wanted) == size else batch.take(wanted)
+            column.store(rows, plan.rule, _filter_many(plan.rule, sub), frame)
+        if column.errors:
+            for row in np.flatnonzero(column.errored).tolist():
+                found.append((row, index, column.error[row]))
+        failed.append(~column.passed)
+    found.sort(key=lambda item: (item[0], item[1]))
+    errors.extend(message for _, _, message in found)
     any_failed = np.zeros(size, bool)
     for fail in failed:
         any_failed |= fail
     infeasible: dict[str, tuple[Rejection, ...]] = {}
     for row in np.flatnonzero(any_failed).tolist():
-        infeasible[entry.names[row]] = tuple(
-            entry.filters[index].rejection[row] for index, fail in enumerate(failed) if fail[row]
-        )
+        found_at = [entry.filters[i].rejection(row) for i, fail in enumerate(failed) if fail[row]]
+        infeasible[entry.names[row]] = tuple(r for r in found_at if r is not None)
     return ~any_failed, infeasible
+
+
+def _first_rejections(
+    entry: ClassEntry, dead_at: np.ndarray, feasible: int
+) -> RejectionTable | dict[str, tuple[Rejection, ...]]:
+    """``Decision.infeasible`` built when read, from the columns as they are now (lent: a
+    later store copies them) and ``dead_at`` (never changed: the next cycle copies it)."""
+    dead = len(dead_at) - feasible
+    if not dead:
+        return {}
+    names = entry.names
+    columns = [(column.codes, column.made) for column in entry.filters]
+    for column in entry.filters:
+        column.lend()
+
+    def build() -> dict[str, tuple[Rejection, ...]]:
+        rows = np.flatnonzero(dead_at >= 0)
+        out: dict[str, tuple[Rejection, ...]] = {}
+        for name, row, index in zip(
+            names[rows].tolist(), rows.tolist(), dead_at[rows].tolist(), strict=True
+        ):
+            codes, made = columns[index]
+            rejection = made[codes[row]]
+            assert rejection is not None
+            out[name] = (rejection,)
+        return out
+
+    return RejectionTable(build, dead)
 
 
 def _filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:
@@ -252,56 +592,156 @@ def _filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:
     return [rule.filter(batch.env_at(i)) for i in range(batch.size)]
 
 
-def _score(
+# --- scores ----------------------------------------------------------------------------------
+
+Scored = tuple[np.ndarray, list[Stats | None], list[Callable[[np.ndarray], np.ndarray]]]
+
+
+def _score_many(rule: CompiledRule, batch: NodeBatch) -> Sequence[Any]:
+    if rule.score_many is not None:
+        return rule.score_many(batch)
+    return [rule.score(batch.env_at(i)) for i in range(batch.size)]
+
+
+def _score_all(
     entry: ClassEntry,
-    rows: np.ndarray,
-    feasible: tuple[str, ...],
+    feasible: np.ndarray,
     batch: NodeBatch,
     context: CycleContext,
     errors: list[str],
-) -> tuple[np.ndarray, ScoreTable]:
-    """Each score rule's raw values over the feasible nodes (cached rows reused), normalised
-    over them every cycle, weighted and summed in rule order as a node-by-node sum would."""
-    totals = np.zeros(len(rows))
-    names: list[str] = []
-    raw: list[np.ndarray] = []
-    scored: list[np.ndarray] = []
-    normalised: list[np.ndarray] = []
-    feasible_mask = np.zeros(batch.size, bool)
-    feasible_mask[rows] = True
+) -> Scored:
+    """Each score rule's raw values over the feasible rows (cached rows reused), normalised
+    over them, weighted and summed in rule order as a node-by-node sum would. Columns are
+    whole (one row per node); the rows outside ``feasible`` take no part."""
+    size = batch.size
+    frame = entry.frame
+    totals = np.zeros(size)
+    stats: list[Stats | None] = []
+    normalisers: list[Callable[[np.ndarray], np.ndarray]] = []
     for plan, column in zip(entry.plan.scores, entry.scores, strict=True):
         rule = plan.rule
-        key = _STALE_KEY if plan.always else plan.key(context)
-        if key is _STALE_KEY or column.key != key:
-            column.invalidate()
-            column.key = key
-        todo = np.flatnonzero(feasible_mask & ~column.valid(entry.frame))
+        stable = _prepare(plan, column, context)
+        todo = np.flatnonzero(feasible & ~column.valid(frame, stable))
         if len(todo):
             wanted = todo.tolist()
-            sub = batch if len(wanted) == batch.size else batch.take(wanted)
-            if rule.score_many is not None:
-                results = rule.score_many(sub)
-            else:
-                results = [rule.score(sub.env_at(i)) for i in range(sub.size)]
-            column.store(todo, results, entry.frame)
-        hit = column.errored[rows]
-        if hit.any():
-            errors.extend(column.error[rows[hit]].tolist())
-        values = column.values[rows]
-        present = column.scored[rows]
-        norm = normalize_array(rule.normalize or "none", values, present)
+            sub = batch if len(wanted) == size else batch.take(wanted)
+            column.store(todo, _score_many(rule, sub), frame)
+        if column.errors:
+            errors.extend(column.error[feasible & column.errored].tolist())
+        kind = rule.normalize or "none"
+        mask = column.scored & feasible
+        facts = column_stats(kind, column.values, mask)
+        if facts is None:
+            norm = np.zeros(size)
+            rows = np.flatnonzero(feasible)
+            listed = [
+                float(v) if s else None
+                for v, s in zip(column.values[rows].tolist(), mask[rows].tolist(), strict=True)
+            ]
+            norm[rows] = normalize(kind, listed)
+        else:
+            norm = apply_stats(kind, column.values, mask, facts)
         totals = totals + rule.weight * norm
-        names.append(rule.qualified_name)
-        raw.append(values)
-        scored.append(present)
-        normalised.append(norm)
-    return totals, ScoreTable(feasible, totals, names, normalised, raw, scored)
+        stats.append(facts)
+        normalisers.append(norm.__getitem__)
+    return totals, stats, normalisers
 
 
-_STALE_KEY = object()
+def _score_rows(
+    entry: ClassEntry,
+    batch: NodeBatch,
+    context: CycleContext,
+    state: _State,
+    changed: set[int],
+    feasible: np.ndarray,
+) -> Scored | None:
+    """``_score_all`` from ``state``'s totals: only the ``changed`` rows (and rows the row
+    keys dropped) are looked at; a rule's normalisation is redone over every row only when its
+    facts moved. None when ``state`` cannot be trusted."""
+    plans = entry.plan.scores
+    columns = entry.scores
+    if state.totals is None or not _same_columns(state.scores, columns):
+        return None
+    if any(column.errors for column in columns) or any(s is None for s in state.stats):
+        return None
+    stables = _same_keys(plans, columns, state.score_epochs, context)
+    if stables is None:
+        return None
+    found = _dropped(columns, state.seen, changed)
+    frame = entry.frame
+    if found is None or _too_many(found, frame):
+        return None
+    rows = np.array(sorted(found), np.int64)
+    moved = rows[state.feasible[rows] != feasible[rows]]
+    live = rows[feasible[rows]]
+    stats = list(state.stats)
+    touched = [moved] if len(moved) else []
+    whole = False
+    for index, (plan, column, stable) in enumerate(zip(plans, columns, stables, strict=True)):
+        renewed = live[:0]
+        if len(live):
+            todo = live[~column.valid_at(frame, stable, live)]
+            if len(todo):
+                column.store(todo, _score_many(plan.rule, batch.take(todo.tolist())), frame)
+                if column.errors:
+                    return None
+            renewed = live[column.stamps[live] > state.seen]
+        if not len(renewed) and not len(moved):
+            continue
+        if len(renewed):
+            touched.append(renewed)
+        kind = plan.rule.normalize or "none"
+        if kind == "none":
+            continue
+        if not len(renewed) and not column.scored[moved].any():
+            continue  # only unscored rows joined or left: the facts read scored rows alone
+        facts = column_stats(kind, column.values, column.scored & feasible)
+        if facts is None:
+            return None
+        if facts != stats[index] or repr(facts) != repr(stats[index]):
+            stats[index] = facts
+            whole = True
+    normalisers = [
+        _normaliser(plan, column, feasible, facts)
+        for plan, column, facts in zip(plans, columns, stats, strict=True)
+    ]
+    if whole:
+        totals = np.zeros(frame.size)
+        for plan, column, facts in zip(plans, columns, stats, strict=True):
+            kind = plan.rule.normalize or "none"
+            norm = apply_stats(kind, column.values, column.scored & feasible, facts)  # type: ignore[arg-type]
+            totals = totals + plan.rule.weight * norm
+        return totals, stats, normalisers
+    assert state.totals is not None
+    totals = state.totals.copy()
+    if touched:
+        at = np.unique(np.concatenate(touched))
+        inside = feasible[at]
+        part = np.zeros(len(at))
+        for plan, column, facts in zip(plans, columns, stats, strict=True):
+            kind = plan.rule.normalize or "none"
+            norm = apply_stats(kind, column.values[at], column.scored[at] & inside, facts)  # type: ignore[arg-type]
+            part = part + plan.rule.weight * norm
+        totals[at] = part
+    return totals, stats, normalisers
 
 
-def _select(ranking: tuple[str, ...], totals: np.ndarray, rng: random.Random) -> str | None:
+def _normaliser(
+    plan: RulePlan, column: ScoreColumn, feasible: np.ndarray, facts: Stats | None
+) -> Callable[[np.ndarray], np.ndarray]:
+    """A rule's normalised values at some rows, read later (the column is lent by then)."""
+    kind = plan.rule.normalize or "none"
+    values = column.values
+    scored = column.scored
+    assert facts is not None
+
+    def at(rows: np.ndarray) -> np.ndarray:
+        return apply_stats(kind, values[rows], scored[rows] & feasible[rows], facts)
+
+    return at
+
+
+def _select(ranking: Sequence[str], totals: np.ndarray, rng: random.Random) -> str | None:
     """The best node; ties (a prefix of the ranking) broken by ``rng`` as a list would be."""
     if not ranking:
         return None

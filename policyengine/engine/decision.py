@@ -37,10 +37,10 @@ class Decision:
     version: str
     node: str | None
     num_nodes: int
-    feasible: tuple[str, ...] = ()
+    feasible: Sequence[str] = ()  # a tuple, or a ``Names`` (equal to the tuple it holds)
     infeasible: Mapping[str, tuple[Rejection, ...]] = field(default_factory=dict)
     scores: Mapping[str, NodeScore] = field(default_factory=dict)
-    ranking: tuple[str, ...] = ()
+    ranking: Sequence[str] = ()  # best first; ties in name order
     message: str = ""  # why the pod is unschedulable (the histogram line), or how it was placed
     errors: tuple[str, ...] = ()  # runtime errors of rules, each with its rule and position
     gpu_devices: tuple[Grant, ...] = ()  # the GPU device(s) the pod gets on ``node``
@@ -50,26 +50,81 @@ class Decision:
         return self.node is not None
 
 
+class Names(Sequence[str]):
+    """A tuple of node names built on first read (its length is known at once). A cycle's
+    feasible list and ranking are thousands of names; sorting the ranking alone cost a tenth
+    of a cycle, and the scheduler loop reads neither. Compares equal to the tuple it holds."""
+
+    __slots__ = ("_build", "_items", "_size")
+
+    def __init__(self, build: Callable[[], tuple[str, ...]], size: int):
+        self._build: Callable[[], tuple[str, ...]] | None = build
+        self._items: tuple[str, ...] | None = None
+        self._size = size
+
+    def _get(self) -> tuple[str, ...]:
+        if self._items is None:
+            assert self._build is not None
+            self._items = self._build()
+            self._build = None
+        return self._items
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._get()[index]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._get()
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        return self._get().index(value, start, len(self) if stop is None else stop)
+
+    def count(self, value: Any) -> int:
+        return self._get().count(value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Names):
+            other = other._get()
+        return isinstance(other, tuple) and self._get() == other
+
+    def __hash__(self) -> int:
+        return hash(self._get())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (self._get(),))
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+
 class ScoreTable(Mapping[str, NodeScore]):
     """``Decision.scores`` for a cycle that kept its scores as columns: a node's ``NodeScore``
     is built when first read. Building 5,000 of them (two dicts each) per pod cost more than
     choosing the node; most consumers read one or a few (the chosen node, a top-N).
 
-    ``totals`` has one float per feasible node; ``raw`` and ``normalised`` one column per
-    rule (``scored`` False where the raw value is null).
+    ``nodes`` are the feasible nodes and ``rows`` their rows in the columns: ``totals`` has one
+    float per row, ``raw``/``scored`` one column per rule (``scored`` False where the raw value
+    is null), and ``normalised[r](rows)`` gives rule ``r``'s normalised values at some rows.
     """
 
     def __init__(
         self,
         nodes: Sequence[str],
-        totals: Any,  # a float per node: a list or a numpy array
+        rows: Any,  # the feasible nodes' rows in the columns (a numpy int array)
+        totals: Any,  # a float per row
         rules: Sequence[str],
-        normalised: Sequence[Any],
+        normalised: Sequence[Callable[[Any], Any]],
         raw: Sequence[Any],
         scored: Sequence[Any],
         empty_total: float = 0,
     ):
         self._nodes = nodes
+        self._rows = rows
         self._totals = totals
         self._rules = rules
         self._normalised = normalised
@@ -91,11 +146,15 @@ class ScoreTable(Mapping[str, NodeScore]):
         score = self._built.get(i)
         if score is None:
             rules = self._rules
+            row = int(self._rows[i])
+            at = self._rows[i : i + 1]
             score = self._built[i] = NodeScore(
-                total=float(self._totals[i]) if rules else self._empty_total,
-                rules={r: float(c[i]) for r, c in zip(rules, self._normalised, strict=True)},
+                total=float(self._totals[row]) if rules else self._empty_total,
+                rules={
+                    r: float(norm(at)[0]) for r, norm in zip(rules, self._normalised, strict=True)
+                },
                 raw={
-                    r: float(c[i]) if s[i] else None
+                    r: float(c[row]) if s[row] else None
                     for r, c, s in zip(rules, self._raw, self._scored, strict=True)
                 },
             )

@@ -82,7 +82,7 @@ def _outcome(placed: Decision, alone: Decision) -> PodOutcome:
         node=placed.node,
         message=placed.message,
         policy=placed.policy,
-        feasible=alone.feasible,
+        feasible=tuple(alone.feasible),
         rejections=dict(alone.infeasible),
         scores={name: score.total for name, score in placed.scores.items()},
     )

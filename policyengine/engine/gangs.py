@@ -18,9 +18,11 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Any
 
 from policyengine.engine.cycle import CycleOptions, profile_for, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.gang_domains import Domain, domain_free, free_sums, layout
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.normalize import normalize
 from policyengine.lang.compiler import CompiledGang, Program
@@ -29,10 +31,10 @@ from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.podgroup import pod_group_key
 from policyengine.model.resources import from_units, to_units
-from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
+from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig, topology_of
 from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.gangs import DomainView, GangView, free_units
+from policyengine.schedlib.gangs import DomainView, GangView
 from policyengine.schedlib.views import PodView, ResourceMap
 
 _ZERO = Fraction(0)
@@ -308,11 +310,6 @@ def _try(
             member_options,
             candidates_reason=f"node(s) outside the gang's {candidate.level} {candidate.name}",
         )
-    if candidate.level is not None:
-        member_options = replace(
-            member_options,
-            candidates_reason=f"node(s) outside the gang's {candidate.level} {candidate.name}",
-        )
     spare = len(gang.pending) - needed
     snap = snapshot
     decisions: list[Decision] = []
@@ -350,30 +347,31 @@ def _candidates(
         return [_Candidate(None, None, None)]
     if gang.placed:
         return [_joined_domain(spec, gang, snapshot, topology)]
-    by_level = _domains(snapshot, topology, spec.levels)
-    floor = _lower_bound(requests, needed)
+    shape = layout(snapshot, topology, spec.levels)
+    free = free_sums(snapshot, topology, spec.levels)
+    nodes = snapshot.nodes
+    floor = _floor_units(_lower_bound(requests, needed))
     slots = _member_slots(program, gang, snapshot, options, topology, config)
     out: list[_Candidate] = []
     for level in spec.levels:
         scored: list[_Candidate] = []
-        domains = by_level[level]
-        views = {name: DomainView(level, name, infos) for name, infos in domains.items()}
-        passing: list[str] = []
-        for name, view in views.items():
-            short = _too_small(domains[name], floor) or _too_few_slots(slots, domains[name], needed)
+        domains = shape.levels[level]
+        passing: dict[str, Env] = {}  # the domains every gang filter passes, with their envs
+        for name, domain in domains.items():
+            short = _too_small(free, domain, floor) or _too_few_slots(slots, domain, needed)
             if short:
                 outcomes.append(DomainOutcome(level, name, "too small", short))
                 continue
+            view = DomainView(level, name, domain.infos(nodes), domain_free(free, domain))
             env = Env({"pod": pod_view, "gang": gang_view, "domain": view}, context)
             rejected = _gang_filters(spec, env)
             if rejected:
                 outcomes.append(DomainOutcome(level, name, "rejected", rejected))
                 continue
-            passing.append(name)
-        totals = _gang_scores(spec, passing, views, pod_view, gang_view, context)
+            passing[name] = env
+        totals = _gang_scores(spec, passing)
         for name in passing:
-            nodes = frozenset(info.name for info in domains[name])
-            scored.append(_Candidate(level, name, nodes, totals.get(name)))
+            scored.append(_Candidate(level, name, domains[name].names, totals.get(name)))
         scored.sort(key=lambda c: (-(c.score or 0.0), c.name or ""))
         out.extend(scored)
     if not spec.required:
@@ -401,20 +399,6 @@ def _joined_domain(
     return _Candidate(None, None, None)
 
 
-def _domains(
-    snapshot: ClusterSnapshot, topology: TopologyConfig, levels: Sequence[str]
-) -> dict[str, dict[str, list[NodeInfo]]]:
-    """Per level, the nodes of each domain (nodes without the level's label are in none)."""
-    out: dict[str, dict[str, list[NodeInfo]]] = {level: {} for level in levels}
-    for info in snapshot.nodes:
-        where = topology_of(info.node, topology)
-        for level in levels:
-            value = where.domain(level)
-            if value is not None:
-                out[level].setdefault(value, []).append(info)
-    return out
-
-
 def _lower_bound(requests: Sequence[ResourceMap], needed: int) -> dict[str, Fraction]:
     """Per resource, the least any ``needed`` pending members can ask for together: a domain
     with less free cannot hold the gang, whatever the members' rules say."""
@@ -428,14 +412,23 @@ def _lower_bound(requests: Sequence[ResourceMap], needed: int) -> dict[str, Frac
     return floor
 
 
-def _too_small(infos: Sequence[NodeInfo], floor: dict[str, Fraction]) -> str:
-    free = free_units(infos, floor)
-    for name in sorted(floor):
-        need = to_units(name, floor[name])
-        if free[name] < need:
-            have = from_units(name, free[name])
-            return f"{_num(have)} {name} free, the gang needs {_num(floor[name])}"
+def _too_small(
+    free: dict[Any, int], domain: Domain, floor: Sequence[tuple[str, int, Fraction]]
+) -> str:
+    """Why the domain's free resources (``gang_domains.free_sums``) cannot hold the floor
+    (``_floor_units``)."""
+    level, value = domain.level, domain.name
+    for name, need, quantity in floor:
+        have_units = free.get((level, value, name), 0)
+        if have_units < need:
+            have = from_units(name, have_units)
+            return f"{_num(have)} {name} free, the gang needs {_num(quantity)}"
     return ""
+
+
+def _floor_units(floor: dict[str, Fraction]) -> list[tuple[str, int, Fraction]]:
+    """Per resource, in name order: the floor in kube's integer units, and as a quantity."""
+    return [(name, to_units(name, floor[name]), floor[name]) for name in sorted(floor)]
 
 
 def _member_slots(
@@ -458,11 +451,15 @@ def _member_slots(
         return None
     if first.has_pod_affinity_constraints or first.topology_spread_constraints:
         return None
-    probe = replace(options, all_filters=False, candidates=None)
+    # Filters only: every node that passes them is turned away as outside an empty domain
+    # (with a reason no rule gives), so no node is scored; those nodes are the feasible ones.
+    probe = replace(options, all_filters=False, candidates=_NOWHERE, candidates_reason=_PROBE)
     decision = schedule(program, first, snapshot, random.Random(0), probe, topology, config)
     wants = {k: u for k, v in PodView(first).requests.items() if (u := to_units(k, v)) > 0}
     slots: dict[str, int] = {}
-    for name in decision.feasible:
+    for name, why in decision.infeasible.items():
+        if len(why) != 1 or why[0].rule != "gang_domain" or why[0].reasons != (_PROBE,):
+            continue
         info = snapshot.node(name)
         allocatable, requested = info.allocatable_units, info.requested_units
         counts = [
@@ -470,6 +467,10 @@ def _member_slots(
         ]
         slots[name] = min(counts) if counts else len(gang.pending)
     return slots
+
+
+_NOWHERE: frozenset[str] = frozenset()
+_PROBE = "the probe for member slots scores no node"
 
 
 def _shape(pod: Pod) -> tuple[object, ...]:
@@ -489,10 +490,10 @@ def _shape(pod: Pod) -> tuple[object, ...]:
     )
 
 
-def _too_few_slots(slots: dict[str, int] | None, nodes: Sequence[NodeInfo], needed: int) -> str:
+def _too_few_slots(slots: dict[str, int] | None, domain: Domain, needed: int) -> str:
     if slots is None or needed == 0:
         return ""
-    room = sum(slots.get(info.name, 0) for info in nodes)
+    room = sum(slots.get(name, 0) for name in domain.names)
     if room >= needed:
         return ""
     return f"its feasible nodes hold {room} of the {needed} members needed"
@@ -514,24 +515,16 @@ def _gang_filters(spec: CompiledGang, env: Env) -> str:
     return ""
 
 
-def _gang_scores(
-    spec: CompiledGang,
-    names: Sequence[str],
-    views: dict[str, DomainView],
-    pod_view: PodView,
-    gang_view: GangView,
-    context: CycleContext,
-) -> dict[str, float]:
-    """Each gang score over the level's passing domains, normalised over them, weighted."""
+def _gang_scores(spec: CompiledGang, envs: dict[str, Env]) -> dict[str, float]:
+    """Each gang score over the level's passing domains (their filters' envs), normalised over
+    them, weighted."""
+    names = list(envs)
     totals = dict.fromkeys(names, 0.0)
     if not spec.scores or not names:
         return totals
-    envs = [
-        Env({"pod": pod_view, "gang": gang_view, "domain": views[name]}, context) for name in names
-    ]
     for rule in spec.scores:
         values: list[float | None] = []
-        for env in envs:
+        for env in envs.values():
             value = rule.score(env)
             values.append(None if value.error is not None else value.value)
         for name, score in zip(names, normalize(rule.normalize, values), strict=True):

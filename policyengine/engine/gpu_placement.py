@@ -14,17 +14,21 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from policyengine.model.frozen import FrozenDict
-from policyengine.model.gpu_devices import BEST_FIT, Grant
+from policyengine.model.gpu_devices import BEST_FIT, GpuDemand, Grant
 from policyengine.model.gpu_share import pod_demand
 from policyengine.model.hami import assignment_annotations
 from policyengine.model.objects import Pod
 from policyengine.model.snapshot import ClusterSnapshot
 
 
-def choose_devices(snapshot: ClusterSnapshot, node: str, pod: Pod) -> tuple[Grant, ...]:
+def choose_devices(
+    snapshot: ClusterSnapshot, node: str, pod: Pod, demand: GpuDemand | None = None
+) -> tuple[Grant, ...]:
     """The pod's grants on ``node`` by best fit; empty when it asks no GPU or (a policy that
-    checks no device fit placed it anyway) no device has room."""
-    demand = pod_demand(pod)
+    checks no device fit placed it anyway) no device has room. ``demand``: the pod's
+    ``pod_demand`` when the caller has it."""
+    if demand is None:
+        demand = pod_demand(pod)
     if demand.empty:
         return ()
     info = snapshot.get(node)

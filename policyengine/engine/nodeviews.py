@@ -6,10 +6,13 @@ scheduling arithmetic itself. A view depends only on its ``NodeInfo`` (immutable
 topology configuration, so it is kept while the snapshot still holds that very ``NodeInfo``;
 a node the assume step or the watch loop replaced gets a fresh view.
 
-The same pass keeps a ``Frame`` per snapshot: the views, each row's ``NodeInfo`` identity as
-an int64 column (what a cached rule result is valid for: ``classcache``), the node names and
-their order. The assume step replaces one ``NodeInfo`` per pod, so each is updated in place of
-the changed rows only; the per-pod cost of knowing what changed stays one C-speed pass.
+The same pass keeps a ``Frame`` per snapshot: the views, each row's ``NodeInfo`` identity and
+its Node object's identity as int64 columns (what a cached rule result is valid for:
+``classcache``), the node names and their order. The assume step replaces one ``NodeInfo`` per
+pod, so each is updated in place of the changed rows only; the per-pod cost of knowing what
+changed stays one C-speed pass. Frames are numbered, and the rows each one changed from the one
+before are logged (``changed_since``), so a cache that last looked at an earlier frame learns
+which rows to look at again without comparing every row.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from policyengine.schedlib.views import NodeView
 class Frame:
     """One snapshot's nodes as the engine's columns see them.
 
-    ``ids``: ``id()`` of each row's ``NodeInfo``; ``infos`` holds those objects (a column that
-    copies ids from here also copies the objects, so an id is never reused while a column
+    ``ids``: ``id()`` of each row's ``NodeInfo``; ``nodes`` holds those objects (a column that
+    copies ids from here also keeps the objects, so an id is never reused while a column
     still names it). ``names``: each row's node name; ``ranks``: each row's position in name
     order (the ranking's tie-break), computed on first use and kept while the names stay.
     """
@@ -39,9 +42,14 @@ class Frame:
     views: list[NodeView]
     nodes: tuple[NodeInfo, ...]
     ids: np.ndarray
-    infos: np.ndarray
     names: np.ndarray
     _ranks: list[np.ndarray] = field(default_factory=list)
+    # ``id()`` of each row's Node object (kept alive by ``nodes``): results of rules that read
+    # only the Node object stay valid across the assume step, which keeps it.
+    oids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # Where the frame stands in its views' log (``NodeViews.changed_since``).
+    log: NodeViews | None = None
+    seq: int = 0
 
     @property
     def size(self) -> int:
@@ -56,10 +64,30 @@ class Frame:
         return self._ranks[0]
 
 
+def _node_ids(nodes: tuple[NodeInfo, ...]) -> np.ndarray:
+    return np.fromiter((id(info.node) for info in nodes), np.int64, len(nodes))
+
+
+# Frames remembered in the change log; a cache older than that looks at every row again.
+_LOG = 4096
+
+
 def _objects(items: list[object]) -> np.ndarray:
     out = np.empty(len(items), object)
     out[:] = items
     return out
+
+
+def _replaced(snapshot: ClusterSnapshot, parent: ClusterSnapshot) -> list[int] | None:
+    """The row ``snapshot`` replaced when it is ``parent`` with one ``NodeInfo`` replaced in
+    place (the assume step); None when it is not known to be."""
+    step = snapshot.derivation
+    if step is None or step[0] != parent.generation:
+        return None
+    row = snapshot.node_positions.get(step[1])
+    if row is None or snapshot.nodes[row].name != step[1]:
+        return None
+    return [row]
 
 
 class NodeViews:
@@ -70,6 +98,43 @@ class NodeViews:
         self._by_name: dict[str, NodeView] = {}
         self._last: tuple[ClusterSnapshot, Frame] | None = None
         self._lock = threading.Lock()
+        # Rows each frame changed from the one before (None: every row), for frames
+        # ``_first`` … ``_seq`` in order.
+        self._log: list[list[int] | None] = []
+        self._first = 1
+        self._seq = 0
+
+    def _record(self, rows: list[int] | None) -> int:
+        self._seq += 1
+        self._log.append(rows)
+        if len(self._log) > 2 * _LOG:
+            del self._log[:_LOG]
+            self._first += _LOG
+        return self._seq
+
+    def changed_since(self, frame: Frame | int, now: Frame) -> set[int] | None:
+        """The rows whose ``NodeInfo`` may differ between ``frame`` (or the frame numbered so)
+        and ``now`` (a later frame of these views); None when the log no longer reaches back
+        (or the rows moved)."""
+        if isinstance(frame, Frame):
+            if frame.log is not self:
+                return None
+            frame = frame.seq
+        if now.log is not self or frame > now.seq:
+            return None
+        if frame == now.seq:
+            return set()
+        with self._lock:
+            first = self._first
+            if frame + 1 < first or now.seq > self._seq:
+                return None
+            entries = self._log[frame + 1 - first : now.seq + 1 - first]
+        rows: set[int] = set()
+        for changed in entries:
+            if changed is None:
+                return None
+            rows.update(changed)
+        return rows
 
     def of(self, snapshot: ClusterSnapshot) -> list[NodeView]:
         """One view per node of ``snapshot``, in its node order."""
@@ -84,37 +149,43 @@ class NodeViews:
             nodes = snapshot.nodes
             previous = last[1] if last is not None else None
             if previous is not None and previous.size == len(nodes):
-                # The assume step replaces one NodeInfo: find the replaced rows at C speed
-                # instead of looking every node up by name.
-                rows = list(
-                    itertools.compress(
-                        range(len(nodes)), map(operator.is_not, nodes, previous.nodes)
+                assert last is not None
+                rows = _replaced(snapshot, last[0])
+                if rows is None:
+                    # Replaced rows found at C speed instead of looking every node up by name.
+                    rows = list(
+                        itertools.compress(
+                            range(len(nodes)), map(operator.is_not, nodes, previous.nodes)
+                        )
                     )
-                )
                 views = previous.views.copy()
                 ids = previous.ids.copy()
-                infos = previous.infos.copy()
+                oids = previous.oids.copy()
                 names = previous.names
                 renamed = False
                 for row in rows:
                     info = nodes[row]
                     views[row] = self._view(by_name, info)
                     ids[row] = id(info)
-                    infos[row] = info
+                    oids[row] = id(info.node)
                     renamed = renamed or info.node.name != names[row]
                 ranks = previous._ranks
                 if renamed:
                     names = _objects([info.node.name for info in nodes])
                     ranks = []
-                frame = Frame(views, nodes, ids, infos, names, ranks)
+                seq = self._record(None if renamed else rows)
+                frame = Frame(views, nodes, ids, names, ranks, oids, self, seq)
             else:
                 views = [self._view(by_name, info) for info in nodes]
+                seq = self._record(None)
                 frame = Frame(
                     views,
                     nodes,
                     np.fromiter(map(id, nodes), np.int64, len(nodes)),
-                    _objects(list(nodes)),
                     _objects([info.node.name for info in nodes]),
+                    oids=_node_ids(nodes),
+                    log=self,
+                    seq=seq,
                 )
             if len(by_name) > 2 * len(views) + 64:  # nodes deleted long ago
                 self._by_name = {view.info.name: view for view in views}

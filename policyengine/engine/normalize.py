@@ -105,14 +105,32 @@ def _go_div(a: np.ndarray, b: int) -> np.ndarray:
     return np.where((a >= 0) == (b >= 0), q, -q)
 
 
-def _array_none(v: np.ndarray, scored: np.ndarray) -> np.ndarray:
+# Each kind splits into the facts it reads of the whole feasible column (``_stats_*``: a
+# tuple, equal between two columns exactly when every row normalises alike) and the per-row
+# arithmetic given those facts (``_apply_*``), so the engine can normalise only the rows that
+# changed while the facts stay the same.
+
+Stats = tuple[object, ...]
+
+
+def _stats_none(v: np.ndarray, scored: np.ndarray) -> Stats:
+    return ()
+
+
+def _apply_none(v: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray:
     return np.where(scored, np.clip(v, 0.0, float(MAX_NODE_SCORE)), 0.0)
 
 
-def _array_by_max(v: np.ndarray, scored: np.ndarray, reverse: bool) -> np.ndarray:
+def _stats_by_max(v: np.ndarray, scored: np.ndarray) -> Stats:
     present = v[scored]
     top_value = max(0.0, float(present.max())) if present.size else 0.0
-    if np.all(present == np.floor(present)):
+    return (bool(np.all(present == np.floor(present))), top_value)
+
+
+def _apply_by_max(v: np.ndarray, scored: np.ndarray, stats: Stats, reverse: bool) -> np.ndarray:
+    integral, top_value = stats
+    assert isinstance(top_value, float)
+    if integral:
         ints = v.astype(np.int64)
         top = int(top_value)
         if top == 0:
@@ -129,29 +147,44 @@ def _array_by_max(v: np.ndarray, scored: np.ndarray, reverse: bool) -> np.ndarra
     return np.where(scored, out, 0.0)
 
 
-def _array_minmax(v: np.ndarray, scored: np.ndarray) -> np.ndarray:
+def _stats_minmax(v: np.ndarray, scored: np.ndarray) -> Stats:
     present = v[scored]
     if not present.size:
-        return np.zeros(v.shape)
+        return (None,)
     if np.all(present == np.floor(present)):
+        return (True, int(present.min()), int(present.max()))
+    return (False, float(present.min()), float(present.max()))
+
+
+def _apply_minmax(v: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray:
+    if stats[0] is None:
+        return np.zeros(v.shape)
+    integral, lo, hi = stats
+    if integral:
+        assert isinstance(lo, int) and isinstance(hi, int)
         ints = v.astype(np.int64)
-        lo, hi = int(present.min()), int(present.max())
         diff = hi - lo
         if diff > 0:
             out = np.trunc(float(MAX_NODE_SCORE) * ((ints - lo).astype(np.float64) / float(diff)))
         else:
             out = np.zeros(v.shape)
     else:
-        lo_f, hi_f = float(present.min()), float(present.max())
-        out = np.zeros(v.shape) if hi_f == lo_f else (MAX_NODE_SCORE * (v - lo_f)) / (hi_f - lo_f)
+        assert isinstance(lo, float) and isinstance(hi, float)
+        out = np.zeros(v.shape) if hi == lo else (MAX_NODE_SCORE * (v - lo)) / (hi - lo)
     return np.where(scored, out, 0.0)
 
 
-def _array_spread(v: np.ndarray, scored: np.ndarray) -> np.ndarray:
-    ints = np.trunc(v).astype(np.int64)
-    present = ints[scored]
+def _stats_spread(v: np.ndarray, scored: np.ndarray) -> Stats:
+    present = np.trunc(v).astype(np.int64)[scored]
     lo = int(present.min()) if present.size else 0
     hi = max(0, int(present.max())) if present.size else 0
+    return (lo, hi)
+
+
+def _apply_spread(v: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray:
+    lo, hi = stats
+    assert isinstance(lo, int) and isinstance(hi, int)
+    ints = np.trunc(v).astype(np.int64)
     if hi == 0:
         out = np.full(v.shape, float(MAX_NODE_SCORE))
     else:
@@ -159,22 +192,44 @@ def _array_spread(v: np.ndarray, scored: np.ndarray) -> np.ndarray:
     return np.where(scored, out, 0.0)
 
 
-_ARRAY_NORMALIZERS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "none": _array_none,
-    "max": lambda v, scored: _array_by_max(v, scored, reverse=False),
-    "reverse": lambda v, scored: _array_by_max(v, scored, reverse=True),
-    "minmax": _array_minmax,
-    "pod_topology_spread": _array_spread,
+Apply = Callable[[np.ndarray, np.ndarray, Stats], np.ndarray]
+
+_KINDS: dict[str, tuple[Callable[[np.ndarray, np.ndarray], Stats], Apply]] = {
+    "none": (_stats_none, _apply_none),
+    "max": (_stats_by_max, lambda v, scored, stats: _apply_by_max(v, scored, stats, False)),
+    "reverse": (_stats_by_max, lambda v, scored, stats: _apply_by_max(v, scored, stats, True)),
+    "minmax": (_stats_minmax, _apply_minmax),
+    "pod_topology_spread": (_stats_spread, _apply_spread),
 }
+
+
+def _exact(v: np.ndarray) -> bool:
+    """Whether the array arithmetic gives what ``normalize`` gives for these values."""
+    return bool(np.all(np.isfinite(v))) and not (v.size and float(np.abs(v).max()) >= _EXACT)
+
+
+def column_stats(kind: str, values: np.ndarray, scored: np.ndarray) -> Stats | None:
+    """What normalising ``values`` (where ``scored``) reads of the whole column; None when the
+    column needs ``normalize`` itself (values outside the exact range)."""
+    v = np.where(scored, values, 0.0)
+    if not _exact(v):
+        return None
+    return _KINDS[kind][0](v, scored)
+
+
+def apply_stats(kind: str, values: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray:
+    """The normalised values of some rows of a column whose ``column_stats`` are ``stats``:
+    exactly the rows of normalising the whole column."""
+    return _KINDS[kind][1](np.where(scored, values, 0.0), scored, stats)
 
 
 def normalize_array(kind: str, values: np.ndarray, scored: np.ndarray) -> np.ndarray:
     """``normalize`` over a float64 column; ``scored`` is False where the value is None (the
     value there is ignored)."""
-    v = np.where(scored, values, 0.0)
-    if not np.all(np.isfinite(v)) or (v.size and float(np.abs(v).max()) >= _EXACT):
+    stats = column_stats(kind, values, scored)
+    if stats is None:
         listed = [
             float(x) if s else None for x, s in zip(values.tolist(), scored.tolist(), strict=True)
         ]
         return np.array(normalize(kind, listed), dtype=np.float64)
-    return _ARRAY_NORMALIZERS[kind](v, scored)
+    return apply_stats(kind, values, scored, stats)

@@ -397,6 +397,7 @@ class _ProgramBuilder:
                 reason.fn if reason is not None and not reason.const else None,
                 constant_reason,
                 guard_body=batch_form(guard) if guard is not None and guard.per_node else None,
+                reason_body=batch_form(reason) if reason is not None and not reason.const else None,
             )
             return filter_fn, _not_a(name, "score"), per_node, filter_many, None
         score_fn = score_evaluator(name, body_span, guard_fn, body.fn)

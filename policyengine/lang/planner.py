@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import repeat
 from typing import Any
 
 from policyengine.diagnostics import Diagnostic, Severity, Span
@@ -1066,7 +1067,7 @@ class Planner:
             else:
                 fn = (lambda env: lf(env) == rf(env)) if eq else (lambda env: lf(env) != rf(env))
             compare = operator.eq if eq else operator.ne
-            column = _columnar(vector.binary, left, right, op=compare)
+            column = _columnar(vector.binary, left, right, op=compare, symbol=op)
             return self._fold(Plan(fn, BOOL, per_node, batch=column), left, right)
         if op in ("in", "not in") and right.const and not left.const:
             members = _as_member_set(right.value)
@@ -1085,7 +1086,7 @@ class Planner:
             _checked_binary(op, expr.span, left, right),
             _arithmetic_type(op, left.type, right.type),
             per_node,
-            batch=_columnar(vector.binary, left, right, op=_ARITHMETIC[op]),
+            batch=_columnar(vector.binary, left, right, op=_ARITHMETIC[op], symbol=op),
         )
         return self._fold(plan, left, right)
 
@@ -1208,6 +1209,7 @@ class Planner:
             lambda env: "".join([format_value(f(env)) for f in fns]),
             STRING,
             any(part.per_node for part in parts),
+            batch=_columnar(vector.template, *parts),
         )
 
 
@@ -1235,7 +1237,11 @@ def _batched(function: Function, args: list[Plan], must_exist: bool) -> BatchBod
                 raise LookupError("the batch has no column for this root")
             values.append(column)
         results = batch(env.context, *values) if with_context else batch(*values)
-        if len(results) != nodes.size or (must_exist and any(r is None for r in results)):
+        if len(results) != nodes.size or (
+            must_exist
+            and not isinstance(results, vector.Numbers)  # numbers, never null
+            and any(map(operator.is_, results, repeat(None)))
+        ):
             # The node-by-node path reports these, with the call's span.
             raise ValueError("the batched call did not give one value per node")
         return results

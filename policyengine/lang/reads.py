@@ -41,6 +41,9 @@ class RuleReads:
     root_args: tuple[tuple[Function, str], ...] = ()
     bare_roots: frozenset[str] = frozenset()
     entries: frozenset[tuple[str, str, Any]] = frozenset()
+    # Every chain of attributes read off a root, longest first-seen: ``node.gpu.product`` is
+    # ("node", "gpu", "product"); ``node.allocatable["cpu"]`` is ("node", "allocatable").
+    paths: frozenset[tuple[str, ...]] = frozenset()
 
 
 def rule_reads(source: n.Filter | n.Score | None, checked: CheckResult | None) -> RuleReads | None:
@@ -60,6 +63,7 @@ def rule_reads(source: n.Filter | n.Score | None, checked: CheckResult | None) -
         tuple(walker.root_args.values()),
         frozenset(walker.bare_roots),
         frozenset(entries),
+        frozenset(walker.paths),
     )
 
 
@@ -71,6 +75,8 @@ class _Walker:
         self.root_args: dict[tuple[int, str], tuple[Function, str]] = {}
         self.bare_roots: set[str] = set()
         self.entries: set[tuple[str, str, Any]] = set()
+        self.paths: set[tuple[str, ...]] = set()
+        self._inner: set[int] = set()  # attributes inside a longer chain already recorded
         self._keyed: set[int] = set()  # attributes read only through a constant key
         self._lets: set[int] = set()
         # Names of roots already accounted for by their parent (an attribute read or a
@@ -81,6 +87,8 @@ class _Walker:
         stack = [root]
         while stack:
             node = stack.pop()
+            if isinstance(node, n.Attribute) and id(node) not in self._inner:
+                self._path(node)
             if isinstance(node, n.Call):
                 function = self.checked.calls.get(id(node))
                 if function is not None:
@@ -119,6 +127,19 @@ class _Walker:
                         stack.append(binding.let.expr)
             stack.extend(_children(node))
         return True
+
+    def _path(self, node: n.Attribute) -> None:
+        """Record the chain of attributes ``node`` ends (parents are walked before their
+        children, so the outermost attribute of a chain is seen first)."""
+        names = [node.name]
+        inner: Any = node.obj
+        while isinstance(inner, n.Attribute):
+            self._inner.add(id(inner))
+            names.append(inner.name)
+            inner = inner.obj
+        root = self._root_name(inner)
+        if root is not None:
+            self.paths.add((root, *reversed(names)))
 
     def _root_name(self, expr: Any) -> str | None:
         if not isinstance(expr, n.Name):

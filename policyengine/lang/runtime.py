@@ -18,7 +18,10 @@ import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
+from operator import itemgetter
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from policyengine.diagnostics import Span
 from policyengine.lang.schema import Schema
@@ -397,7 +400,7 @@ class NodeBatch:
     some of its nodes (the ones still feasible) and shares those envs.
     """
 
-    __slots__ = ("_columns", "_envs", "_rows", "_selected", "env", "size")
+    __slots__ = ("_columns", "_envs", "_rows", "_selected", "_taken", "env", "size")
 
     def __init__(self, env: Env, columns: Mapping[str, Sequence[Any]]):
         self.env = env
@@ -407,16 +410,25 @@ class NodeBatch:
         self._envs: list[Env | None] = [None] * size
         self._rows: Sequence[int] | None = None
         self._selected: dict[int, Sequence[Any]] = {}
+        self._taken: tuple[list[int], NodeBatch] | None = None
 
     def take(self, rows: Sequence[int]) -> NodeBatch:
-        """The batch of the nodes at ``rows`` (positions in this batch)."""
+        """The batch of the nodes at ``rows`` (positions in this batch). The rules of a cycle
+        mostly ask for the same rows (the feasible nodes): the last batch taken is handed out
+        again for equal rows, with the columns it already selected."""
+        taken = self._taken
+        if taken is not None and type(rows) is list and taken[0] == rows:
+            return taken[1]
         batch = _new_batch(NodeBatch)
         batch.env = self.env
         batch._columns = self._columns
         batch._envs = self._envs
-        batch._rows = rows if self._rows is None else [self._rows[r] for r in rows]
+        batch._rows = rows if self._rows is None else _pick(self._rows, rows)
         batch._selected = {}
+        batch._taken = None
         batch.size = len(rows)
+        if type(rows) is list:
+            self._taken = (list(rows), batch)  # a copy: the caller's list may change
         return batch
 
     def column(self, slot: int) -> Sequence[Any] | None:
@@ -427,7 +439,7 @@ class NodeBatch:
         for name, values in self._columns.items():
             if ROOTS.index.get(name) == slot:
                 rows = self._rows
-                selected = values if rows is None else [values[r] for r in rows]
+                selected = values if rows is None else _pick(values, rows)
                 self._selected[slot] = selected
                 return selected
         return None
@@ -443,6 +455,14 @@ class NodeBatch:
 
 
 _new_batch = object.__new__
+
+
+def _pick(values: Sequence[Any], rows: Sequence[int]) -> list[Any]:
+    """``[values[r] for r in rows]``, at C speed."""
+    if len(rows) > 1:
+        return list(itemgetter(*rows)(values))
+    return [values[r] for r in rows]
+
 
 # A batched body: every node's value in one call; raises when the batch cannot be evaluated
 # that way (the rule then falls back to its single-node evaluator, which reports errors).
@@ -460,6 +480,7 @@ def filter_batch_evaluator(
     reason: Evaluator | None,
     constant_reason: str | None,
     guard_body: BatchBody | None = None,
+    reason_body: BatchBody | None = None,
 ) -> Callable[[NodeBatch], list[FilterVerdict]]:
     """The ``filter_many(batch)`` of one rule: the verdicts ``single`` gives, node by node.
 
@@ -468,6 +489,8 @@ def filter_batch_evaluator(
     its guard admits — the guard once per pod, or as a column (``guard_body``) when it varies
     per node; everything else runs ``single`` on each node's env, and so does a batch whose
     columnar evaluation raised (the single evaluator then reports the error as it would).
+    A reason that reads the node is evaluated for the rejected nodes as a column
+    (``reason_body``) when it has a form.
     """
     rejected = FilterVerdict(False, (constant_reason,)) if constant_reason is not None else None
 
@@ -517,23 +540,28 @@ def filter_batch_evaluator(
                 raise ValueError("one value per node")
         except Exception:
             return one_by_one(batch)
-        out = []
-        # Builtins give thousands of nodes the same reasons: one verdict per distinct list.
+        return read(values, batch)
+
+    def read(values: Sequence[Any], batch: NodeBatch) -> list[FilterVerdict]:
+        # Builtins give thousands of nodes the same (shared) value: each distinct object is
+        # read once, and one verdict serves every node with equal reasons.
+        ids = list(map(id, values))
+        distinct = dict(zip(ids, values, strict=True))
         made: dict[tuple[Any, ...], FilterVerdict] = {}
-        for position, value in enumerate(values):
-            if value is True or (type(value) is list and not value):
-                out.append(PASSED)
-            elif value is False and rejected is not None:
-                out.append(rejected)
-            elif type(value) is list and all(type(v) is str for v in value):
-                reasons = tuple(value)
-                verdict = made.get(reasons)
-                if verdict is None:
-                    verdict = made[reasons] = FilterVerdict(False, reasons)
-                out.append(verdict)
-            else:
-                out.append(settle(value, batch, position))
-        return out
+        verdicts: dict[int, FilterVerdict | None] = {}
+        for key, value in distinct.items():
+            verdicts[key] = _shared_verdict(value, rejected, made)
+        out: list[FilterVerdict | None] = list(map(verdicts.__getitem__, ids))
+        if not any(verdict is None for verdict in verdicts.values()):
+            return out  # type: ignore[return-value]  # no None left
+        # Values read per node: a false whose reason reads the node (in one columnar pass
+        # when the reason has a form), or a value only ``settle`` reads.
+        pending = [position for position, key in enumerate(ids) if verdicts[key] is None]
+        if reason_body is not None:
+            pending = _reasons_at(pending, values, batch, reason_body, out)
+        for position in pending:
+            out[position] = settle(values[position], batch, position)
+        return out  # type: ignore[return-value]  # every None settled
 
     def guarded(batch: NodeBatch, rows: list[int]) -> list[FilterVerdict]:
         out = [PASSED] * batch.size
@@ -542,18 +570,93 @@ def filter_batch_evaluator(
         values = body(batch.take(rows))
         if len(values) != len(rows):
             raise ValueError("one value per node")
-        for row, value in zip(rows, values, strict=True):
-            if value is True or (type(value) is list and not value):
-                continue
-            out[row] = (
-                rejected if value is False and rejected is not None else settle(value, batch, row)
-            )
+        for row, verdict in zip(rows, read(values, batch.take(rows)), strict=True):
+            out[row] = verdict
         return out
 
     return many
 
 
-_NUMBERS = frozenset({int, float})
+def _reasons_at(
+    pending: list[int],
+    values: Sequence[Any],
+    batch: NodeBatch,
+    reason_body: BatchBody,
+    out: list[FilterVerdict | None],
+) -> list[int]:
+    """The rejections of the ``pending`` nodes whose body gave false, their reasons computed
+    as one column; the positions still pending (an error, or a value that is not false)."""
+    rejected = [position for position in pending if values[position] is False]
+    if not rejected:
+        return pending
+    try:
+        texts = reason_body(batch if len(rejected) == batch.size else batch.take(rejected))
+        if len(texts) != len(rejected):
+            raise ValueError("one reason per node")
+    except Exception:
+        return pending  # the single evaluator reports the error, node by node
+    made: dict[str, FilterVerdict] = {}
+    for position, text in zip(rejected, texts, strict=True):
+        if type(text) is str:
+            verdict = made.get(text)
+            if verdict is None:
+                verdict = made[text] = FilterVerdict(False, (text,))
+            out[position] = verdict
+    return [position for position in pending if out[position] is None]
+
+
+_SHORT = 16  # score columns shorter than this convert value by value
+
+
+def _scores_of_array(rule: str, span: Span, array: Any) -> list[ScoreValue] | None:
+    """The ScoreValues of a numeric column held as a numpy array (``vector.Numbers``): one per
+    distinct value, as ``convert`` makes them; None for a column this does not cover."""
+    if not len(array):
+        return []
+    floats = array.dtype == np.float64
+    if floats:
+        if np.isnan(array).any():
+            return None
+        keys = array.view(np.int64)  # distinct by bit pattern: -0.0 keeps its own ScoreValue
+    elif array.dtype == np.int64:
+        keys = array
+        low, high = int(array.min()), int(array.max())
+        if low >= 0 and high < 1 << 16:  # scores (0-100): a table indexed by the value
+            table = np.empty(high + 1, object)
+            for value in np.flatnonzero(np.bincount(array, minlength=high + 1)).tolist():
+                table[value] = _score_of(rule, span, value)
+            return table[array].tolist()  # type: ignore[no-any-return]
+    else:
+        return None
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    values = distinct.view(np.float64) if floats else distinct
+    table = np.empty(len(distinct), object)
+    for index, value in enumerate(values.tolist()):
+        table[index] = _score_of(rule, span, value)
+    return table[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
+
+
+def _shared_verdict(
+    value: Any, rejected: FilterVerdict | None, made: dict[tuple[Any, ...], FilterVerdict]
+) -> FilterVerdict | None:
+    """The verdict of a body value that does not depend on which node gave it; None when the
+    node must be consulted (a reason that reads it, or a value only ``settle`` reads)."""
+    if value is True or (type(value) is list and not value):
+        return PASSED
+    if value is False:
+        return rejected
+    if type(value) is list and all(type(v) is str for v in value):
+        reasons = tuple(value)
+        verdict = made.get(reasons)
+        if verdict is None:
+            verdict = made[reasons] = FilterVerdict(False, reasons)
+        return verdict
+    return None
+
+
+# Values whose ScoreValue depends on the value alone (equal values, equal ScoreValues: an
+# int, the equal float and Fraction all read as that float; null is NOT_SCORED).
+_NUMBERS = frozenset({int, float, Fraction, type(None)})
 
 
 def score_batch_evaluator(
@@ -610,11 +713,19 @@ def score_batch_evaluator(
         return out
 
     def convert(values: Sequence[Any]) -> list[ScoreValue]:
+        array = getattr(values, "array", None)
+        if (
+            array is not None
+            and len(array) >= _SHORT  # fewer: numpy's calls cost more than the values
+            and getattr(values, "kind", None) in ("int", "float")
+        ):
+            scored = _scores_of_array(rule, span, array)
+            if scored is not None:
+                return scored
         if set(map(type, values)) <= _NUMBERS:
-            # Scores repeat a lot (0–100): one ScoreValue per distinct value (an int and the
-            # equal float read alike: both become that float).
+            # Scores repeat a lot (0–100, null): one ScoreValue per distinct value.
             by_value = {value: _score_of(rule, span, value) for value in set(values)}
-            return [by_value[value] for value in values]
+            return list(map(by_value.__getitem__, values))
         cache: dict[Any, ScoreValue] = {}
         out = []
         for value in values:

@@ -64,6 +64,16 @@ class Function:
     ``pod_key(context)`` returns a hashable value such that two pods with equal keys (and equal
     cluster keys) get the same result on every node for the same other arguments; it may raise
     when it cannot tell. None (the default): unknown, results are shared only by pods alike.
+
+    ``stable_only`` tells such caches that a function reads only the *stable* part of the
+    per-node values it is given (what the schema's caller names stable, say a node's own object
+    and not what is placed on it): ``stable_only(context)`` true means that, for this context's
+    pod and with the same ``cluster_key``, each per-node result stays the same while that part
+    does. None (the default): it may read anything of them.
+
+    ``pod_key_alike`` says ``pod_key`` reads nothing but the pod and the engine's
+    configuration (not the rest of the context): pods equal but for their names then have
+    equal keys under one configuration, and caches may keep the key per such class.
     """
 
     name: str
@@ -77,6 +87,8 @@ class Function:
     batch: Callable[..., Sequence[Any]] | None = None
     cluster_key: Callable[[Any], Hashable] | None = None
     pod_key: Callable[[Any], Hashable] | None = None
+    stable_only: Callable[[Any], bool] | None = None
+    pod_key_alike: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,10 +17,15 @@ varies per node; pod-level parts are computed once from the batch's env.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
-from policyengine.lang.runtime import Env, NodeBatch
+import numpy as np
+
+from policyengine.lang.runtime import Env, NodeBatch, format_value
 
 Vec = Callable[[NodeBatch], Sequence[Any]]
 Scalar = Callable[[Env], Any]
@@ -65,30 +70,224 @@ def attribute(of: Vec, getter: Callable[[Any], Any], must_exist: bool) -> Vec:
     return column
 
 
-def binary(left: Side, right: Side, op: Callable[[Any, Any], Any]) -> Vec | None:
-    """``op(a, b)`` per node; None when neither side varies per node."""
+def binary(
+    left: Side, right: Side, op: Callable[[Any, Any], Any], symbol: str | None = None
+) -> Vec | None:
+    """``op(a, b)`` per node; None when neither side varies per node. ``symbol`` names the
+    operator when it is arithmetic or a comparison: columns of exact integers then go through
+    numpy (``Numbers``) where that gives the very values ``op`` would."""
     lv, rv, lf, rf = left.vec, right.vec, left.fn, right.fn
+    numeric = symbol in _NUMERIC
     if lv is not None and rv is not None:
 
-        def both(batch: NodeBatch) -> list[Any]:
-            return [op(a, b) for a, b in zip(lv(batch), rv(batch), strict=True)]
+        def both(batch: NodeBatch) -> Sequence[Any]:
+            a, b = lv(batch), rv(batch)
+            if numeric:
+                fast = _numbers_op(symbol, a, b, True, True)
+                if fast is not None:
+                    return fast
+            return [op(x, y) for x, y in zip(a, b, strict=True)]
 
         return both
     if lv is not None:
 
-        def left_column(batch: NodeBatch) -> list[Any]:
+        def left_column(batch: NodeBatch) -> Sequence[Any]:
             b = rf(batch.env)
-            return [op(a, b) for a in lv(batch)]
+            a = lv(batch)
+            if numeric:
+                fast = _numbers_op(symbol, a, b, True, False)
+                if fast is not None:
+                    return fast
+            return [op(x, b) for x in a]
 
         return left_column
     if rv is not None:
 
-        def right_column(batch: NodeBatch) -> list[Any]:
+        def right_column(batch: NodeBatch) -> Sequence[Any]:
             a = lf(batch.env)
-            return [op(a, b) for b in rv(batch)]
+            b = rv(batch)
+            if numeric:
+                fast = _numbers_op(symbol, a, b, False, True)
+                if fast is not None:
+                    return fast
+            return [op(a, y) for y in b]
 
         return right_column
     return None
+
+
+# --- exact integer columns through numpy ---------------------------------------------------
+#
+# Resource quantities are ``Fraction``s, and Fraction arithmetic costs microseconds per value:
+# a GPU bin-packing score over a thousand nodes spent most of its time there. Most quantities
+# a rule reads are whole numbers (GPU counts, bytes, pods), and on whole numbers the language's
+# operators agree with int64 arithmetic as long as nothing overflows; so a column whose values
+# are all ints, or all whole Fractions, is carried as an int64 array (``Numbers``) and only
+# turned back into Python values when something other than these operators reads it.
+#
+# What each operator gives, as the planner's ``_ARITHMETIC`` defines it: int op int is an int;
+# with a Fraction on either side, a Fraction (whole, for + - *); comparisons are exact. ``/``
+# is a float, the correctly rounded quotient (``float(Fraction(a, b))`` and ``int / int`` both
+# are), which float64 division of two integers of at most 53 bits also is; but a Fraction
+# divided by an int stays an exact Fraction, which is left to the per-node path. Anything
+# else (floats, bools, mixed kinds, a zero divisor, a value or result beyond the bounds) takes
+# the per-node path, which gives the values, or raises the errors, the closures do.
+
+_INT, _QUANTITY, _FLOAT = "int", "quantity", "float"
+_BOUND = 1 << 61  # |operand| at most this: a sum or difference stays within int64
+_EXACT_FLOAT = 1 << 53  # integers float64 holds exactly
+_NUMERIC = frozenset({"+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!="})
+_COMPARE = {
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+    "==": np.equal,
+    "!=": np.not_equal,
+}
+_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply}
+_SHORT = 16
+_WHOLE_KINDS = (int, Fraction)
+# CPython's Fraction keeps its parts in slots; reading those is a C call per value, the
+# public properties a Python one.
+_PARTS = (
+    ("_numerator", "_denominator")
+    if hasattr(Fraction(1), "_numerator")
+    else ("numerator", "denominator")
+)
+_NUMERATOR = attrgetter(_PARTS[0])
+_DENOMINATOR = attrgetter(_PARTS[1])
+
+
+class Numbers(Sequence[Any]):
+    """A column of ints, of whole ``Fraction``s (``kind`` says which) or of floats, held as a
+    numpy array; read as a sequence, it is the Python values the per-node path computes."""
+
+    __slots__ = ("_values", "array", "kind")
+
+    def __init__(self, kind: str, array: np.ndarray):
+        self.kind = kind
+        self.array = array
+        self._values: list[Any] | None = None
+
+    def values(self) -> list[Any]:
+        if self._values is None:
+            items = self.array.tolist()
+            self._values = [Fraction(v) for v in items] if self.kind == _QUANTITY else items
+        return self._values
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.values()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.values())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Numbers):
+            return self.values() == other.values()
+        if isinstance(other, list):
+            return self.values() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which do not hash
+
+
+def ints(array: np.ndarray) -> Numbers:
+    """An int64 array as the column of Python ints it holds (what a batch form computing in
+    numpy returns: read as a list only when something needs the Python values)."""
+    return Numbers(_INT, array)
+
+
+def _whole(value: Any) -> tuple[str, int] | None:
+    """A pod-level operand as (kind, integer); None when it is not a whole int or Fraction."""
+    kind = type(value)
+    if kind is int and -_BOUND <= value <= _BOUND:
+        return _INT, value
+    if kind is Fraction and value.denominator == 1 and -_BOUND <= value.numerator <= _BOUND:
+        return _QUANTITY, value.numerator
+    return None
+
+
+def _column_numbers(values: Any) -> Numbers | None:
+    """``values`` as a ``Numbers`` of ints or whole Fractions; None when they are not."""
+    if isinstance(values, Numbers):
+        return values if values.kind != _FLOAT else None
+    # A short column costs less node by node than numpy's calls; a column of other values is
+    # told by its first.
+    if len(values) < _SHORT or type(values[0]) not in _WHOLE_KINDS:
+        return None
+    kinds = set(map(type, values))
+    try:
+        if kinds == {int}:
+            array = np.fromiter(values, np.int64, len(values))
+            kind = _INT
+        elif kinds == {Fraction}:
+            if np.any(np.fromiter(map(_DENOMINATOR, values), np.int64, len(values)) != 1):
+                return None
+            array = np.fromiter(map(_NUMERATOR, values), np.int64, len(values))
+            kind = _QUANTITY
+        else:
+            return None
+    except OverflowError:
+        return None
+    if len(array) and int(np.abs(array).max()) > _BOUND:
+        return None
+    numbers = Numbers(kind, array)
+    if isinstance(values, list):
+        numbers._values = values  # already the Python values
+    return numbers
+
+
+def _numbers_op(
+    symbol: Any, a: Any, b: Any, a_column: bool, b_column: bool
+) -> Sequence[Any] | None:
+    """``a symbol b`` per node through numpy, when exact; None to take the per-node path.
+    Each side is a column (one value per node) or, when not ``*_column``, a pod-level value."""
+    left = _operand(a, a_column)
+    if left is None:
+        return None
+    right = _operand(b, b_column)
+    if right is None:
+        return None
+    (lkind, lvalues, lmax), (rkind, rvalues, rmax) = left, right
+    if symbol in _COMPARE:
+        result: np.ndarray = _COMPARE[symbol](lvalues, rvalues)
+        return result.tolist()  # type: ignore[no-any-return]
+    if symbol == "/":
+        if rkind == _INT and lkind == _QUANTITY:
+            return None  # an exact Fraction: the per-node path
+        if lmax > _EXACT_FLOAT or rmax > _EXACT_FLOAT or not np.all(rvalues):
+            return None
+        quotient = np.asarray(np.true_divide(lvalues, rvalues, dtype=np.float64)).reshape(-1)
+        if _QUANTITY in (lkind, rkind):
+            # A Fraction quotient of 0 is +0 as a float; float division of 0 by a negative
+            # number is -0.
+            quotient[quotient == 0] = 0.0
+        return Numbers(_FLOAT, quotient)
+    if symbol == "*" and lmax * rmax > _BOUND:
+        return None
+    out = np.asarray(_ARITH[symbol](lvalues, rvalues), np.int64).reshape(-1)
+    if len(out) and int(np.abs(out).max()) > _BOUND:
+        return None
+    kind = _INT if lkind == rkind == _INT else _QUANTITY
+    return Numbers(kind, out)
+
+
+def _operand(value: Any, column: bool) -> tuple[str, Any, int] | None:
+    """(kind, int64 array or int, largest magnitude) of one side; None when not exact."""
+    if column:
+        numbers = _column_numbers(value)
+        if numbers is None:
+            return None
+        array = numbers.array
+        return numbers.kind, array, int(np.abs(array).max()) if len(array) else 0
+    whole = _whole(value)
+    if whole is None:
+        return None
+    return whole[0], whole[1], abs(whole[1])
 
 
 def _spread(rows: list[int], fill: list[Any], values: Sequence[Any]) -> list[Any]:
@@ -173,5 +372,20 @@ def broadcast(fn: Scalar) -> Vec:
 
     def column(batch: NodeBatch) -> list[Any]:
         return [fn(batch.env)] * batch.size
+
+    return column
+
+
+def template(*parts: Side) -> Vec:
+    """A reason template per node: each part formatted as the closure formats it, joined."""
+
+    def column(batch: NodeBatch) -> list[str]:
+        texts: list[Any] = []
+        for part in parts:
+            if part.vec is None:
+                texts.append(repeat(format_value(part.fn(batch.env)), batch.size))
+            else:
+                texts.append(map(format_value, part.vec(batch)))
+        return list(map("".join, zip(*texts, strict=True)))
 
     return column

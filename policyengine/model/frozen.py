@@ -46,15 +46,16 @@ class FrozenDict(dict[K, V]):
     def __repr__(self) -> str:
         return f"FrozenDict({dict.__repr__(self)})"
 
+    # One copy, edited before anyone sees it (a snapshot derivation copies maps of thousands).
     def with_item(self, key: K, value: V) -> FrozenDict[K, V]:
-        new = dict(self)
-        new[key] = value
-        return FrozenDict(new)
+        new = FrozenDict(self)
+        dict.__setitem__(new, key, value)
+        return new
 
     def without(self, key: K) -> FrozenDict[K, V]:
-        new = dict(self)
-        new.pop(key, None)
-        return FrozenDict(new)
+        new = FrozenDict(self)
+        dict.pop(new, key, None)
+        return new
 
 
 EMPTY: FrozenDict[Any, Any] = FrozenDict()

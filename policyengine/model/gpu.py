@@ -75,7 +75,50 @@ def _version(labels: Mapping[str, str], *keys: str) -> str:
     return ".".join(parts) if parts and keys[0] in labels else ""
 
 
+_LABELS_READ = (
+    PRODUCT,
+    MEMORY,
+    COUNT,
+    FAMILY,
+    MACHINE,
+    COMPUTE_MAJOR,
+    COMPUTE_MINOR,
+    DRIVER_MAJOR,
+    DRIVER_MINOR,
+    DRIVER_REV,
+    RUNTIME_MAJOR,
+    RUNTIME_MINOR,
+    MIG_CAPABLE,
+    MIG_STRATEGY,
+    REPLICAS,
+    SHARING_STRATEGY,
+    CLIQUE,
+)
+# GpuInfo by what ``_gpu_info`` reads of a node: thousands of nodes share one shape, and the
+# first pod reading ``node.gpu`` pays for every node at once.
+_KNOWN: dict[tuple[object, ...], GpuInfo] = {}
+_KNOWN_MAX = 4096
+
+
 def gpu_info(node: Node) -> GpuInfo:
+    labels = node.labels
+    alloc = node.allocatable
+    key = (
+        tuple(map(labels.get, _LABELS_READ)),
+        alloc.get(NVIDIA_GPU),
+        *(item for item in alloc.items() if item[0].startswith(MIG_PREFIX)),
+    )
+    found = _KNOWN.get(key)
+    if found is None:
+        if len(_KNOWN) >= _KNOWN_MAX:
+            _KNOWN.clear()
+        found = _KNOWN[key] = _gpu_info(node)
+    return found
+
+
+def _gpu_info(node: Node) -> GpuInfo:
+    # Reads only the labels in _LABELS_READ and the nvidia.com/gpu and MIG allocatable
+    # entries: ``gpu_info``'s key. A label read here must be added there.
     labels = node.labels
     alloc = node.allocatable
     allocatable = to_units(NVIDIA_GPU, alloc[NVIDIA_GPU]) if NVIDIA_GPU in alloc else 0

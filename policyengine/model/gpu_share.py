@@ -36,7 +36,7 @@ from policyengine.model.hami import (
     demand_of,
     pod_grants,
 )
-from policyengine.model.objects import Node, Pod
+from policyengine.model.objects import Node, Pod, ResourceList
 from policyengine.model.resources import pod_requests
 from policyengine.quantity import QuantityError, parse_quantity
 
@@ -103,13 +103,14 @@ def parse_share(value: str) -> GpuDemand | str:
     return share(cores=cores or 0, memory_mib=memory_mib, memory_percent=percent)
 
 
-def pod_demand(pod: Pod) -> GpuDemand:
+def pod_demand(pod: Pod, requests: ResourceList | None = None) -> GpuDemand:
+    """``requests``: ``pod_requests(pod)`` when the caller has it already."""
     annotated = pod.annotations.get(SHARE_ANNOTATION)
     if annotated:
         parsed = parse_share(annotated)
         if not isinstance(parsed, str):
             return parsed
-    return demand_of(pod_requests(pod))
+    return demand_of(pod_requests(pod) if requests is None else requests)
 
 
 def pod_gpu_grants(pod: Pod) -> tuple[Grant, ...] | None:

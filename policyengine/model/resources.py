@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from typing import Any
 
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.labels import is_qualified_name
@@ -147,6 +148,21 @@ def pod_requests(
     pod_level: bool = True,
 ) -> ResourceList:
     """``resourcehelper.PodRequests``: the pod's effective requests (exact)."""
+    key: Any = (
+        pod.containers,
+        pod.init_containers,
+        pod.pod_requests,
+        pod.overhead,
+        non_missing,
+        include_overhead,
+        pod_level,
+    )
+    try:
+        found = _REQUESTS.get(key)
+    except TypeError:  # a part without value equality: sum afresh
+        key, found = None, None
+    if found is not None:
+        return found
     total = aggregate_container_requests(pod.containers, pod.init_containers, non_missing)
     if pod_level and pod.pod_requests:
         for name, q in pod.pod_requests.items():
@@ -154,7 +170,18 @@ def pod_requests(
                 total[name] = q
     if include_overhead and pod.overhead:
         _add(total, pod.overhead)
-    return FrozenDict(total)
+    result: ResourceList = FrozenDict(total)
+    if key is not None:
+        if len(_REQUESTS) >= _REQUESTS_KEPT:
+            _REQUESTS.clear()
+        _REQUESTS[key] = result
+    return result
+
+
+# ``pod_requests`` by what it reads of the pod: pods of one template ask alike, and the exact
+# Fraction sums were a good part of every cycle (the assume step, PreFilters, views).
+_REQUESTS: dict[Any, ResourceList] = {}
+_REQUESTS_KEPT = 4096
 
 
 def pod_non_zero_requests(pod: Pod) -> ResourceList:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
 
 from policyengine.model.errors import ModelError, object_ref
 from policyengine.model.frozen import EMPTY, FrozenDict
@@ -91,24 +92,40 @@ class PodInfo:
 
     @cached_property
     def gpu_demand(self) -> GpuDemand:
-        return pod_demand(self.pod)
+        return pod_demand(self.pod, self.requests)
 
     @cached_property
     def gpu_grants(self) -> tuple[Grant, ...] | None:
         return pod_gpu_grants(self.pod)
 
 
+# What ``make_pod_info`` derives, by the pod fields it reads: pods of one template share it
+# (exact Fraction sums per assumed pod cost the assume step more than the rest of it).
+_POD_FACTS: dict[Any, tuple[Any, ...]] = {}
+_POD_FACTS_KEPT = 4096
+
+
 def make_pod_info(pod: Pod) -> PodInfo:
-    requests = pod_requests(pod)
-    non_zero = pod_non_zero_requests(pod)
-    return PodInfo(
-        pod=pod,
-        requests=requests,
-        units=FrozenDict({k: u for k, v in requests.items() if (u := to_units(k, v)) != 0}),
-        non_zero_cpu=to_units(CPU, non_zero.get(CPU, 0)),
-        non_zero_memory=to_units(MEMORY, non_zero.get(MEMORY, 0)),
-        host_ports=pod_host_ports(pod),
-    )
+    key: Any = (pod.containers, pod.init_containers, pod.pod_requests, pod.overhead)
+    try:
+        facts = _POD_FACTS.get(key)
+    except TypeError:  # a field without value equality: derive it afresh
+        key, facts = None, None
+    if facts is None:
+        requests = pod_requests(pod)
+        non_zero = pod_non_zero_requests(pod)
+        facts = (
+            requests,
+            FrozenDict({k: u for k, v in requests.items() if (u := to_units(k, v)) != 0}),
+            to_units(CPU, non_zero.get(CPU, 0)),
+            to_units(MEMORY, non_zero.get(MEMORY, 0)),
+            pod_host_ports(pod),
+        )
+        if key is not None:
+            if len(_POD_FACTS) >= _POD_FACTS_KEPT:
+                _POD_FACTS.clear()
+            _POD_FACTS[key] = facts
+    return PodInfo(pod, *facts)
 
 
 @dataclass(frozen=True)
@@ -179,6 +196,15 @@ class NodeInfo:
                 state = state.with_pod(p.key, p.gpu_demand, p.gpu_grants)
         return state
 
+    def _carry_node_facts(self, derived: NodeInfo) -> NodeInfo:
+        """Give ``derived`` (the same Node object) what this one derived from the node alone,
+        as ``functools.cached_property`` stores it: the assume step need not redo it."""
+        known = self.__dict__
+        for name in _NODE_FACTS:
+            if name in known:
+                derived.__dict__[name] = known[name]
+        return derived
+
     def _carry_gpus(
         self, derived: NodeInfo, added: PodInfo | None, removed: str | None
     ) -> NodeInfo:
@@ -217,7 +243,7 @@ class NodeInfo:
             generation=next(_generation),
             load=self.load,
         )
-        return self._carry_gpus(derived, info, None)
+        return self._carry_gpus(self._carry_node_facts(derived), info, None)
 
     def without_pod(self, key: str) -> NodeInfo:
         i = self.pod_index(key)
@@ -242,7 +268,7 @@ class NodeInfo:
             generation=next(_generation),
             load=self.load,
         )
-        return self._carry_gpus(derived, None, key)
+        return self._carry_gpus(self._carry_node_facts(derived), None, key)
 
     def with_node(self, node: Node) -> NodeInfo:
         return replace(self, node=node, generation=next(_generation))
@@ -250,6 +276,9 @@ class NodeInfo:
     def with_load(self, load: NodeLoad) -> NodeInfo:
         return self if load == self.load else replace(self, load=load, generation=next(_generation))
 
+
+# NodeInfo's cached properties that read only ``node`` (carried by ``_carry_node_facts``).
+_NODE_FACTS = ("allocatable_units", "image_names", "image_sizes")
 
 _NODE_INDEXES = (
     ("nodes_with_affinity_pods", "pods_with_affinity"),
@@ -424,6 +453,14 @@ class ClusterSnapshot:
     def nodes_with_required_anti_affinity_pods(self) -> tuple[NodeInfo, ...]:
         return tuple(n for n in self.nodes if n.pods_with_required_anti_affinity)
 
+    @property
+    def derivation(self) -> tuple[int, str] | None:
+        """``(parent's generation, node name)`` when this snapshot is its parent with that one
+        node's ``NodeInfo`` replaced in place (same rows, same order); None otherwise. Callers
+        keeping per-row results follow these steps back to a generation they saw instead of
+        comparing every node (``schedlib.domains``)."""
+        return self.__dict__.get("_derivation")
+
     def image_num_nodes(self, image_name: str) -> int:
         return self.image_node_counts.get(image_name, 0)
 
@@ -438,11 +475,10 @@ class ClusterSnapshot:
         pod_nodes: Mapping[str, str] | None = None,
         images: Mapping[str, int] | None = None,
     ) -> ClusterSnapshot:
-        infos = dict(self.node_infos)
-        old = infos.get(info.name)
-        infos[info.name] = info
+        old = self.node_infos.get(info.name)
+        infos = self.node_infos.with_item(info.name, info)
         derived = ClusterSnapshot(
-            node_infos=FrozenDict(infos),
+            node_infos=infos,
             namespaces=self.namespaces,
             image_node_counts=self.image_node_counts if images is None else FrozenDict(images),
             pod_nodes=self.pod_nodes if pod_nodes is None else FrozenDict(pod_nodes),
@@ -452,6 +488,7 @@ class ClusterSnapshot:
         )
         if old is not None:
             _carry_node_index(self, derived, old, info)
+            derived.__dict__["_derivation"] = (self.generation, info.name)
         return derived
 
     def with_pod(self, pod: Pod, node_name: str | None = None) -> ClusterSnapshot:

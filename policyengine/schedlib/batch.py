@@ -18,23 +18,22 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from policyengine.lang.vector import ints
 from policyengine.model.normalize import MAX_NODE_SCORE
-from policyengine.model.objects import DO_NOT_SCHEDULE
 from policyengine.model.plugins import PLUGINS_BY_NAME
-from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.node_resources_fit import (
     REASON_TOO_MANY_PODS,
-    allocatable_and_requested,
     insufficient,
 )
-from policyengine.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from policyengine.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 from policyengine.model.snapshot import NodeInfo
+from policyengine.schedlib import topology_filters
+from policyengine.schedlib.resource_facts import LIMIT, STORE, Direct, Gathered
 
 Form = Callable[[Any, Sequence[NodeInfo], Any], list[Any]]
 
@@ -117,6 +116,9 @@ def _spread_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]
     assert run is not None
     if not state.constraints:
         return [run(state, info) for info in infos[:1]] * len(infos)
+    found = topology_filters.by_pattern(ctx, "PodTopologySpread", state, infos, run)
+    if found is not None:
+        return found
     keys = tuple(c.topology_key for c in state.constraints)
     return _grouped(run, _label_values(keys))(state, infos, ctx)
 
@@ -128,6 +130,9 @@ def _affinity_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[An
     assert run is not None
     if state.skip:
         return [run(state, info) for info in infos[:1]] * len(infos)
+    found = topology_filters.by_pattern(ctx, "InterPodAffinity", state, infos, run)
+    if found is not None:
+        return found
     keys = {t.topology_key for t in state.terms.required_affinity}
     keys.update(t.topology_key for t in state.terms.required_anti_affinity)
     keys.update(key for key, _ in state.existing_anti_affinity_counts)
@@ -168,94 +173,16 @@ if _NODE_AFFINITY.filter is not None and _PORTS.filter is not None:
     FILTERS["NodePorts"] = _ports_filter
 
 
-# --- PodTopologySpread's PreFilter, incrementally -------------------------------------------
+# --- PodTopologySpread's and InterPodAffinity's PreFilters, incrementally ------------------
 #
-# The PreFilter sums, over every node, the pods matching each constraint per domain: a pass
-# over all pods of the cluster for every pod that carries a constraint. A node's part depends
-# on the node and on what ``spread.count_key`` names of the pod, so it is kept per such key
-# while the node's ``NodeInfo`` lives, and the sums are corrected for the nodes replaced since
-# (usually the one the previous pod was assumed onto).
+# Both sum, over every node, what each node adds to each topology domain: a pass over all pods
+# of the cluster per pod. ``topology_filters`` keeps the sums per key of what they read of the
+# pod and corrects them for the nodes replaced since.
 
-PREPARE_FILTERS: dict[str, Callable[[Any, Any, Any], Any]] = {}
-_COUNTS_KEPT = 16
-
-
-class _Counts:
-    __slots__ = ("counts", "nodes", "parts", "present")
-
-    def __init__(
-        self,
-        nodes: tuple[NodeInfo, ...],
-        parts: list[dict[Any, int]],
-        counts: dict[Any, int],
-        present: dict[Any, int],
-    ):
-        self.nodes = nodes
-        self.parts = parts
-        self.counts = counts
-        self.present = present  # how many nodes count each pair (0-count pairs stay in)
-
-
-_SPREAD_COUNTS: OrderedDict[Any, _Counts] = OrderedDict()
-_SPREAD_LOCK = threading.Lock()
-
-
-def _summed(nodes: tuple[NodeInfo, ...], key: Any) -> _Counts:
-    parts = [spread.node_counts(node, key) for node in nodes]
-    counts: dict[Any, int] = {}
-    present: dict[Any, int] = {}
-    for part in parts:
-        for pair, n in part.items():
-            counts[pair] = counts.get(pair, 0) + n
-            present[pair] = present.get(pair, 0) + 1
-    return _Counts(nodes, parts, counts, present)
-
-
-def _updated(known: _Counts, nodes: tuple[NodeInfo, ...], key: Any) -> _Counts | None:
-    changed = list(itertools.compress(range(len(nodes)), map(operator.is_not, nodes, known.nodes)))
-    if len(changed) > len(nodes) // 4:
-        return None
-    parts = known.parts.copy()
-    counts = dict(known.counts)
-    present = dict(known.present)
-    for row in changed:
-        for pair, n in parts[row].items():
-            counts[pair] -= n
-            present[pair] -= 1
-            if not present[pair]:
-                del present[pair], counts[pair]
-        part = parts[row] = spread.node_counts(nodes[row], key)
-        for pair, n in part.items():
-            counts[pair] = counts.get(pair, 0) + n
-            present[pair] = present.get(pair, 0) + 1
-    return _Counts(nodes, parts, counts, present)
-
-
-def _spread_prepare_filter(pod: Any, snapshot: Any, config: Any) -> Any:
-    constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
-    if not constraints:
-        return spread.filter_state((), pod, {})
-    key = spread.count_key(pod, constraints)
-    try:
-        hash(key)
-    except TypeError:
-        return _SPREAD.prepare_filter(pod, snapshot, config)  # type: ignore[misc]
-    nodes = snapshot.nodes
-    with _SPREAD_LOCK:
-        known = _SPREAD_COUNTS.pop(key, None)
-    found = None
-    if known is not None and len(known.nodes) == len(nodes):
-        found = known if known.nodes is nodes else _updated(known, nodes, key)
-    if found is None:
-        found = _summed(nodes, key)
-    with _SPREAD_LOCK:
-        _SPREAD_COUNTS[key] = found
-        while len(_SPREAD_COUNTS) > _COUNTS_KEPT:
-            _SPREAD_COUNTS.popitem(last=False)
-    return spread.filter_state(constraints, pod, dict(found.counts))
-
-
-PREPARE_FILTERS["PodTopologySpread"] = _spread_prepare_filter
+PREPARE_FILTERS: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "PodTopologySpread": topology_filters.prepare_spread_filter,
+    "InterPodAffinity": topology_filters.prepare_affinity_filter,
+}
 
 
 # --- NodeResourcesFit and BalancedAllocation, in int64 columns ----------------------------
@@ -265,90 +192,51 @@ PREPARE_FILTERS["PodTopologySpread"] = _spread_prepare_filter
 # division is Go's. Outside that range (or for configurations the columns do not cover) the
 # plugin's own per-node step runs instead.
 
-# Facts per node, one row each: the columns below index it.
+# Facts per node, one row each, kept between cycles (``resource_facts``).
 _PODS, _ALLOWED, _A_CPU, _A_MEM, _A_EPH, _U_CPU, _U_MEM, _U_EPH, _NZ_CPU, _NZ_MEM = range(10)
-_LIMIT = 1 << 55  # values at most this: (alloc - req) * 100 stays within int64
-_FACTS_ATTR = "_resource_facts"
+_LIMIT = LIMIT
 
 
-def _facts_row(info: NodeInfo) -> tuple[int, ...]:
-    """What the resource plugins read of ``info``, kept on it (``NodeInfo`` is immutable)."""
-    row = info.__dict__.get(_FACTS_ATTR)
-    if row is None:
-        alloc = info.allocatable_units
-        used = info.requested_units
-        row = (
-            len(info.pods),
-            alloc.get(PODS, 0),
-            alloc.get(CPU, 0),
-            alloc.get(MEMORY, 0),
-            alloc.get(EPHEMERAL_STORAGE, 0),
-            used.get(CPU, 0),
-            used.get(MEMORY, 0),
-            used.get(EPHEMERAL_STORAGE, 0),
-            info.non_zero_cpu,
-            info.non_zero_memory,
-        )
-        info.__dict__[_FACTS_ATTR] = row  # as functools.cached_property does
-    return row
-
-
-_LAST = threading.local()  # the last few (infos, table) this thread built, by length: a
+_LAST = threading.local()  # the last few (infos, rows) this thread gathered, by length: a
 # cycle's three forms (filter, LeastAllocated, BalancedAllocation) mostly ask about the same
 # nodes, and the next cycle about the same nodes but the one the last pod was assumed onto.
 _KEPT = 4
 
 
-def _facts(infos: Sequence[NodeInfo]) -> np.ndarray | None:
-    """The facts of ``infos`` as an (n, 10) int64 array; None when a value is out of range."""
-    kept: dict[int, tuple[tuple[NodeInfo, ...], np.ndarray | None]] | None = getattr(
-        _LAST, "tables", None
-    )
-    if kept is None:
-        kept = _LAST.tables = {}
+_FEW = 64  # calls about at most this many nodes compute their rows (``Direct``)
+
+
+def _facts(infos: Sequence[NodeInfo]) -> tuple[Gathered | Direct, np.ndarray] | None:
+    """The store's rows of ``infos`` and their base columns, (n, 10) int64; None when a value
+    is out of range."""
     size = len(infos)
+    if size <= _FEW:
+        direct = Direct(infos)
+        rows = direct.base()
+        return None if rows is None else (direct, rows)
+    kept: dict[int, tuple[tuple[NodeInfo, ...], Gathered]] | None = getattr(_LAST, "kept", None)
+    if kept is None:
+        kept = _LAST.kept = {}
     last = kept.pop(size, None)
-    table: np.ndarray | None = None
-    if last is not None and last[1] is not None:
+    gathered: Gathered | None = None
+    if last is not None:
         changed = list(itertools.compress(range(size), map(operator.is_not, infos, last[0])))
         if not changed:
-            table = last[1]
+            gathered = last[1]
         elif len(changed) <= size // 8:
-            fresh = _build_facts([infos[row] for row in changed])
-            if fresh is not None:
-                table = last[1].copy()
-                table[changed] = fresh
-    if table is None:
-        table = _build_facts(infos)
-    kept[size] = (tuple(infos), table)
+            part = STORE.gather([infos[row] for row in changed])
+            gathered = last[1].patched(changed, part)
+    if gathered is None:
+        gathered = STORE.gather(infos)
+    kept[size] = (tuple(infos), gathered)
     while len(kept) > _KEPT:
         del kept[next(iter(kept))]
-    return table
-
-
-def _build_facts(infos: Sequence[NodeInfo]) -> np.ndarray | None:
-    rows = [_facts_row(info) for info in infos]
-    if not rows:
-        return np.zeros((0, 10), np.int64)
-    try:
-        table = np.array(rows, dtype=np.int64)
-    except OverflowError:
-        return None
-    if table.min() < 0 or table.max() > _LIMIT:
-        return None
-    return table
+    table = gathered.base()
+    return None if table is None else (gathered, table)
 
 
 def _small(*values: int) -> bool:
     return all(0 <= v <= _LIMIT for v in values)
-
-
-def _column(values: list[int]) -> np.ndarray | None:
-    if not values:
-        return np.zeros(0, np.int64)
-    if not _small(min(values), max(values)):
-        return None
-    return np.array(values, dtype=np.int64)
 
 
 _FIT = PLUGINS_BY_NAME["NodeResourcesFit"]
@@ -358,9 +246,9 @@ _BALANCED = PLUGINS_BY_NAME["NodeResourcesBalancedAllocation"]
 def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _FIT.filter
     assert run is not None
-    table = _facts(infos)
+    facts = _facts(infos)
     if (
-        table is None
+        facts is None
         or state.overcommit  # the plugin's own step scales allocatable cpu per node's load
         or len(state.scalars) > 48
         or not _small(
@@ -368,6 +256,7 @@ def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
         )
     ):
         return [run(state, info) for info in infos]
+    gathered, table = facts
     code = (table[:, _PODS] + 1 > table[:, _ALLOWED]).astype(np.int64)
     names = [REASON_TOO_MANY_PODS]
     if state.cpu or state.memory or state.ephemeral or state.has_scalar_entries:
@@ -383,28 +272,40 @@ def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
         for name, units in state.scalars:
             bit = 1 << len(names)
             names.append(insufficient(name))
-            free = (
-                _column([info.allocatable_units.get(name, 0) for info in infos]),
-                _column([info.requested_units.get(name, 0) for info in infos]),
-            )
-            if free[0] is None or free[1] is None:
+            columns = gathered.scalar(name)
+            if columns is None:
                 return [run(state, info) for info in infos]
-            code |= np.where(units > free[0] - free[1], bit, 0)
-    # One (shared, never mutated) reasons list per distinct combination.
-    made: dict[int, list[str]] = {}
-    out = []
-    for value in code.tolist():
-        reasons = made.get(value)
-        if reasons is None:
-            reasons = made[value] = [r for i, r in enumerate(names) if value >> i & 1]
-        out.append(reasons)
-    return out
+            code |= np.where(units > columns[:, 1] - columns[:, 2], bit, 0)
+    return _reasons_by_code(code, names)
+
+
+def _reasons_by_code(code: np.ndarray, names: list[str]) -> list[Any]:
+    """Each node's reasons: the names whose bits its code sets, in order; one (shared, never
+    mutated) list per distinct code."""
+    if not len(code):
+        return []
+    top = int(code.max())
+    if top < 4096:
+        # Few reason bits in use: index a table by the code itself (no sort).
+        slots = np.flatnonzero(np.bincount(code, minlength=top + 1))
+        inverse = code
+    else:
+        slots, inverse = np.unique(code, return_inverse=True)
+    lists = np.empty(top + 1 if top < 4096 else len(slots), object)
+    for index, value in enumerate(slots.tolist()):
+        lists[value if top < 4096 else index] = [r for i, r in enumerate(names) if value >> i & 1]
+    return lists[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
 
 
 def _alloc_req(
-    infos: Sequence[NodeInfo], table: np.ndarray, name: str, request: int, use_requested: bool
+    infos: Sequence[NodeInfo],
+    facts: tuple[Gathered | Direct, np.ndarray],
+    name: str,
+    request: int,
+    use_requested: bool,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """``allocatable_and_requested`` per node, as two int64 columns; None when out of range."""
+    gathered, table = facts
     if name == CPU:
         used = table[:, _U_CPU if use_requested else _NZ_CPU]
         return table[:, _A_CPU], used + request
@@ -413,22 +314,23 @@ def _alloc_req(
         return table[:, _A_MEM], used + request
     if name == EPHEMERAL_STORAGE:
         return table[:, _A_EPH], table[:, _U_EPH] + request
-    pairs = [
-        allocatable_and_requested(i, name, request, use_requested=use_requested) for i in infos
-    ]
-    alloc = _column([a for a, _ in pairs])
-    req = _column([r for _, r in pairs])
-    if alloc is None or req is None:
+    if (request == 0 and is_scalar_resource(name)) or not is_scalar_resource(name):
+        zeros = np.zeros(len(infos), np.int64)
+        return zeros, zeros
+    columns = gathered.scalar(name)
+    if columns is None:
         return None
-    return alloc, req
+    # A node without the resource in its allocatable leaves it out: (0, 0).
+    holds = columns[:, 0] != 0
+    return columns[:, 1], np.where(holds, columns[:, 2] + request, 0)
 
 
 def _least_allocated(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _FIT.score
     assert run is not None
-    table = _facts(infos)
+    facts = _facts(infos)
     if (
-        table is None
+        facts is None
         or state.overcommit
         or not all(
             0 < weight <= 1 << 16 and _small(request) for _, weight, request in state.resources
@@ -438,7 +340,7 @@ def _least_allocated(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[An
     total = np.zeros(len(infos), np.int64)
     weights = np.zeros(len(infos), np.int64)
     for name, weight, request in state.resources:
-        pair = _alloc_req(infos, table, name, request, False)
+        pair = _alloc_req(infos, facts, name, request, False)
         if pair is None:
             return [run(state, info) for info in infos]
         alloc, req = pair
@@ -449,15 +351,15 @@ def _least_allocated(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[An
         total += np.where(present, score * weight, 0)
         weights += np.where(present, weight, 0)
     result = np.where(weights > 0, total // np.where(weights > 0, weights, 1), 0)
-    return result.tolist()  # type: ignore[no-any-return]
+    return ints(result)  # type: ignore[return-value]  # a sequence of ints, read lazily
 
 
 def _balanced(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _BALANCED.score
     assert run is not None
-    table = _facts(infos)
+    facts = _facts(infos)
     if (
-        table is None
+        facts is None
         or state.overcommit
         or len(state.resources) > 2
         or not all(_small(request) for _, request in state.resources)
@@ -465,7 +367,7 @@ def _balanced(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
         return [run(state, info) for info in infos]
     fractions = []
     for name, request in state.resources:
-        pair = _alloc_req(infos, table, name, request, True)
+        pair = _alloc_req(infos, facts, name, request, True)
         if pair is None:
             return [run(state, info) for info in infos]
         alloc, req = pair
@@ -478,7 +380,7 @@ def _balanced(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
         (p0, f0), (p1, f1) = fractions
         both = p0 & p1
         std = np.where(both, np.abs((f0 - f1) / 2), 0.0)
-    return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64).tolist()  # type: ignore[no-any-return]
+    return ints(np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64))  # type: ignore[return-value]
 
 
 if _FIT.filter is not None and _FIT.score is not None:

@@ -8,7 +8,7 @@ one context per cycle over one immutable snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from policyengine.model.plugins.config import DEFAULT_CONFIG
@@ -20,7 +20,7 @@ T = TypeVar("T")
 class CycleContext:
     """Per-cycle state shared by the builtins; ``snapshot`` never changes during the cycle."""
 
-    __slots__ = ("_prepared", "config", "feasible", "pod", "snapshot", "topology")
+    __slots__ = ("_prepared", "alike", "config", "feasible", "pod", "snapshot", "topology")
 
     def __init__(
         self,
@@ -34,11 +34,26 @@ class CycleContext:
         self.config = config
         self.topology = topology
         self._prepared: dict[Any, Any] = {}
-        self.feasible: tuple[Any, ...] = ()  # set by the engine between filtering and scoring
+        # Set by the engine between filtering and scoring (a sequence gathered when read).
+        self.feasible: Sequence[Any] = ()
+        # States kept for every pod alike to this one under this config (set by the engine):
+        # where ``prepared(..., pod_only=True)`` states live between cycles.
+        self.alike: dict[Any, Any] | None = None
 
-    def prepared(self, key: Any, factory: Callable[[], T]) -> T:
+    def prepared(self, key: Any, factory: Callable[[], T], pod_only: bool = False) -> T:
+        """``factory()`` once per cycle; ``pod_only``: it reads nothing but the pod and
+        ``config``, so pods alike share one."""
         try:
-            return self._prepared[key]
+            return self._prepared[key]  # type: ignore[no-any-return]
         except KeyError:
-            value = self._prepared[key] = factory()
-            return value
+            pass
+        alike = self.alike
+        if pod_only and alike is not None:
+            try:
+                value = alike[key]
+            except KeyError:
+                value = alike[key] = factory()
+        else:
+            value = factory()
+        self._prepared[key] = value
+        return value

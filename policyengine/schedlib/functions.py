@@ -14,15 +14,23 @@ do the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import BOOL, INT, STRING, ListType, MapType, Nullable, Type
+from policyengine.lang.vector import Numbers
 from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
 from policyengine.model.taints import Taint, Toleration
+from policyengine.schedlib import topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.domain_counts import (
+    domain_pod_count,
+    domain_pod_count_batch,
+    domain_pod_count_key,
+    domain_pod_count_pod_key,
+)
 from policyengine.schedlib.gpu import GPU_FUNCTIONS
 from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
 from policyengine.schedlib.views import NodeView, PodView
@@ -32,21 +40,60 @@ REASONS = ListType(STRING, bound=16)
 _POD_NODE = (Param("pod", POD), Param("node", NODE))
 
 
+# The plugins whose PreFilter / PreScore read nothing but the pod and the configuration (not
+# the snapshot, not the feasible nodes): pods alike share their states between cycles.
+_POD_ONLY = frozenset(
+    {
+        ("NodeResourcesFit", "filter"),
+        ("NodeResourcesFit", "score"),
+        ("NodeResourcesBalancedAllocation", "score"),
+        ("TaintToleration", "filter"),
+        ("TaintToleration", "score"),
+        ("NodeAffinity", "filter"),
+        ("NodeAffinity", "score"),
+        ("NodePorts", "filter"),
+        ("NodeUnschedulable", "filter"),
+        ("NodeName", "filter"),
+    }
+)
+
+
+_INFOS = object()  # the prepared key of the node lists' NodeInfos
+
+
+def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
+    """The ``NodeInfo`` of each of ``nodes``. The builtins of one cycle mostly read one list
+    of views (the batch's column, or the feasible nodes'), so it is read once per cycle."""
+    kept: dict[int, tuple[Sequence[NodeView], list[Any]]] = ctx.prepared(_INFOS, dict)
+    found = kept.get(id(nodes))
+    if found is not None and found[0] is nodes:
+        return found[1]
+    infos = [view.info for view in nodes]
+    kept[id(nodes)] = (nodes, infos)  # holding ``nodes`` keeps its id from being reused
+    return infos
+
+
 def _filter_state(ctx: CycleContext, plugin: Plugin) -> Any:
     # An incremental PreFilter (``batch.PREPARE_FILTERS``) computes the same state.
     prepare = PREPARE_FILTERS.get(plugin.name, plugin.prepare_filter)
     assert prepare is not None
+    key = (plugin.name, "filter")
     return ctx.prepared(
-        (plugin.name, "filter"),
+        key,
         lambda: prepare(ctx.pod.pod, ctx.snapshot, ctx.config),
+        key in _POD_ONLY,
     )
 
 
 def _score_state(ctx: CycleContext, plugin: Plugin) -> Any:
-    assert plugin.prepare_score is not None
+    # An incremental PreScore (``topology_filters.PREPARE_SCORES``) computes the same state.
+    prepare = topology_filters.PREPARE_SCORES.get(plugin.name, plugin.prepare_score)
+    assert prepare is not None
+    key = (plugin.name, "score")
     return ctx.prepared(
-        (plugin.name, "score"),
-        lambda: plugin.prepare_score(ctx.pod.pod, ctx.snapshot, ctx.feasible, ctx.config),  # type: ignore[misc]
+        key,
+        lambda: prepare(ctx.pod.pod, ctx.snapshot, ctx.feasible, ctx.config),
+        key in _POD_ONLY,
     )
 
 
@@ -96,7 +143,7 @@ def _filter_batch(
 
     def batch(ctx: CycleContext, pod: PodView, nodes: Sequence[NodeView]) -> list[list[str]]:
         state = _filter_state(ctx, plugin)
-        infos = [view.info for view in nodes]
+        infos = _infos(ctx, nodes)
         run = plugin.filter
         assert run is not None
         if columnar is not None:
@@ -125,14 +172,17 @@ def _score_batch(
         state = _score_state(ctx, plugin)
         if state is None:
             return [None] * len(nodes)
-        infos = [view.info for view in nodes]
+        infos = _infos(ctx, nodes)
         run = plugin.score
         assert run is not None
         if ignored_nodes:
             ignored = state.ignored
             return [None if info.node.name in ignored else run(state, info) for info in infos]
         if columnar is not None:
-            return list(columnar(state, infos, ctx))
+            scores = columnar(state, infos, ctx)
+            # A numpy-backed column (``vector.Numbers``) stays one: the scores' conversion
+            # reads its array.
+            return scores if isinstance(scores, list | Numbers) else list(scores)  # type: ignore[return-value]
         return [run(state, info) for info in infos]
 
     return batch
@@ -156,34 +206,6 @@ def _score_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeVie
 
 def tolerated(taint: Taint, tolerations: list[Toleration]) -> bool:
     return any(t.tolerates(taint) for t in tolerations)
-
-
-def domain_pod_count(
-    ctx: CycleContext, pod: PodView, node: NodeView, key: str, labels: Mapping[str, str]
-) -> int:
-    """Pods (of the pod's namespace) carrying all ``labels`` on nodes sharing ``node``'s value of
-    label ``key``; 0 when the node lacks the label. Computed per (key, labels) once per cycle."""
-    value = node.node.labels.get(key)
-    if value is None:
-        return 0
-    wanted = tuple(sorted(labels.items()))
-
-    def count_by_domain() -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for info in ctx.snapshot.nodes:
-            domain = info.node.labels.get(key)
-            if domain is None:
-                continue
-            matching = sum(
-                1
-                for p in info.pods
-                if p.pod.namespace == pod.pod.namespace
-                and all(p.pod.labels.get(k) == v for k, v in wanted)
-            )
-            counts[domain] = counts.get(domain, 0) + matching
-        return counts
-
-    return ctx.prepared(("domain_pod_count", key, wanted), count_by_domain).get(value, 0)
 
 
 # --- what each builtin reads of the cluster (``Function.cluster_key``) --------------------
@@ -214,13 +236,18 @@ def _node_only(ctx: CycleContext) -> Hashable:
 
 
 def _spread_filter_key(ctx: CycleContext) -> Hashable:
+    # Per row: what the filter decides on at the node's domains (``topology_filters``).
     state = _filter_state(ctx, PLUGINS_BY_NAME["PodTopologySpread"])
-    return _IDLE if not state.constraints else _Same(ctx.snapshot)
+    if not state.constraints:
+        return _IDLE
+    return topology_filters.filter_key(ctx, "PodTopologySpread", state)
 
 
 def _affinity_filter_key(ctx: CycleContext) -> Hashable:
     state = _filter_state(ctx, PLUGINS_BY_NAME["InterPodAffinity"])
-    return _IDLE if state.skip else _Same(ctx.snapshot)
+    if state.skip:
+        return _IDLE
+    return topology_filters.filter_key(ctx, "InterPodAffinity", state)
 
 
 def _score_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
@@ -305,8 +332,40 @@ def _considered_key(ctx: CycleContext) -> Hashable:
     return _considered_names(ctx)
 
 
+# --- which builtins read only the Node object (``Function.stable_only``) -------------------
+#
+# The assume step gives a node a new NodeInfo (its pods, requests, ports) but keeps its Node
+# object; results of these plugins stay valid for it. Spread and inter-pod affinity read the
+# pods on the node unless they are idle for the pod (every node then gets the same answer).
+
+
+def _always(ctx: CycleContext) -> bool:
+    return True
+
+
+def _idle_by_key(key: Callable[[CycleContext], Hashable]) -> Callable[[CycleContext], bool]:
+    def stable(ctx: CycleContext) -> bool:
+        return key(ctx) == _IDLE
+
+    return stable
+
+
+_STABLE: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
+    ("TaintToleration", "filter"): _always,
+    ("NodeAffinity", "filter"): _always,
+    ("PodTopologySpread", "filter"): _idle_by_key(_spread_filter_key),
+    ("InterPodAffinity", "filter"): _idle_by_key(_affinity_filter_key),
+    ("TaintToleration", "score"): _always,
+    ("NodeAffinity", "score"): _always,
+    ("PodTopologySpread", "score"): _idle_by_key(_score_key("PodTopologySpread")),
+    ("InterPodAffinity", "score"): _idle_by_key(_score_key("InterPodAffinity")),
+    ("ImageLocality", "score"): _always,  # the node's images; the counts are the cluster key
+}
+
+
 def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
     cluster_key = _CLUSTER_KEYS.get((plugin, kind), _node_only)
+    stable_only = _STABLE.get((plugin, kind))
     if kind == "filter":
         return Function(
             name,
@@ -320,6 +379,8 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
             batch=_filter_batch(plugin),
             cluster_key=cluster_key,
             pod_key=_filter_pod_key(plugin),
+            stable_only=stable_only,
+            pod_key_alike=(plugin, kind) in _POD_ONLY,
         )
     return Function(
         name,
@@ -333,6 +394,8 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
         batch=_score_batch(plugin),
         cluster_key=cluster_key,
         pod_key=_score_pod_key(plugin),
+        stable_only=stable_only,
+        pod_key_alike=(plugin, kind) in _POD_ONLY,
     )
 
 
@@ -348,6 +411,8 @@ def _fn(
     batch: Callable[..., Any] | None = None,
     cluster_key: Callable[[Any], Hashable] | None = None,
     pod_key: Callable[[Any], Hashable] | None = None,
+    stable_only: Callable[[Any], bool] | None = None,
+    pod_key_alike: bool = False,
 ) -> Function:
     return Function(
         name,
@@ -361,6 +426,8 @@ def _fn(
         batch,
         cluster_key,
         pod_key,
+        stable_only,
+        pod_key_alike,
     )
 
 
@@ -377,6 +444,8 @@ FUNCTIONS: tuple[Function, ...] = (
         batch=considered_batch,
         cluster_key=_node_only,
         pod_key=_considered_key,
+        stable_only=_always,  # the node's name
+        pod_key_alike=True,  # NodeAffinity's PreFilter reads the pod alone
     ),
     _kube(
         "taint_toleration_reasons",
@@ -469,7 +538,9 @@ FUNCTIONS: tuple[Function, ...] = (
         cost=100,
         needs_context=True,
         varies_per_node=True,
-        cluster_key=_snapshot_key,
+        cluster_key=domain_pod_count_key,
+        batch=domain_pod_count_batch,
+        pod_key=domain_pod_count_pod_key,
     ),
 )
 

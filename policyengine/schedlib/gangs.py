@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 from operator import attrgetter
 
 from policyengine.lang.types import INT, STRING, Nullable
@@ -114,11 +114,20 @@ class GangView:
 class DomainView:
     """What the language sees as ``domain``: sums over the domain's nodes."""
 
-    def __init__(self, level: str, name: str, nodes: Iterable[NodeInfo]):
+    def __init__(
+        self,
+        level: str,
+        name: str,
+        nodes: Iterable[NodeInfo],
+        free: Mapping[str, int] | None = None,
+    ):
+        """``free``: the domain's free units by resource when the caller keeps them
+        (``engine.gang_domains``), equal to ``free_units(nodes)`` in its order."""
         self.level = level
         self.name = name
         self._infos = tuple(nodes)
         self.nodes = len(self._infos)
+        self._free = free
 
     # Sums in kube's integer units (milli-CPU, bytes, counts): a domain is summed for every
     # gang that considers it, and Fractions made that the cost of placing a gang.
@@ -133,6 +142,8 @@ class DomainView:
     @cached_property
     def free(self) -> ResourceMap:
         # A node over its allocatable has nothing to give; it must not hide another's room.
+        if self._free is not None:
+            return _quantities(self._free)
         return _quantities(free_units(self._infos))
 
     @cached_property
@@ -162,4 +173,9 @@ def _sum_units(lists: Iterable[Mapping[str, int]]) -> dict[str, int]:
 
 
 def _quantities(units: Mapping[str, int]) -> ResourceMap:
-    return ResourceMap({name: from_units(name, value) for name, value in units.items()})
+    return ResourceMap({name: _quantity(name, value) for name, value in units.items()})
+
+
+# Every gang reads every candidate domain's sums; they take few distinct values (free GPUs,
+# free milli-CPU of whole nodes), and a Fraction is immutable.
+_quantity = lru_cache(maxsize=1 << 16)(from_units)

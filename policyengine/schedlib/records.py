@@ -254,3 +254,27 @@ NODE = _record(
 )
 
 RECORDS = (POD, NODE, TAINT, TOLERATION, NODE_GPU, TOPOLOGY, NODE_LOAD, *GPU_RECORDS)
+
+# The ``node.*`` attribute paths whose values come from the Node object alone (its metadata,
+# spec and status, and the topology configuration), not from the pods on the node or its
+# measured load: the assume step leaves them unchanged. A path covers every longer one.
+NODE_STABLE_PATHS: frozenset[tuple[str, ...]] = frozenset(
+    {
+        ("name",),
+        ("labels",),
+        ("annotations",),
+        ("unschedulable",),
+        ("ready",),
+        ("taints",),
+        ("allocatable",),
+        ("capacity",),
+        ("max_pods",),
+        ("images",),
+        ("topology",),
+        ("gpu", "product"),
+        ("gpu", "family"),
+        ("gpu", "memory"),
+        ("gpu", "count"),
+        ("gpu", "mig_strategy"),
+    }
+)

@@ -141,15 +141,21 @@ class NodeView:
     def gpu(self) -> NodeGpu:
         info = model_gpu.gpu_info(self.node)
         allocated = int(self.info.requested.get(NVIDIA_GPU, 0))
-        return NodeGpu(
-            product=info.product,
-            family=info.family,
-            memory=Fraction(info.memory_mib * 1024 * 1024),
-            count=info.allocatable,
-            allocated=allocated,
-            free=info.allocatable - allocated,
-            mig_strategy=info.mig_strategy,
-        )
+        key = (info.product, info.family, info.memory_mib, info.allocatable, allocated)
+        found = _NODE_GPUS.get((*key, info.mig_strategy))
+        if found is None:
+            if len(_NODE_GPUS) >= 4096:
+                _NODE_GPUS.clear()
+            found = _NODE_GPUS[(*key, info.mig_strategy)] = NodeGpu(
+                product=info.product,
+                family=info.family,
+                memory=Fraction(info.memory_mib * 1024 * 1024),
+                count=info.allocatable,
+                allocated=allocated,
+                free=info.allocatable - allocated,
+                mig_strategy=info.mig_strategy,
+            )
+        return found
 
     @cached_property
     def gpus(self) -> list[gpu_records.GpuDeviceRecord]:
@@ -161,6 +167,11 @@ class NodeView:
 
     def __repr__(self) -> str:
         return f"NodeView({self.node.name})"
+
+
+# One (immutable) NodeGpu per distinct value: thousands of nodes share one, and the first pod
+# reading ``node.gpu`` builds it for every node at once.
+_NODE_GPUS: dict[tuple[object, ...], NodeGpu] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,6 @@ bookmarks and 410).  :mod:`tests.apiserver.http` only frames what this returns.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import random
 import threading
@@ -28,7 +27,7 @@ from .errors import APIError, Cause
 from .faults import Faults, Recorded, RequestInfo, RequestLog
 from .patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from .resources import GROUP_VERSIONS, RESOURCES, Resource, Route, lookup, parse_path
-from .store import Change, Store, Watcher, WatchExpired
+from .store import Change, Store, Watcher, WatchExpired, clone
 
 JSON = dict[str, Any]
 
@@ -104,6 +103,16 @@ class Binding:
 
 def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# uuid4() reads os.urandom, a system call that lets other threads in on every response's
+# Audit-Id; a private generator (seeded from urandom once, untouched by random.seed) does not.
+_uuid_rng = random.Random()
+
+
+def random_uuid() -> str:
+    """A random (version 4) UUID, as ``str(uuid.uuid4())`` spells it."""
+    return str(uuid.UUID(int=_uuid_rng.getrandbits(128), version=4))
 
 
 def _random_suffix() -> str:
@@ -342,7 +351,7 @@ class API:
     def create_object(
         self, res: Resource, body: JSON, *, manager: str, seeding: bool, dry_run: bool = False
     ) -> JSON:
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         obj["kind"], obj["apiVersion"] = res.kind, res.api_version
         meta = obj.setdefault("metadata", {})
         namespace = meta.get("namespace", "") if res.namespaced else ""
@@ -385,7 +394,7 @@ class API:
         ):
             meta.pop(drop, None)
         now = kinds.utcnow()
-        meta["uid"] = kept.get("uid") or str(uuid.uuid4())
+        meta["uid"] = kept.get("uid") or random_uuid()
         meta["creationTimestamp"] = kept.get("creationTimestamp") or kinds.fmt_time(now)
         if res.generation:
             meta["generation"] = 1
@@ -945,7 +954,7 @@ class API:
     ) -> JSON:
         """Store ``new_view`` over ``existing`` with the registry's update rules."""
         old_view = self.view(res, existing)
-        new = copy.deepcopy(new_view)
+        new = clone(new_view)
         new["kind"], new["apiVersion"] = old_view["kind"], old_view["apiVersion"]
         if not res.custom:
             new = kinds.normalize_times(new)
@@ -966,7 +975,7 @@ class API:
                 meta.pop(keep, None)
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         if subresource == "status":
-            result = copy.deepcopy(old_view)
+            result = clone(old_view)
             status = new.get("status")
             if status is None:
                 result.pop("status", None)
@@ -996,7 +1005,7 @@ class API:
                 meta = new["metadata"]
                 meta["generation"] = int(old_meta.get("generation") or 1) + 1
         new["metadata"].pop("managedFields", None)
-        comparable_old = copy.deepcopy(old_view)
+        comparable_old = clone(old_view)
         comparable_old["metadata"].pop("managedFields", None)
         if new == comparable_old and apply_config is None:
             return old_view
@@ -1126,7 +1135,7 @@ class API:
             current = meta.get("deletionGracePeriodSeconds")
             if meta.get("deletionTimestamp") and current is not None and grace >= current:
                 return self.view(res, existing)
-            marked = copy.deepcopy(existing)
+            marked = clone(existing)
             marked["metadata"]["deletionTimestamp"] = kinds.fmt_time(now + timedelta(seconds=grace))
             marked["metadata"]["deletionGracePeriodSeconds"] = grace
             stored = self.store.commit("MODIFIED", res.key, key, marked, existing)
@@ -1139,7 +1148,7 @@ class API:
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return self.view(res, existing)
-            marked = copy.deepcopy(existing)
+            marked = clone(existing)
             marked["metadata"]["deletionTimestamp"] = kinds.fmt_time(now)
             marked["metadata"]["deletionGracePeriodSeconds"] = 0
             return self.view(res, self.store.commit("MODIFIED", res.key, key, marked, existing))
@@ -1259,7 +1268,7 @@ class API:
                 raise errors.already_bound(name, spec["nodeName"])
             if spec.get("schedulingGates"):
                 raise errors.internal_error(f"pod {name} has non-empty .spec.schedulingGates")
-            updated = copy.deepcopy(existing)
+            updated = clone(existing)
             updated_spec = kinds.default_pod(updated)["spec"]
             rebuilt = {}
             for k, v in updated_spec.items():

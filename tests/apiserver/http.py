@@ -14,13 +14,12 @@ import socket
 import sys
 import threading
 import traceback
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from . import errors
-from .api import API, Request, Response, WatchResponse, dumps
+from .api import API, Request, Response, WatchResponse, dumps, random_uuid
 
 FLOWSCHEMA_UID = "86bc4fab-0502-4af2-ac53-71a939a3d75e"
 PRIORITYLEVEL_UID = "d2a7dde7-a2e4-4ab7-b69c-2cfde4cfe2c2"
@@ -64,10 +63,11 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    # headers and body go out in separate writes; without TCP_NODELAY every keep-alive
-    # response waits for the client's delayed ACK (~40 ms)
+    # a watch's headers and its events go out in separate writes; without TCP_NODELAY every
+    # one of them waits for the client's delayed ACK (~40 ms)
     disable_nagle_algorithm = True
     server: LoopbackHTTPServer
+    _headers_buffer: list[bytes]  # BaseHTTPRequestHandler's, written by flush_headers()
 
     def setup(self) -> None:
         super().setup()
@@ -142,7 +142,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _head(self, code: int, content_type: str, extra: dict[str, str]) -> None:
         self.send_response_only(code)
-        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.send_header("Audit-Id", random_uuid())
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Content-Type", content_type)
         for name, value in extra.items():
@@ -163,14 +163,16 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if len(payload) < CHUNK_THRESHOLD:
                 self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(payload)
+                body = payload
             else:
                 self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(payload), payload))
+                body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(payload), payload)
+            # Headers and body in one write, as Go's buffered ResponseWriter sends a finished
+            # response: one system call and one segment instead of two.
+            self._headers_buffer.append(b"\r\n")
+            if self.command != "HEAD":
+                self._headers_buffer.append(body)
+            self.flush_headers()
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True

@@ -307,7 +307,7 @@ def test_a_forbidding_api_server_names_the_verb_and_resource(
 ) -> None:
     apiserver.forbid(resource="leases")
     run = start("a", *QUICK_LEASE)
-    record = run.wait_for_log(lambda r: r["level"] == "warning")
+    record = run.wait_for_log(lambda r: r["level"] == "warning" and "forbidden" in r["event"])
     assert record["event"] == (
         'forbidden: User "system:serviceaccount:kube-system:policyengine" cannot get resource '
         '"leases" in API group "coordination.k8s.io" in the namespace "kube-system" — grant it '

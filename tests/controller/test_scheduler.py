@@ -6,6 +6,7 @@ on what the server saw, and asserts on the recorded traffic: bindings, events, s
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -339,3 +340,19 @@ def test_pending_pod_that_goes_away_leaves_the_queue(
         apiserver.wait_for(lambda: rs.scheduler.queue.where("default/big") is None)
         assert rs.scheduler.stats()["unschedulable"] == 0
     assert apiserver.binding_requests() == []
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_heap_is_frozen_after_sync_only_when_asked(
+    apiserver: LoopbackAPIServer, freeze: bool
+) -> None:
+    apiserver.create(node_obj("n1"))
+    apiserver.create(pod_obj("p"))
+    gc.unfreeze()
+    try:
+        options = replace(FAST, freeze_heap=freeze)
+        with RunningScheduler(apiserver, options=options):
+            apiserver.wait_for(lambda: apiserver.bound_nodes() == {"default/p": "n1"}, timeout=10)
+            assert (gc.get_freeze_count() > 0) is freeze
+    finally:
+        gc.unfreeze()

@@ -3,7 +3,8 @@
 The calls are derived from the code, not from a list kept by hand: every module of
 ``policyengine/controller`` is parsed, each ``kubernetes.client`` API object it creates
 (``k8s.CoreV1Api(...)`` assigned to a name) is tracked, and every method of it the module
-mentions is a call. A method that is called is one request; a ``list_*`` method that is
+mentions is a call. ``RawAPI(...)`` (``controller/rawapi.py``, the loop's calls on the raw
+wire) counts as the generated classes whose methods it mirrors (``RawAPI.MIRRORS``). A method that is called is one request; a ``list_*`` method that is
 passed on instead (to an ``Informer``, through ``functools.partial``) is list *and* watch.
 Each method's HTTP verb and path are read from the installed client's own source, and turned
 into (apiGroup, resource, subresource, verb) as the API server's authorizer sees them.
@@ -27,6 +28,8 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client as k8s
+
+from policyengine.controller.rawapi import RawAPI
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTROLLER = ROOT / "policyengine" / "controller"
@@ -79,11 +82,13 @@ _NON_RESOURCE = {"/version/"}
 
 def _api_classes() -> dict[str, type]:
     # dir() and getattr(): recent clients load their API classes lazily.
-    return {
+    found = {
         name: getattr(k8s, name)
         for name in dir(k8s)
         if name.endswith("Api") and isinstance(getattr(k8s, name, None), type)
     }
+    found["RawAPI"] = RawAPI
+    return found
 
 
 def _endpoint(cls: type, method: str) -> tuple[str, str]:
@@ -145,6 +150,8 @@ def _calls_for(
 
 def _endpoint_methods(cls: type) -> set[str]:
     """The methods of an API class that are requests (each has a ``…_with_http_info`` twin)."""
+    if cls is RawAPI:
+        return set(RawAPI.MIRRORS)
     names = set(dir(cls))
     return {
         name for name in names if not name.startswith("_") and f"{name}_with_http_info" in names
@@ -223,6 +230,8 @@ def calls_in(path: Path) -> set[Call]:
             continue
         receiver = _receiver_name(node.value)
         cls = objects.get(receiver or "")
+        if cls is RawAPI:
+            cls = getattr(k8s, RawAPI.MIRRORS[node.attr])
         if cls is None or not hasattr(cls, node.attr):
             raise AssertionError(
                 f"{path.name}:{node.lineno}: .{node.attr} on {receiver!r}, which this test "
@@ -390,6 +399,24 @@ def test_the_derivation_reads_verbs_from_the_client() -> None:
         Call("coordination.k8s.io", "leases", "update")
     }
     assert _calls_for(k8s.VersionApi, "get_code", False) == set()
+
+
+def test_raw_api_calls_count_as_the_calls_they_mirror(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from policyengine.controller.rawapi import RawAPI\n"
+        "api = RawAPI(None)\n"
+        "lister = api.list_node\n"
+        "def f():\n"
+        "    api.create_namespaced_pod_binding('p', 'ns', {})\n"
+        "    api.create_namespaced_event('ns', {})\n"
+    )
+    assert calls_in(module) == {
+        Call("", "nodes", "list"),
+        Call("", "nodes", "watch"),
+        Call("", "pods/binding", "create"),
+        Call("events.k8s.io", "events", "create"),
+    }
 
 
 def test_an_untraceable_api_method_fails_loudly(tmp_path: Path) -> None:

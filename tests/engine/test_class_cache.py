@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine.classcache import CACHE, pod_class
+from policyengine.engine import cycle
+from policyengine.engine.classcache import CACHE, pod_class, policy_plan
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.model.frozen import FrozenDict
+from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Pod
 from tests.engine.test_fast_path import compiled, nodes, pods, policies
 from tests.model.builders import make_node, make_pod, snapshot
@@ -192,3 +196,152 @@ def test_pods_of_different_classes_share_the_rules_that_read_them_alike() -> Non
         {"zone_ok": 1, "node_resources_fit": 2},  # b: other requests, same labels
         {"zone_ok": 2, "node_resources_fit": 2},  # c: other labels, a's requests
     ]
+
+
+# --- whole-cycle states: rows re-examined only where something changed ---------------------
+#
+# A class's next cycle starts from its last one and looks again only at the rows the node
+# frames logged as changed; a rule reading nothing of a node but its Node object keeps its
+# results across the assume step. Operations below change the cluster under those states:
+# pods assumed and removed, Node objects replaced while their pods stay (labels, taints,
+# cordon), measured load, and cycles against an older snapshot. The extra rules read the Node
+# object (labels, allocatable, the GPU product) or what pods add to it (allocated, free).
+
+STATE_RULES = [
+    'filter labelled { node.labels["disk"] ?? "" != "hdd" or pod.labels["app"] == "db" }',
+    'filter roomy { node.allocated["cpu"] + pod.requests["cpu"] <= node.allocatable["cpu"] }',
+    'filter product { node.gpu.product == "" }',
+    "filter few { node.gpu.free >= 0 and node.pod_count < 3 }",
+    'score by_zone weight 2 normalize reverse { if node.labels["zone"] ?? "" == "a" then 1 else 3 }',
+    'score free_memory weight 1 normalize max { node.free["memory"] / 1Gi }',
+    "score pods_on weight 1 normalize minmax { node.pod_count }",
+    'score big weight 3 { node.allocatable["memory"] / 1Gi }',
+]
+
+
+def _relabelled(snap: Any, name: str, change: str) -> Any:
+    node = snap.node(name).node
+    if change == "cordon":
+        return snap.with_node(dataclasses.replace(node, unschedulable=not node.unschedulable))
+    if change == "taint":
+        taints = () if node.taints else make_node(name, taints=[TAINT]).taints
+        return snap.with_node(dataclasses.replace(node, taints=taints))
+    labels = dict(node.labels)
+    if change == "disk":
+        labels["disk"] = "ssd" if labels.get("disk") == "hdd" else "hdd"
+    else:
+        labels["zone"] = "b" if labels.get("zone") == "a" else "a"
+    return snap.with_node(dataclasses.replace(node, labels=FrozenDict(labels)))
+
+
+TAINT = ("dedicated", "gpu", "NoSchedule")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_states_follow_every_change_and_decide_as_the_reference(data: st.DataObject) -> None:
+    source = data.draw(policies())
+    extra = data.draw(st.lists(st.sampled_from(STATE_RULES), max_size=3, unique=True))
+    if extra:
+        source = source.replace("\n}\nprofile", "\n  " + "\n  ".join(extra) + "\n}\nprofile")
+    program = compiled(source)
+    cluster_nodes = data.draw(nodes(data.draw(st.integers(2, 7))))
+    names = [n.name for n in cluster_nodes]
+    snap = snapshot(cluster_nodes)
+    shapes = [data.draw(pods(f"template{i}", names)) for i in range(data.draw(st.integers(1, 3)))]
+    rng = random.Random(data.draw(st.integers(0, 5)))
+    placed: list[str] = []
+    seen = [snap]
+    for index in range(data.draw(st.integers(4, 12))):
+        step = data.draw(
+            st.sampled_from(["place", "place", "place", "remove", "node", "load", "older"])
+        )
+        if step == "remove" and placed:
+            snap = snap.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        elif step == "node":
+            change = data.draw(st.sampled_from(["cordon", "taint", "disk", "zone"]))
+            snap = _relabelled(snap, data.draw(st.sampled_from(names)), change)
+        elif step == "load":
+            level = data.draw(st.sampled_from([0.1, 0.7]))
+            snap = snap.with_loads({data.draw(st.sampled_from(names)): NodeLoad(level, level)})
+        else:
+            template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
+            pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
+            target = data.draw(st.sampled_from(seen)) if step == "older" else snap
+            state = rng.getstate()
+            decision = schedule(program, pod, target, rng, CycleOptions(all_filters=False))
+            replay = random.Random()
+            replay.setstate(state)
+            reference = reference_decision(program, pod, target, replay)
+            assert differences(decision, reference) == []
+            assert tuple(decision.ranking) == _reference_ranking(reference)
+            if decision.node is not None and step == "place":
+                snap = snap.with_pod(pod, decision.node)
+                placed.append(pod.key)
+        seen.append(snap)
+
+
+def _reference_ranking(reference: Any) -> tuple[str, ...]:
+    totals = reference.totals
+    return tuple(sorted(reference.feasible, key=lambda name: (-totals[name], name)))
+
+
+def test_a_class_s_next_cycle_looks_again_only_at_changed_rows(monkeypatch: Any) -> None:
+    # Forty nodes, pods of one template placed one after another: from the second pod on,
+    # every cycle starts from the class's last one and looks at the one row that changed.
+    program = compiled(
+        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
+        'profile "policyengine" {\n  policies "p"\n}\n'
+    )
+    snap = snapshot([make_node(f"n{i:02}", cpu="4") for i in range(40)])
+    looked: list[int | None] = []
+    real = cycle._filter_rows
+
+    def spy(entry: Any, batch: Any, context: Any, state: Any, changed: set[int]) -> Any:
+        result = real(entry, batch, context, state, changed)
+        looked.append(None if result is None else len(changed))
+        return result
+
+    monkeypatch.setattr(cycle, "_filter_rows", spy)
+    CACHE.clear()
+    template = make_pod("t", requests={"cpu": "1"})
+    rng = random.Random(3)
+    for index in range(5):
+        pod = dataclasses.replace(template, name=f"pod-{index}")
+        state = rng.getstate()
+        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+        replay = random.Random()
+        replay.setstate(state)
+        assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+        assert decision.node is not None
+        snap = snap.with_pod(pod, decision.node)
+    assert looked == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("body", "stable"),
+    [
+        ('node.labels["zone"] ?? "" == "a"', True),
+        ("not node.unschedulable", True),
+        ('node.gpu.product == "A100"', True),
+        ('node.allocatable["cpu"] >= pod.requests["cpu"]', True),
+        ("node.taints == []", True),
+        ('node.allocated["cpu"] < 2', False),
+        ('node.free["memory"] > 1Gi', False),
+        ("node.gpu.free > 0", False),
+        ("node.pod_count < 3", False),
+        ("(node.load.cpu ?? 1.0) < 0.5", False),
+        ("len(taint_toleration_reasons(pod, node)) == 0", True),
+        ("len(resources_fit_reasons(pod, node)) == 0", False),
+        ("considered(pod, node)", True),
+    ],
+)
+def test_rules_reading_only_the_node_object_are_stable(body: str, stable: bool) -> None:
+    program = compiled(
+        'import "kube-default.sched"\npolicy "p" {\n  use kube\n'
+        f"  filter probe {{ {body} }}\n}}\n"
+        'profile "policyengine" {\n  policies "p"\n}\n'
+    )
+    policy = next(p for p in program.policies if p.name == "p")
+    plan = next(r for r in policy_plan(policy).filters if r.rule.name == "probe")
+    assert (plan.stable is not None) == stable

@@ -42,6 +42,7 @@ FILTER_BODIES = [
     "not node.unschedulable",
     'node.free["memory"] > 1Gi',
     "(node.load.cpu ?? 1.0) < 0.6",
+    'domain_pod_count(pod, node, "zone", {"app": "web"}) < 2',
 ]
 SCORE_BODIES = [
     "node.pod_count * 10",
@@ -49,6 +50,8 @@ SCORE_BODIES = [
     'if node.labels["zone"] == "a" then 50 else 10',
     'node.allocatable["memory"] / 1Gi',
     "100 * (1 - (node.load.gpu ?? 1.0))",
+    'domain_pod_count(pod, node, "zone", {"app": pod.labels["app"] ?? "none"}) * 10',
+    'domain_pod_count(pod, node, "zone", {}) + domain_pod_count(pod, node, "disk", {"app": "db"})',
 ]
 NORMALIZE = ["", " normalize max", " normalize reverse", " normalize minmax"]
 

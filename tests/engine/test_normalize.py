@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from policyengine.engine.normalize import normalize
+from policyengine.engine.normalize import (
+    NORMALIZERS,
+    apply_stats,
+    column_stats,
+    normalize,
+    normalize_array,
+)
 
 CASES = [
     # kind, raw values (None = not scored), normalised
@@ -28,3 +37,40 @@ CASES = [
 )
 def test_normalize(kind: str, values: list[float | None], expected: list[float]) -> None:
     assert normalize(kind, values) == [float(e) for e in expected]
+
+
+# The engine normalises only the rows that changed while a column's facts stay the same
+# (``column_stats``): applied to any rows, the facts of the whole column give exactly the
+# whole column's normalised values there.
+
+VALUES = st.one_of(
+    st.none(),
+    st.integers(-5, 300).map(float),
+    st.floats(-10, 300, allow_nan=False).map(lambda v: round(v, 2)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(sorted(NORMALIZERS)),
+    values=st.lists(VALUES, min_size=1, max_size=12),
+    data=st.data(),
+)
+def test_facts_of_the_column_normalise_any_rows_alike(
+    kind: str, values: list[float | None], data: st.DataObject
+) -> None:
+    raw = np.array([0.0 if v is None else v for v in values])
+    scored = np.array([v is not None for v in values])
+    whole = normalize_array(kind, raw, scored)
+    assert whole.tolist() == normalize(kind, values)
+    facts = column_stats(kind, raw, scored)
+    assert facts is not None
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, len(values) - 1)))), np.int64)
+    part = apply_stats(kind, raw[rows], scored[rows], facts)
+    assert part.tolist() == whole[rows].tolist()
+
+
+def test_values_outside_the_exact_range_have_no_facts() -> None:
+    raw = np.array([1.0, float(2**60)])
+    assert column_stats("max", raw, np.array([True, True])) is None
+    assert column_stats("max", raw, np.array([True, False])) is not None

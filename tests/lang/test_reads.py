@@ -75,3 +75,25 @@ def test_what_a_rule_reads(lets: str, rule: str, expected: dict[str, object]) ->
 
 def test_a_rule_the_checker_has_not_seen_reads_unknown() -> None:
     assert rule_reads(None, None) is None
+
+
+@pytest.mark.parametrize(
+    ("rule", "paths"),
+    [
+        (
+            "filter f { widget.count > order.priority }",
+            {("widget", "count"), ("order", "priority")},
+        ),
+        ('filter f { (widget.capacity["gpu"] ?? 0) > 0 }', {("widget", "capacity")}),
+        ("filter f { (widget.parts[0] ?? widget.parts[1]) == null }", {("widget", "parts")}),
+        ("filter f { fits(order, widget) }", set()),
+        (
+            'filter f { widget.name != "" } reason "{order.labels}"',
+            {("widget", "name"), ("order", "labels")},
+        ),
+    ],
+)
+def test_the_attribute_paths_a_rule_reads(rule: str, paths: set[tuple[str, ...]]) -> None:
+    # Chains are recorded whole (``node.gpu.product``, not ``node.gpu``) from the outermost
+    # attribute; an index or a call ends a chain.
+    assert set(_reads("", rule).paths) == paths

@@ -10,13 +10,22 @@ there (it would raise and send the whole batch node by node).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
+from policyengine.diagnostics import Span
+from policyengine.lang import runtime, vector
 from policyengine.lang.compiler import compile_texts
-from policyengine.lang.runtime import NodeBatch
+from policyengine.lang.planner import _ARITHMETIC
+from policyengine.lang.runtime import NodeBatch, format_value
 from tests.lang.fake_schema import TOTAL_SCHEMA as SCHEMA
 
 WIDGETS: list[dict[str, Any]] = [
@@ -52,6 +61,9 @@ CASES = [
     ('filter f { widget.labels["k"] ?? order.name == "o" }', True),
     ("filter f { widget.count > order.priority }", True),
     ("filter f when order.priority > 0 { widget.weight >= 0.5 }", True),
+    # A reason reading the node: formatted for the rejected nodes as one column.
+    ('filter f { widget.count > 0 } reason "{widget.name} has {widget.count}"', True),
+    ('filter f when order.priority > 0 { widget.count > 1 } reason "{widget.capacity}"', True),
     ("score s { if widget.count > 0 then 100 / widget.count else widget.weight }", True),
     ("score s when widget.count != 0 { 30 / widget.count }", True),
     ('score s { widget.capacity["cpu"] ?? 1 }', True),
@@ -100,3 +112,204 @@ def test_the_batch_gives_each_node_its_single_answer(
         assert envs  # fell back to the single evaluator, which reports the errors
     narrowed = many(NodeBatch(pod_env, {"widget": WIDGETS}).take([4, 0, 2]))
     assert narrowed == [want[4], want[0], want[2]]
+
+
+# --- exact integer columns through numpy (``vector.Numbers``) ------------------------------
+#
+# An arithmetic or comparison form over columns of ints or whole Fractions computes in int64;
+# every value it gives must be the one the operator gives node by node, of the same type, and
+# floats to the bit (a Fraction quotient of 0 is +0.0, an int one may be -0.0). Where the
+# operator raises on some node, the form must raise too (the rule then falls back).
+
+BIG = 1 << 62
+NUMBERS = st.one_of(
+    st.integers(-20, 20),
+    st.sampled_from([BIG, -BIG, 1 << 53, (1 << 53) + 1, 1 << 64, 3 << 60]),
+    st.integers(-20, 20).map(Fraction),
+    st.sampled_from([Fraction(BIG), Fraction(1 << 53), Fraction(1, 2), Fraction(-7, 3)]),
+    st.sampled_from([0.0, -0.0, 1.5, float("inf"), True, False, None]),
+)
+# Columns mostly of one kind, as real columns are: all ints, or all whole Fractions.
+COLUMNS = st.one_of(
+    st.lists(st.integers(-(1 << 20), 1 << 20), min_size=1, max_size=6),
+    st.lists(st.integers(-(1 << 20), 1 << 20).map(Fraction), min_size=1, max_size=6),
+    st.lists(st.integers(-3, 3).map(Fraction), min_size=1, max_size=6),
+    st.lists(NUMBERS, min_size=1, max_size=6),
+)
+SYMBOLS = ["+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!="]
+
+
+def _operator(symbol: str) -> Any:
+    if symbol in ("==", "!="):
+        return operator.eq if symbol == "==" else operator.ne
+    return _ARITHMETIC[symbol]
+
+
+def _exactly(values: Sequence[Any]) -> list[tuple[str, str]]:
+    # repr tells -0.0 from 0.0 and Fraction(2) from 2 and 2.0.
+    return [(type(v).__name__, repr(v)) for v in values]
+
+
+SPAN = Span("t.sched", 1, 1, 1, 2)
+
+
+@contextmanager
+def _numpy_always() -> Iterator[None]:
+    """Columns of any length through numpy (short ones normally go value by value)."""
+    short = vector._SHORT, runtime._SHORT
+    vector._SHORT = runtime._SHORT = 0
+    try:
+        yield
+    finally:
+        vector._SHORT, runtime._SHORT = short
+
+
+class _Batch:
+    env = None
+
+    def __init__(self, size: int = 0):
+        self.size = size
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(SYMBOLS),
+    COLUMNS,
+    st.one_of(COLUMNS, NUMBERS),
+    st.booleans(),
+)
+@example("/", [Fraction(0), Fraction(3)], Fraction(-2), True)  # +0.0, not -0.0
+@example("/", [0, 3], -2, True)  # int / int: -0.0
+@example("/", [0, 3], [Fraction(-2)], True)
+@example("/", [Fraction(4)], 2, True)  # a Fraction halved stays exact
+@example("*", [1 << 40], 1 << 40, True)  # beyond int64: Python ints
+@example("+", [BIG, 1], BIG, False)
+def test_numeric_columns_give_the_operators_values(
+    symbol: str, column: list[Any], other: Any, column_on_left: bool
+) -> None:
+    op = _operator(symbol)
+    if isinstance(other, list):
+        other = (other * len(column))[: len(column)]
+        left, right = (column, other) if column_on_left else (other, column)
+        form = vector.binary(
+            vector.Side(lambda b: left, lambda e: None),
+            vector.Side(lambda b: right, lambda e: None),
+            op,
+            symbol,
+        )
+        pairs = list(zip(left, right, strict=True))
+    elif column_on_left:
+        form = vector.binary(
+            vector.Side(lambda b: column, lambda e: None),
+            vector.Side(None, lambda e: other),
+            op,
+            symbol,
+        )
+        pairs = [(a, other) for a in column]
+    else:
+        form = vector.binary(
+            vector.Side(None, lambda e: other),
+            vector.Side(lambda b: column, lambda e: None),
+            op,
+            symbol,
+        )
+        pairs = [(other, b) for b in column]
+    assert form is not None
+    try:
+        want = [op(a, b) for a, b in pairs]
+    except Exception:
+        with pytest.raises(Exception), _numpy_always():  # noqa: B017 (whatever it raised)
+            form(_Batch())  # type: ignore[arg-type]
+        return
+    with _numpy_always():
+        got = form(_Batch())  # type: ignore[arg-type]
+    assert len(got) == len(want)
+    assert _exactly(list(got)) == _exactly(want)
+
+
+def test_whole_quantities_chain_through_numpy_without_per_node_values() -> None:
+    # The bin-packing score's shape: (allocated + wanted) * 100 / allocatable, over whole
+    # quantities, stays in int64 until the float quotient.
+    allocated = [Fraction(n) for n in (0, 3, 8, 5)]
+    allocatable = [Fraction(8)] * 4
+    plus = vector.binary(
+        vector.Side(lambda b: allocated, lambda e: None),
+        vector.Side(None, lambda e: Fraction(2)),
+        operator.add,
+        "+",
+    )
+    assert plus is not None
+    times = vector.binary(
+        vector.Side(None, lambda e: 100), vector.Side(plus, lambda e: None), operator.mul, "*"
+    )
+    assert times is not None
+    ratio = vector.binary(
+        vector.Side(times, lambda e: None),
+        vector.Side(lambda b: allocatable, lambda e: None),
+        _ARITHMETIC["/"],
+        "/",
+    )
+    assert ratio is not None
+    with _numpy_always():
+        summed = plus(_Batch())  # type: ignore[arg-type]
+        got = ratio(_Batch())  # type: ignore[arg-type]
+    assert isinstance(summed, vector.Numbers) and summed.kind == "quantity"
+    assert isinstance(got, vector.Numbers) and got.kind == "float"
+    assert _exactly(list(got)) == _exactly([25.0, 62.5, 125.0, 87.5])
+    assert list(summed) == [Fraction(2), Fraction(5), Fraction(10), Fraction(7)]
+    assert all(type(v) is Fraction for v in summed)
+
+
+@given(st.lists(st.tuples(NUMBERS, st.text(max_size=3)), min_size=1, max_size=5), NUMBERS)
+def test_a_reason_template_column_formats_each_node_as_the_closure(
+    rows: list[tuple[Any, str]], fixed: Any
+) -> None:
+    numbers = [n for n, _ in rows]
+    texts = [t for _, t in rows]
+    form = vector.template(
+        vector.Side(None, lambda e: "saw "),
+        vector.Side(lambda b: numbers, lambda e: None),
+        vector.Side(None, lambda e: fixed),
+        vector.Side(lambda b: texts, lambda e: None),
+    )
+    want = [
+        "".join(format_value(v) for v in ("saw ", n, fixed, t))
+        for n, t in zip(numbers, texts, strict=True)
+    ]
+    assert form(_Batch(len(rows))) == want  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.integers(0, 120), max_size=40),
+        st.lists(st.integers(-(1 << 62), 1 << 62), max_size=8),
+        st.lists(
+            st.one_of(st.sampled_from([0.0, -0.0, 0.5, 1e300]), st.floats(allow_nan=False)),
+            max_size=8,
+        ),
+    )
+)
+def test_numeric_score_columns_convert_as_each_value(values: list[Any]) -> None:
+    # A score form's numpy column becomes one ScoreValue per node, each what the rule's
+    # single path makes of that node's value (-0.0 stays -0.0).
+    array = np.array(values, np.float64 if values and type(values[0]) is float else np.int64)
+    got = runtime._scores_of_array("r", SPAN, array)  # any length: the caller checks
+    want = [runtime._score_of("r", SPAN, v) for v in array.tolist()]
+    assert got is not None
+    assert [repr(v) for v in got] == [repr(v) for v in want]
+
+
+def test_a_float_score_column_with_nan_takes_the_per_value_path() -> None:
+    assert runtime._scores_of_array("r", SPAN, np.array([1.0, float("nan")])) is None
+
+
+def test_taking_the_same_rows_again_reuses_the_narrowed_batch() -> None:
+    batch = NodeBatch(runtime.Env({}, None), {"widget": WIDGETS})
+    first = batch.take([0, 2])
+    assert batch.take([0, 2]) is first
+    other = batch.take([2, 0])
+    assert other is not first and other.column(runtime.ROOTS.slot("widget")) == [
+        WIDGETS[2],
+        WIDGETS[0],
+    ]

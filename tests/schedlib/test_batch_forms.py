@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
+from policyengine.schedlib import topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
+from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.domain_counts import (
+    domain_pod_count,
+    domain_pod_count_batch,
+    kept_counts,
+)
+from policyengine.schedlib.views import NodeView, PodView
 from tests.model.builders import container, make_node, make_pod, pod_affinity, snapshot, term
 
 GPU = "nvidia.com/gpu"
@@ -264,3 +272,192 @@ def test_grouped_forms_tell_apart_nodes_that_differ_in_any_label_read(
     expected = [plugin.filter(state, info) for info in infos]
     assert len({tuple(e) for e in expected}) > 1  # the case tells nodes apart
     assert FILTERS[name](state, infos, None) == expected
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), data=st.data())
+def test_incremental_affinity_prefilter_equals_the_plugin(cluster, data) -> None:  # type: ignore[no-untyped-def]
+    # As for spread: pods with (anti-)affinity come and go; the kept sums (existing pods'
+    # anti-affinity, the pod's own terms) must give the plugin's state each time.
+    plugin = PLUGINS_BY_NAME["InterPodAffinity"]
+    assert plugin.prepare_filter is not None
+    prepare = PREPARE_FILTERS["InterPodAffinity"]
+    wanted = make_pod("p", **data.draw(placement()))
+    names = [info.name for info in cluster.nodes]
+    placed: list[str] = []
+    for step in range(data.draw(st.integers(1, 6))):
+        if placed and data.draw(st.booleans()):
+            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        else:
+            pod = make_pod(f"s{step}", **data.draw(placement()))
+            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
+            placed.append(pod.key)
+        assert prepare(wanted, cluster, SchedulerConfig()) == plugin.prepare_filter(
+            wanted, cluster, SchedulerConfig()
+        )
+
+
+ROW_KEYED = ("PodTopologySpread", "InterPodAffinity")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), data=st.data())
+def test_filter_verdicts_are_a_function_of_their_row_keys(cluster, data) -> None:  # type: ignore[no-untyped-def]
+    # The engine reuses a node's verdict while its NodeInfo and its row key stand
+    # (``schedlib.rowkeys``): so over snapshots that change under one pod, any two rows with
+    # equal keys must get equal verdicts. The form run once per distinct key gives the
+    # plugin's verdict on every node.
+    pod = make_pod("p", **data.draw(placement()))
+    names = [info.name for info in cluster.nodes]
+    seen: dict[str, dict[object, list[str]]] = {name: {} for name in ROW_KEYED}
+    for step in range(data.draw(st.integers(1, 5))):
+        if step:
+            placed = make_pod(f"s{step}", **data.draw(placement()))
+            cluster = cluster.with_pod(placed, data.draw(st.sampled_from(names)))
+        context = CycleContext(cluster, PodView(pod), SchedulerConfig())
+        infos = list(cluster.nodes)
+        for name in ROW_KEYED:
+            plugin = PLUGINS_BY_NAME[name]
+            assert plugin.prepare_filter is not None and plugin.filter is not None
+            state = plugin.prepare_filter(pod, cluster, SchedulerConfig())
+            expected = [plugin.filter(state, info) for info in infos]
+            skip = state.skip if name == "InterPodAffinity" else not state.constraints
+            if skip:
+                continue
+            key = topology_filters.filter_key(context, name, state)
+            for row, verdict in enumerate(expected):
+                known = seen[name].setdefault((key.whole, tuple(key.rows[row].tolist())), verdict)
+                assert known == verdict, name
+            got = topology_filters.by_pattern(context, name, state, infos, plugin.filter)
+            assert got == expected, name
+            assert FILTERS[name](state, infos, context) == expected, name
+            # The engine also asks about some rows only (the nodes still in the running).
+            assert FILTERS[name](state, infos[1::2], context) == expected[1::2], name
+
+
+@st.composite
+def scoring_placement(draw: st.DrawFn) -> dict[str, object]:
+    """A placement whose (anti-)affinity may also carry preferred terms."""
+    out = draw(placement())
+    affinity = dict(out.get("affinity", {}))  # type: ignore[call-overload]
+    for kind in ("podAffinity", "podAntiAffinity"):
+        preferred = [
+            (
+                draw(st.sampled_from([1, 50])),  # equal terms meet in one domain often
+                term(draw(st.sampled_from(SELECTORS)), draw(st.sampled_from(TOPOLOGY_KEYS))),
+            )
+            for _ in range(draw(st.integers(0, 2)))
+        ]
+        if preferred:
+            required = affinity.get(kind, {}).get(
+                "requiredDuringSchedulingIgnoredDuringExecution", []
+            )
+            affinity[kind] = pod_affinity(required=required, preferred=preferred)
+    if affinity:
+        out["affinity"] = affinity
+    return out
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), data=st.data(), hard=st.sampled_from([0, 1, 7]))
+def test_incremental_affinity_prescore_equals_the_plugin(cluster, data, hard) -> None:  # type: ignore[no-untyped-def]
+    plugin = PLUGINS_BY_NAME["InterPodAffinity"]
+    assert plugin.prepare_score is not None
+    prepare = topology_filters.PREPARE_SCORES["InterPodAffinity"]
+    config = SchedulerConfig(hard_pod_affinity_weight=hard)
+    wanted = make_pod("p", **data.draw(scoring_placement()))
+    names = [info.name for info in cluster.nodes]
+    placed: list[str] = []
+    for step in range(data.draw(st.integers(1, 10))):
+        if placed and data.draw(st.integers(0, 3)) == 0:
+            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        else:
+            pod = make_pod(f"s{step}", **data.draw(scoring_placement()))
+            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
+            placed.append(pod.key)
+        feasible = list(cluster.nodes)[: data.draw(st.integers(0, len(names)))]
+        assert prepare(wanted, cluster, feasible, config) == plugin.prepare_score(
+            wanted, cluster, feasible, config
+        )
+
+
+def test_affinity_prescore_counts_every_pod_of_equal_terms() -> None:
+    # Two pods with one required affinity term in zone a, one preferred anti-affinity pod on
+    # a node of zone b: the kept sums count each pod, weighted, as the plugin does.
+    cluster = snapshot([make_node(f"n{i}", labels={"zone": zone}) for i, zone in enumerate("aab")])
+    required = {"podAffinity": pod_affinity(required=[term({"app": "web"}, "zone")])}
+    preferred = {"podAntiAffinity": pod_affinity(preferred=[(30, term({"app": "web"}, "zone"))])}
+    for name, node, affinity in (("r1", "n0", required), ("r2", "n1", required)):
+        cluster = cluster.with_pod(make_pod(name, labels={"app": "db"}, affinity=affinity), node)
+    cluster = cluster.with_pod(make_pod("r3", affinity=preferred), "n2")
+    pod = make_pod("p", labels={"app": "web"})
+    config = SchedulerConfig(hard_pod_affinity_weight=3)
+    plugin = PLUGINS_BY_NAME["InterPodAffinity"]
+    assert plugin.prepare_score is not None
+    got = topology_filters.PREPARE_SCORES["InterPodAffinity"](
+        pod, cluster, list(cluster.nodes), config
+    )
+    assert got == plugin.prepare_score(pod, cluster, list(cluster.nodes), config)
+    assert got.topology_score == {"zone": {"a": 6, "b": -30}}
+
+
+COUNT_SELECTORS = [{}, {"app": "web"}, {"app": "db"}, {"app": "web", "tier": "x"}, {"tier": "y"}]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), data=st.data())
+def test_domain_pod_count_kept_and_batched_equal_a_fresh_count(cluster, data) -> None:  # type: ignore[no-untyped-def]
+    # Pods of two namespaces are assumed and forgotten (some steps unseen); for selectors that
+    # share an index (same label names, other values) and others, the kept counts, the
+    # per-node builtin and its batch form must count what a pass over every pod counts.
+    selectors = data.draw(st.lists(st.sampled_from(COUNT_SELECTORS), min_size=1, max_size=3))
+    key = data.draw(st.sampled_from(["zone", "rack", "missing"]))
+    pod = make_pod("p", namespace=data.draw(st.sampled_from(["default", "other"])))
+    names = [info.name for info in cluster.nodes]
+    placed: list[str] = []
+    for step in range(data.draw(st.integers(1, 8))):
+        if placed and data.draw(st.integers(0, 3)) == 0:
+            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        else:
+            extra = data.draw(st.sampled_from([{}, {"tier": "x"}, {"tier": "y"}]))
+            app = data.draw(st.sampled_from(["web", "db"]))
+            other = make_pod(
+                f"s{step}",
+                namespace=data.draw(st.sampled_from(["default", "other"])),
+                labels={"app": app, **extra},
+            )
+            cluster = cluster.with_pod(other, data.draw(st.sampled_from(names)))
+            placed.append(other.key)
+        if data.draw(st.booleans()):
+            continue
+        views = [NodeView(info) for info in cluster.nodes]
+        ctx = CycleContext(cluster, PodView(pod))
+        for labels in selectors:
+            expected = [
+                0
+                if (value := info.node.labels.get(key)) is None
+                else sum(
+                    1
+                    for peer in cluster.nodes
+                    if peer.node.labels.get(key) == value
+                    for p in peer.pods
+                    if p.pod.namespace == pod.namespace
+                    and all(p.pod.labels.get(k) == v for k, v in labels.items())
+                )
+                for info in cluster.nodes
+            ]
+            counts = kept_counts(cluster, key, pod.namespace, tuple(sorted(labels.items())))
+            by_value = {
+                v.node.labels[key]: e
+                for v, e in zip(views, expected, strict=True)
+                if key in v.node.labels
+            }
+            assert {value: counts.get(value, 0) for value in by_value} == by_value
+            assert all(value in by_value for value, n in counts.items() if n)
+            assert [domain_pod_count(ctx, ctx.pod, v, key, labels) for v in views] == expected
+            assert domain_pod_count_batch(ctx, ctx.pod, views, key, labels) == expected
+            some = data.draw(st.lists(st.integers(0, len(views) - 1), max_size=4))
+            fresh_ctx = CycleContext(cluster, PodView(pod))
+            assert domain_pod_count_batch(
+                fresh_ctx, fresh_ctx.pod, [views[i] for i in some], key, labels
+            ) == [expected[i] for i in some]

@@ -1,0 +1,205 @@
+"""The few API calls the scheduling loop makes, sent on the raw JSON wire.
+
+The generated ``kubernetes`` client is built for convenience, not for a loop that binds
+hundreds of pods a second: importing ``CoreV1Api`` alone costs 0.5–1.5 s of startup (hundreds
+of pydantic-validated methods), and every call goes through argument validation, model
+conversion of the body and header negotiation before urllib3 sees it — about 40% of a bind's
+CPU, measured alone. kube-scheduler's client-go does none of that: it serialises the object
+and posts it.
+
+``RawAPI`` offers the calls of ``CoreV1Api``, ``EventsV1Api`` and ``PolicyV1Api`` that the
+loop uses, under the same names and arguments (so an ``Informer`` takes ``RawAPI.list_node``
+where it took ``CoreV1Api.list_node``), and answers the way the generated client answers with
+``_preload_content=False``: the urllib3 response on 2xx, ``ApiException`` (with status, reason,
+body and headers) otherwise. Requests still go through the ``ApiClient``'s ``rest_client`` —
+its connection pool, TLS settings, timeouts, the client-side rate limit that ``connection``
+installs there — and carry its default headers (User-Agent) and credentials (a bearer token,
+refreshed by the configuration's hook as the generated client does).
+
+What goes on the wire is what kube-scheduler sends (``k8s-wire/06-kube-scheduler-client-
+requests.txt``): bodies as given (a Binding keeps ``creationTimestamp: null``, an Event its
+``eventTime`` with microseconds), ``Content-Type: application/json`` on POST, strategic merge
+for a dict PATCH body and JSON patch for a list, the generated client's query parameters.
+``tests/controller/test_rawapi.py`` holds each call's path, query, headers and body equal to
+what the generated client sends, apart from these named differences. Only the named methods
+are calls (``tests/deploy/test_rbac.py`` derives the RBAC from them through ``MIRRORS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+ACCEPT = "application/json"
+JSON_TYPE = "application/json"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+# Query parameters by the generated client's argument names, in the order it sends them.
+_QUERY = (
+    ("pretty", "pretty"),
+    ("allow_watch_bookmarks", "allowWatchBookmarks"),
+    ("_continue", "continue"),
+    ("dry_run", "dryRun"),
+    ("field_manager", "fieldManager"),
+    ("field_selector", "fieldSelector"),
+    ("field_validation", "fieldValidation"),
+    ("force", "force"),
+    ("grace_period_seconds", "gracePeriodSeconds"),
+    ("label_selector", "labelSelector"),
+    ("limit", "limit"),
+    ("orphan_dependents", "orphanDependents"),
+    ("propagation_policy", "propagationPolicy"),
+    ("resource_version", "resourceVersion"),
+    ("resource_version_match", "resourceVersionMatch"),
+    ("send_initial_events", "sendInitialEvents"),
+    ("timeout_seconds", "timeoutSeconds"),
+    ("watch", "watch"),
+)
+_KNOWN = frozenset(name for name, _ in _QUERY)
+# Options the generated methods take that are not query parameters.
+_OPTIONS = frozenset({"_preload_content", "_request_timeout", "async_req", "body"})
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return quote(str(value))
+
+
+def query_string(params: Mapping[str, Any]) -> str:
+    """``params`` (the generated client's argument names) as its URL query; None is left out."""
+    unknown = set(params) - _KNOWN - _OPTIONS
+    if unknown:
+        raise TypeError(f"unsupported query parameter(s): {', '.join(sorted(unknown))}")
+    return "&".join(
+        f"{wire}={_value(params[name])}" for name, wire in _QUERY if params.get(name) is not None
+    )
+
+
+def _segment(text: str) -> str:
+    return quote(str(text), safe="")
+
+
+class RawAPI:
+    """The loop's calls on the raw wire (module docstring)."""
+
+    # The generated API class each call mirrors (same name, path and verb): what
+    # ``tests/deploy/test_rbac.py`` reads to derive the RBAC the calls need.
+    MIRRORS: ClassVar[dict[str, str]] = {
+        "list_node": "CoreV1Api",
+        "list_pod_for_all_namespaces": "CoreV1Api",
+        "list_pod_disruption_budget_for_all_namespaces": "PolicyV1Api",
+        "create_namespaced_pod_binding": "CoreV1Api",
+        "patch_namespaced_pod": "CoreV1Api",
+        "patch_namespaced_pod_status": "CoreV1Api",
+        "delete_namespaced_pod": "CoreV1Api",
+        "create_namespaced_event": "EventsV1Api",
+    }
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self._client = api_client
+
+    # ------------------------------------------------------------------ the one request
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        *,
+        content_type: str | None = None,
+        timeout: Any = None,
+    ) -> Any:
+        """Send one request; the urllib3 response on 2xx (read ``.data``, then
+        ``release_conn()``), else ``ApiException`` as the generated client raises it."""
+        headers: dict[str, Any] = {"Accept": ACCEPT}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        client = self._client
+        headers.update(client.default_headers)
+        if client.cookie:
+            headers["Cookie"] = client.cookie
+        query: list[tuple[str, str]] = []
+        client.update_params_for_auth(headers, query, ["BearerToken"], path, method, body)
+        url = client.configuration.host + path
+        text = query_string(params or {})
+        extra = "&".join(f"{k}={_value(v)}" for k, v in query)
+        if text or extra:
+            url += "?" + "&".join(part for part in (text, extra) if part)
+        response = client.rest_client.request(
+            method, url, headers=headers, body=body, _request_timeout=timeout
+        )
+        if not 200 <= response.status <= 299:
+            response.read()
+            raise ApiException.from_response(http_resp=response, body=None, data=None)
+        return response.response
+
+    # ------------------------------------------------------------------ lists and watches
+
+    def list_node(self, **params: Any) -> Any:
+        return self._request("GET", "/api/v1/nodes", params, timeout=params.get("_request_timeout"))
+
+    def list_pod_for_all_namespaces(self, **params: Any) -> Any:
+        return self._request("GET", "/api/v1/pods", params, timeout=params.get("_request_timeout"))
+
+    def list_pod_disruption_budget_for_all_namespaces(self, **params: Any) -> Any:
+        return self._request(
+            "GET",
+            "/apis/policy/v1/poddisruptionbudgets",
+            params,
+            timeout=params.get("_request_timeout"),
+        )
+
+    # ------------------------------------------------------------------ writes
+
+    def create_namespaced_pod_binding(
+        self, name: str, namespace: str, body: Mapping[str, Any], **params: Any
+    ) -> Any:
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}/binding"
+        return self._write("POST", path, body, params)
+
+    def patch_namespaced_pod(self, name: str, namespace: str, body: Any, **params: Any) -> Any:
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
+        return self._write("PATCH", path, body, params)
+
+    def patch_namespaced_pod_status(
+        self, name: str, namespace: str, body: Any, **params: Any
+    ) -> Any:
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}/status"
+        return self._write("PATCH", path, body, params)
+
+    def delete_namespaced_pod(self, name: str, namespace: str, **params: Any) -> Any:
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
+        return self._write("DELETE", path, params.get("body"), params)
+
+    def create_namespaced_event(
+        self, namespace: str, body: Mapping[str, Any], **params: Any
+    ) -> Any:
+        path = f"/apis/events.k8s.io/v1/namespaces/{_segment(namespace)}/events"
+        return self._write("POST", path, body, params)
+
+    def _write(self, method: str, path: str, body: Any, params: Mapping[str, Any]) -> Any:
+        content_type: str | None
+        if body is None:
+            content_type = None
+        elif method == "PATCH":
+            content_type = JSON_PATCH if isinstance(body, list) else STRATEGIC_MERGE
+        else:
+            content_type = JSON_TYPE
+        if body is not None and not isinstance(body, Mapping | list):
+            # A generated model (V1DeleteOptions and the like): its JSON form.
+            body = self._client.sanitize_for_serialization(body)
+        return self._request(
+            method,
+            path,
+            params,
+            body,
+            content_type=content_type,
+            timeout=params.get("_request_timeout"),
+        )

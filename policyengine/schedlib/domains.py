@@ -1,0 +1,419 @@
+"""Topology domains as columns, and sums over every node kept up to date between cycles.
+
+PodTopologySpread and InterPodAffinity read the cluster by topology domain (a label key and
+one of its values): their PreFilters sum, over every node, what each node adds to each of its
+domains, and their filters read those sums at the node's own domains. Done from scratch that
+is a pass over every pod of the cluster per pod scheduled; but the scheduler changes one node
+per cycle (the one the last pod was assumed onto), and each node's part depends only on that
+node (an immutable ``NodeInfo``) and on what the caller's key names of the pod.
+
+``node_sums`` keeps, per key, the sums of the nodes of the last snapshot it saw and corrects
+them for the rows whose ``NodeInfo`` was replaced since (their old part out, their new part
+in). ``label_column`` gives, per label key, each node row's value as a small integer code
+(-1: the node lacks the label), kept the same way, so a domain's sum can be read for every row
+at once with numpy (the row keys of ``topology_keys``).
+
+Rows are the positions in ``snapshot.nodes``, the engine's frame rows. Both caches give
+exactly what a fresh pass gives: ``tests/schedlib/test_domains.py`` replays assume/forget
+sequences against fresh passes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
+
+Pair = tuple[str, str]
+Part = Callable[[NodeInfo], dict[Any, int]]
+Relevant = Callable[[PodInfo], bool]
+
+# Past this share of replaced rows a fresh pass is as cheap as the corrections.
+_REBUILD_SHARE = 4
+# How many derivation steps (``ClusterSnapshot.derivation``) are remembered and followed.
+_STEPS_KEPT = 8192
+# generation -> (parent's generation, node name, the pods that node gained or lost in that
+# step, or None when not known: the parent was not the last snapshot seen here, or the node
+# object changed).
+_steps: OrderedDict[int, tuple[int, str, Sequence[PodInfo] | None]] = OrderedDict()
+_steps_lock = threading.Lock()
+_last_seen: list[tuple[int, tuple[NodeInfo, ...]]] = []
+
+
+def _note(snapshot: ClusterSnapshot) -> None:
+    generation = snapshot.generation
+    if _last_seen and _last_seen[0][0] == generation:
+        return
+    step = snapshot.derivation
+    with _steps_lock:
+        if step is not None and generation not in _steps:
+            parent, name = step
+            moved = None
+            if _last_seen and _last_seen[0][0] == parent:
+                row = snapshot.node_positions[name]
+                old = _last_seen[0][1]
+                nodes = snapshot.nodes
+                if len(old) == len(nodes):
+                    moved = _moved_pods(old[row], nodes[row])
+            _steps[generation] = (parent, name, moved)
+            while len(_steps) > _STEPS_KEPT:
+                _steps.popitem(last=False)
+        _last_seen[:] = [(generation, snapshot.nodes)]
+
+
+def changes_since(
+    snapshot: ClusterSnapshot, generation: int, known: tuple[NodeInfo, ...]
+) -> dict[int, list[PodInfo] | None] | None:
+    """The rows of ``snapshot.nodes`` holding another ``NodeInfo`` than ``known`` (the nodes
+    of the snapshot of ``generation``), each with the pods it gained or lost since when every
+    step is known (else None); None when they are not the same rows or too many changed.
+    Follows the snapshots' derivation steps when every one since ``generation`` was seen
+    here (a scheduler assumes one pod per cycle), else compares every row at C speed."""
+    _note(snapshot)
+    nodes = snapshot.nodes
+    if len(nodes) != len(known):
+        return None
+    limit = len(nodes) // _REBUILD_SHARE + 1
+    by_name: dict[str, list[PodInfo] | None] = {}
+    at = snapshot.generation
+    while at != generation and len(by_name) <= limit:
+        step = _steps.get(at)
+        if step is None:
+            break
+        at, name, moved = step
+        if name not in by_name:
+            by_name[name] = [] if moved is not None else None
+        pods = by_name[name]
+        if pods is not None:
+            if moved is None:
+                by_name[name] = None
+            else:
+                pods.extend(moved)
+    if at == generation:  # every step replaced a node in place: the rows are the same
+        positions = snapshot.node_positions
+        out = {positions[name]: pods for name, pods in by_name.items()}
+        return {row: pods for row, pods in out.items() if nodes[row] is not known[row]}
+    rows = list(itertools.compress(range(len(nodes)), map(operator.is_not, nodes, known)))
+    if len(rows) > limit:
+        return None
+    return dict.fromkeys(rows)
+
+
+def changed_rows(
+    snapshot: ClusterSnapshot, generation: int, known: tuple[NodeInfo, ...]
+) -> list[int] | None:
+    """The rows of ``changes_since``."""
+    changes = changes_since(snapshot, generation, known)
+    return None if changes is None else list(changes)
+
+
+def _moved_pods(old: NodeInfo, new: NodeInfo) -> Sequence[PodInfo] | None:
+    """The pods ``new`` gained or lost against ``old`` when it is the same node object with
+    pods added at the end (an assume) or one pod removed; None otherwise."""
+    if new.node is not old.node:
+        return None
+    before, after = old.pods, new.pods
+    if len(after) >= len(before):
+        if all(map(operator.is_, before, after)):
+            return after[len(before) :]
+        return None
+    if len(after) != len(before) - 1:
+        return None
+    kept = set(map(id, after))
+    gone = [info for info in before if id(info) not in kept]
+    return gone if len(gone) == 1 else None
+
+
+# --- sums of per-node parts ------------------------------------------------------------------
+
+
+class _Sums:
+    """The sums over ``nodes`` of each node's part; ``present`` counts the nodes whose part
+    names each pair (a pair stays while one does, even with a sum of 0)."""
+
+    __slots__ = ("counts", "generation", "nodes", "present")
+
+    def __init__(
+        self,
+        generation: int,
+        nodes: tuple[NodeInfo, ...],
+        counts: dict[Any, int],
+        present: dict[Any, int],
+    ):
+        self.generation = generation
+        self.nodes = nodes
+        self.counts = counts
+        self.present = present
+
+    def counts_for(self, copy: bool) -> dict[Any, int]:
+        return dict(self.counts) if copy else self.counts
+
+
+def _never(info: PodInfo) -> bool:
+    return False
+
+
+def _add(counts: dict[Any, int], present: dict[Any, int], part: dict[Any, int]) -> None:
+    for pair, n in part.items():
+        counts[pair] = counts.get(pair, 0) + n
+        present[pair] = present.get(pair, 0) + 1
+
+
+def _remove(counts: dict[Any, int], present: dict[Any, int], part: dict[Any, int]) -> None:
+    for pair, n in part.items():
+        left = present[pair] - 1
+        if left:
+            present[pair] = left
+            counts[pair] -= n
+        else:
+            del present[pair], counts[pair]
+
+
+def _summed(snapshot: ClusterSnapshot, part: Part) -> _Sums:
+    nodes = snapshot.nodes
+    counts: dict[Any, int] = {}
+    present: dict[Any, int] = {}
+    for node in nodes:
+        found = part(node)
+        if found:
+            _add(counts, present, found)
+    return _Sums(snapshot.generation, nodes, counts, present)
+
+
+def _corrected(
+    known: _Sums, snapshot: ClusterSnapshot, part: Part, relevant: Relevant | None
+) -> _Sums | None:
+    changes = changes_since(snapshot, known.generation, known.nodes)
+    if changes is None:
+        return None
+    nodes = snapshot.nodes
+    old = known.nodes
+    if relevant is None:
+        rows = list(changes)
+    else:
+        # A node whose object stayed and whose added or removed pods cannot count keeps its
+        # part: most replaced nodes got a pod of some other workload.
+        rows = []
+        for row, stepped in changes.items():
+            moved = _moved_pods(old[row], nodes[row]) if stepped is None else stepped
+            if moved is None or any(map(relevant, moved)):
+                rows.append(row)
+    if not rows:
+        return _Sums(snapshot.generation, nodes, known.counts, known.present)
+    counts = dict(known.counts)
+    present = dict(known.present)
+    for row in rows:
+        _remove(counts, present, part(old[row]))
+        _add(counts, present, part(nodes[row]))
+    return _Sums(snapshot.generation, nodes, counts, present)
+
+
+class NodeSums:
+    """Per key, the sums of ``part(node)`` over the nodes of the last snapshot asked about;
+    the least recently used keys are dropped past ``kept``."""
+
+    def __init__(self, kept: int):
+        self._kept = kept
+        self._known: OrderedDict[Hashable, _Sums] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def sums(
+        self,
+        key: Hashable,
+        snapshot: ClusterSnapshot,
+        part: Part,
+        relevant: Relevant | None = None,
+        copy: bool = True,
+        base: tuple[Hashable, Part] | None = None,
+    ) -> dict[Any, int]:
+        """``{pair: sum over the snapshot's nodes of part(node)[pair]}`` for the pairs some
+        node's part names; a new dict the caller may keep (the cache never changes it).
+        ``relevant(pod)`` False promises that adding or removing that pod leaves a node's part
+        as it was (the node object the same). ``copy=False``: the kept dict itself, which
+        the caller must not change; it is the same object while the sums stay the same.
+        ``base`` (with ``relevant``): ``(base_key, base_part)`` where ``base_part(node)`` is
+        what ``part(node)`` gives a node holding no relevant pod and reads only the node
+        object (and what ``base_key`` names): a key met for the first time starts from the
+        kept sums of ``base_part`` and computes ``part`` only for nodes holding relevant
+        pods."""
+        return self._kept_sums(key, snapshot, part, relevant, base).counts_for(copy)
+
+    def _kept_sums(
+        self,
+        key: Hashable,
+        snapshot: ClusterSnapshot,
+        part: Part,
+        relevant: Relevant | None,
+        base: tuple[Hashable, Part] | None,
+    ) -> _Sums:
+        _note(snapshot)
+        with self._lock:
+            known = self._known.pop(key, None)
+        found = None
+        if known is not None:
+            same = known.nodes is snapshot.nodes
+            found = known if same else _corrected(known, snapshot, part, relevant)
+        if found is None:
+            if base is not None and relevant is not None:
+                found = self._from_base(snapshot, part, relevant, *base)
+            else:
+                found = _summed(snapshot, part)
+        with self._lock:
+            self._known[key] = found
+            while len(self._known) > self._kept:
+                self._known.popitem(last=False)
+        return found
+
+    def _from_base(
+        self,
+        snapshot: ClusterSnapshot,
+        part: Part,
+        relevant: Relevant,
+        base_key: Hashable,
+        base_part: Part,
+    ) -> _Sums:
+        kept = self._kept_sums(("base", base_key), snapshot, base_part, _never, None)
+        counts = dict(kept.counts)
+        present = dict(kept.present)
+        for node in snapshot.nodes:
+            pods = node.pods
+            if pods and any(map(relevant, pods)):
+                _remove(counts, present, base_part(node))
+                _add(counts, present, part(node))
+        return _Sums(snapshot.generation, snapshot.nodes, counts, present)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+
+# --- label values as integer columns -----------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LabelColumn:
+    """``codes[row]``: the code of the row's value of the label (-1: no such label);
+    ``values``: value -> code (it may also hold values no row has any more)."""
+
+    codes: np.ndarray
+    values: dict[str, int]
+
+    def gather(self, by_value: dict[str, int], missing: int = 0) -> np.ndarray:
+        """Per row, ``by_value`` at the row's value (0 for values it lacks), ``missing``
+        where the row lacks the label."""
+        table = np.zeros(len(self.values) + 1, np.int64)
+        table[-1] = missing
+        values = self.values
+        for value, n in by_value.items():
+            code = values.get(value)
+            if code is not None:
+                table[code] = n
+        return table[self.codes]  # type: ignore[no-any-return]
+
+
+def _codes_of(nodes: tuple[NodeInfo, ...], key: str, values: dict[str, int]) -> np.ndarray:
+    codes = [_code(values, node.node.labels.get(key)) for node in nodes]
+    return np.array(codes, np.int64) if codes else np.zeros(0, np.int64)
+
+
+def _code(values: dict[str, int], value: str | None) -> int:
+    if value is None:
+        return -1
+    code = values.get(value)
+    if code is None:
+        code = values[value] = len(values)
+    return code
+
+
+_COLUMNS_KEPT = 32
+_columns: OrderedDict[str, tuple[int, tuple[NodeInfo, ...], LabelColumn]] = OrderedDict()
+_columns_lock = threading.Lock()
+
+
+def label_column(snapshot: ClusterSnapshot, key: str) -> LabelColumn:
+    """Each row's value of label ``key`` as a code (``LabelColumn``)."""
+    _note(snapshot)
+    nodes = snapshot.nodes
+    with _columns_lock:
+        known = _columns.pop(key, None)
+    column: LabelColumn | None = None
+    if known is not None:
+        generation, old, column = known
+        if old is not nodes:
+            rows = changed_rows(snapshot, generation, old)
+            column = None if rows is None else _relabelled(column, old, nodes, rows, key)
+    if column is None:
+        values: dict[str, int] = {}
+        column = LabelColumn(_codes_of(nodes, key, values), values)
+    with _columns_lock:
+        _columns[key] = (snapshot.generation, nodes, column)
+        while len(_columns) > _COLUMNS_KEPT:
+            _columns.popitem(last=False)
+    return column
+
+
+def _relabelled(
+    column: LabelColumn,
+    old: tuple[NodeInfo, ...],
+    nodes: tuple[NodeInfo, ...],
+    rows: list[int],
+    key: str,
+) -> LabelColumn:
+    # Mostly the node object is the same (a pod was assumed onto it): its labels are too.
+    moved = [
+        row for row in rows if nodes[row].node.labels.get(key) != old[row].node.labels.get(key)
+    ]
+    if not moved:
+        return column
+    values = dict(column.values)  # the old column's dict stays as its codes were made
+    codes = column.codes.copy()
+    for row in moved:
+        codes[row] = _code(values, nodes[row].node.labels.get(key))
+    return LabelColumn(codes, values)
+
+
+def clear() -> None:
+    """Forget the label columns and derivation steps (tests)."""
+    with _columns_lock:
+        _columns.clear()
+    with _steps_lock:
+        _steps.clear()
+        _last_seen.clear()
+
+
+_ROWS: list[tuple[int, tuple[NodeInfo, ...], dict[int, int]]] = []
+_ROWS_LOCK = threading.Lock()
+
+
+def rows_by_id(snapshot: ClusterSnapshot) -> dict[int, int]:
+    """``{id(node info): row}`` over ``snapshot.nodes`` (the snapshot keeps them alive, so an
+    id names one node info), kept from one snapshot to the next."""
+    _note(snapshot)
+    nodes = snapshot.nodes
+    with _ROWS_LOCK:
+        known = _ROWS[0] if _ROWS else None
+    if known is not None and known[1] is nodes:
+        return known[2]
+    rows = None if known is None else changed_rows(snapshot, known[0], known[1])
+    if known is None or rows is None:
+        found = dict(zip(map(id, nodes), range(len(nodes)), strict=True))
+    else:
+        # Changed in place: a cycle still reading it for an older snapshot misses only the
+        # node infos replaced since (a KeyError its caller handles), never gets a wrong row.
+        found = known[2]
+        old = known[1]
+        for row in rows:
+            found.pop(id(old[row]), None)
+        for row in rows:
+            found[id(nodes[row])] = row
+    with _ROWS_LOCK:
+        _ROWS[:] = [(snapshot.generation, nodes, found)]
+    return found

@@ -1,0 +1,465 @@
+"""PodTopologySpread's and InterPodAffinity's PreFilters kept between cycles, and their filters'
+row keys.
+
+The PreFilters (``model.plugins.pod_topology_spread`` / ``inter_pod_affinity``) sum, over every
+node, the pods matching the incoming pod's constraints per topology domain, and the existing
+pods' anti-affinity terms matching the incoming pod: a pass over every pod in the cluster for
+every pod scheduled. Each node's part depends only on the node and on what a key names of the
+pod (its constraints, terms, labels, namespace), so ``domains.NodeSums`` keeps the sums per key
+and corrects them for the nodes replaced since. The states built here are the plugins' own
+(``FilterState``), equal to what the plugins' ``prepare_filter`` gives
+(``tests/schedlib/test_batch_forms.py``).
+
+The filters' row keys (``rowkeys.RowKeyed``) are what each plugin's per-node filter reads of
+those sums at the node's domains, reduced to what it decides on: for spread, per constraint,
+whether the node lacks the key (-1) or the skew there exceeds maxSkew (1) or not (0); for
+affinity, per term and per topology key of existing anti-affinity, whether the node lacks the
+key (-1), or some pod counts in its domain (1) or none does (0). The rest of what the filters
+read (the pod, its terms, whether any pod matches at all) is in the whole part. So a cached
+verdict is recomputed only where one of those can have changed.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from policyengine.model.labels import IN, Selector
+from policyengine.model.objects import DO_NOT_SCHEDULE, Pod
+from policyengine.model.plugins import inter_pod_affinity as affinity
+from policyengine.model.plugins import pod_topology_spread as spread
+from policyengine.model.plugins.config import SchedulerConfig
+from policyengine.model.pod_affinity import compile_pod_affinity, matches_all
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
+from policyengine.schedlib.domains import NodeSums, label_column, rows_by_id
+from policyengine.schedlib.rowkeys import RowKeyed
+
+Pair = tuple[str, str]
+
+# Keys are mostly one per deployment (its selector, terms or labels); a benchmark-sized
+# cluster has a few hundred.
+_KEPT = 512
+SPREAD_SUMS = NodeSums(_KEPT)
+TERM_SUMS = NodeSums(_KEPT)
+# Existing pods' terms, for every incoming pod: keys "existing" (filter), "score" (PreScore).
+EXISTING_SUMS = NodeSums(2)
+_LOCK = threading.Lock()
+
+
+def _hashable(key: Hashable) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def _label_gate(selectors: Sequence[Selector]) -> Callable[[Any], bool] | None:
+    """A quick test that labels can match one of ``selectors``: each must hold an ``In``
+    requirement (a matchLabels entry) the labels meet; None when a selector has none."""
+    gates: list[tuple[str, frozenset[str]]] = []
+    for selector in selectors:
+        if selector.nothing:
+            continue
+        found = next((r for r in selector.requirements if r.operator == IN), None)
+        if found is None:
+            return None
+        gates.append((found.key, found.values))
+    if len(gates) == 1:
+        key, values = gates[0]
+        return lambda labels: labels.get(key) in values
+    return lambda labels: any(labels.get(key) in values for key, values in gates)
+
+
+# --- PreFilters ---------------------------------------------------------------------------
+
+
+def _presence(node: NodeInfo, key: spread.CountKey) -> dict[Any, int]:
+    """``spread.node_counts`` of ``node`` were it to hold no matching pod: the domains it
+    counts for (it reads only the node object, the keys, policies and the pod's required
+    node affinity and tolerations)."""
+    constraints, required, tolerations, _ = key
+    labels = node.node.labels
+    if not spread.has_all_keys(labels, constraints):
+        return {}
+    return {
+        (c.topology_key, labels[c.topology_key]): 0
+        for c in constraints
+        if c.includes_node(node, required, tolerations)
+    }
+
+
+def prepare_spread_filter(
+    pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig
+) -> spread.FilterState:
+    """``pod_topology_spread.prepare_filter``, from sums kept per ``count_key``."""
+    constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
+    if not constraints:
+        return spread.filter_state((), pod, {})
+    key = spread.count_key(pod, constraints)
+    if not _hashable(key):
+        return spread.prepare_filter(pod, snapshot, config)
+
+    def part(node: NodeInfo) -> dict[Any, int]:
+        return spread.node_counts(node, key)
+
+    namespace = pod.namespace
+    selectors = [c.selector for c in constraints]
+    gate = _label_gate(selectors)
+
+    def counts(info: PodInfo) -> bool:  # what ``spread.count_matching`` may count
+        other = info.pod
+        if gate is not None and not gate(other.labels):
+            return False
+        return (
+            other.deletion_timestamp is None
+            and other.namespace == namespace
+            and any(s.matches(other.labels) for s in selectors)
+        )
+
+    def presence(node: NodeInfo) -> dict[Any, int]:  # ``part`` of a node with no such pod
+        return _presence(node, key)
+
+    included = (
+        tuple((c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c in constraints),
+        key[1],
+        key[2],
+    )
+    sums = SPREAD_SUMS.sums(key, snapshot, part, counts, base=(included, presence))
+    return spread.filter_state(constraints, pod, sums)
+
+
+# Existing pods' terms, each interned as a small integer so the sums' keys hash fast.
+_TERMS: dict[Any, int] = {}
+_TERM_LIST: list[Any] = []
+_TERMS_KEPT = 100_000
+
+
+def _term_index(term: Any) -> int:
+    index = _TERMS.get(term)
+    if index is None:
+        index = _TERMS[term] = len(_TERM_LIST)
+        _TERM_LIST.append(term)
+    return index
+
+
+def _existing_anti_part(node: NodeInfo) -> dict[Any, int]:
+    """The required anti-affinity terms of the pods on ``node``, per domain of the node."""
+    holders = node.pods_with_required_anti_affinity
+    if not holders:
+        return {}
+    out: dict[Any, int] = {}
+    labels = node.node.labels
+    for info in holders:
+        for term in info.affinity_terms.required_anti_affinity:
+            value = labels.get(term.topology_key)
+            if value is not None:
+                entry = (_term_index(term), term.topology_key, value)
+                out[entry] = out.get(entry, 0) + 1
+    return out
+
+
+def _nothing(node: NodeInfo) -> dict[Any, int]:  # a node holding no pod a term counts
+    return {}
+
+
+def _has_anti(info: PodInfo) -> bool:
+    return info.pod.has_required_anti_affinity
+
+
+def _has_terms(info: PodInfo) -> bool:
+    return info.pod.has_pod_affinity_constraints
+
+
+_GROUPED: list[tuple[dict[Any, int], dict[int, list[tuple[Pair, int]]]]] = []
+_MATCHED: OrderedDict[Hashable, dict[int, bool]] = OrderedDict()
+_MATCHED_KEPT = 1024
+
+
+def _by_term(sums: dict[Any, int]) -> dict[int, list[tuple[Pair, int]]]:
+    """The kept sums grouped by term, regrouped only when they changed (an anti-affinity pod
+    placed or removed)."""
+    if _GROUPED and _GROUPED[0][0] is sums:
+        return _GROUPED[0][1]
+    groups: dict[int, list[tuple[Pair, int]]] = {}
+    for (index, key, value), n in sums.items():
+        groups.setdefault(index, []).append(((key, value), n))
+    _GROUPED[:] = [(sums, groups)]
+    return groups
+
+
+def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> dict[Pair, int]:
+    """The plugin's ``existing_anti_affinity_counts``: the domains holding pods whose required
+    anti-affinity matches ``pod``, from one sum over every node shared by all pods. Whether a
+    term matches reads the pod's namespace and labels and the namespaces' labels only."""
+    with _LOCK:
+        if len(_TERM_LIST) > _TERMS_KEPT:
+            _TERMS.clear()
+            _TERM_LIST.clear()
+            _MATCHED.clear()
+            EXISTING_SUMS.clear()
+        sums = EXISTING_SUMS.sums("existing", snapshot, _existing_anti_part, _has_anti, False)
+        groups = _by_term(sums)
+        terms = _TERM_LIST
+        alike = (pod.namespace, pod.labels, snapshot.namespaces)
+        matched = _MATCHED.pop(alike, None) if _hashable(alike) else None
+        if matched is None:
+            matched = {}
+        out: dict[Pair, int] = {}
+        for index, pairs in groups.items():
+            hit = matched.get(index)
+            if hit is None:
+                hit = matched[index] = terms[index].matches(pod, own_ns)
+            if hit:
+                for pair, n in pairs:
+                    out[pair] = out.get(pair, 0) + n
+        if _hashable(alike):
+            _MATCHED[alike] = matched
+            while len(_MATCHED) > _MATCHED_KEPT:
+                _MATCHED.popitem(last=False)
+    return out
+
+
+def prepare_affinity_filter(
+    pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig
+) -> affinity.FilterState:
+    """``inter_pod_affinity.prepare_filter``, from sums kept for every pod (existing pods'
+    anti-affinity terms) and per terms (the pod's own)."""
+    terms = compile_pod_affinity(pod)
+    own_ns = snapshot.namespace_labels(pod.namespace)
+    req_aff = terms.required_affinity
+    req_anti = terms.required_anti_affinity
+    terms_key = (req_aff, req_anti, snapshot.namespaces)  # namespace selectors read these
+    if not _hashable(terms_key):
+        return affinity.prepare_filter(pod, snapshot, config)
+    existing = _existing_anti_counts(pod, own_ns, snapshot)
+    found: dict[Any, int] = {}
+    if req_aff or req_anti:
+
+        def terms_part(node: NodeInfo) -> dict[Any, int]:
+            out: dict[Any, int] = {}
+            labels = node.node.labels
+            for info in node.pods:
+                other = info.pod
+                ns_labels = snapshot.namespace_labels(other.namespace)
+                if req_aff and matches_all(req_aff, other, ns_labels):
+                    for t in req_aff:
+                        if t.topology_key in labels:
+                            pair = (True, t.topology_key, labels[t.topology_key])
+                            out[pair] = out.get(pair, 0) + 1
+                for t in req_anti:
+                    if t.topology_key in labels and t.matches(other, ns_labels):
+                        pair = (False, t.topology_key, labels[t.topology_key])
+                        out[pair] = out.get(pair, 0) + 1
+            return out
+
+        gate = _label_gate([t.selector for t in (*req_aff[:1], *req_anti)])
+
+        def matched(info: PodInfo) -> bool:
+            other = info.pod
+            if gate is not None and not gate(other.labels):
+                return False
+            ns_labels = snapshot.namespace_labels(other.namespace)
+            return bool(req_aff and matches_all(req_aff, other, ns_labels)) or any(
+                t.matches(other, ns_labels) for t in req_anti
+            )
+
+        found = TERM_SUMS.sums(terms_key, snapshot, terms_part, matched, base=((), _nothing))
+    return affinity.FilterState(
+        terms=terms,
+        skip=not existing and not req_aff and not req_anti,
+        self_match=matches_all(req_aff, pod, own_ns),
+        affinity_counts={(k, v): n for (aff, k, v), n in found.items() if aff},
+        anti_affinity_counts={(k, v): n for (aff, k, v), n in found.items() if not aff},
+        existing_anti_affinity_counts=existing,
+    )
+
+
+# --- InterPodAffinity's PreScore ------------------------------------------------------------
+
+
+def _existing_score_part(node: NodeInfo) -> dict[Any, int]:
+    """The terms of the pods on ``node`` that can score an incoming pod, per domain of the
+    node, tagged 0 (required affinity: hardPodAffinityWeight), 1 or -1 (preferred affinity
+    or anti-affinity: +/- their weight)."""
+    holders = node.pods_with_affinity
+    if not holders:
+        return {}
+    out: dict[Any, int] = {}
+    labels = node.node.labels
+    for info in holders:
+        theirs = info.affinity_terms
+        weighted = [(0, term, 0) for term in theirs.required_affinity]
+        weighted += [(1, w.term, w.weight) for w in theirs.preferred_affinity]
+        weighted += [(-1, w.term, w.weight) for w in theirs.preferred_anti_affinity]
+        for tag, term, weight in weighted:
+            value = labels.get(term.topology_key)
+            if value is not None:
+                entry = (tag, _term_index(term), weight, term.topology_key, value)
+                out[entry] = out.get(entry, 0) + 1
+    return out
+
+
+def prepare_affinity_score(
+    pod: Pod,
+    snapshot: ClusterSnapshot,
+    feasible: Sequence[NodeInfo],
+    config: SchedulerConfig,
+) -> affinity.ScoreState | None:
+    """``inter_pod_affinity.prepare_score``; for a pod without preferred terms of its own
+    (only existing pods' terms can score it) from one sum over every node shared by all
+    pods."""
+    if not feasible:
+        return None
+    terms = compile_pod_affinity(pod)
+    if terms.preferred_affinity or terms.preferred_anti_affinity:
+        return affinity.prepare_score(pod, snapshot, feasible, config)
+    if config.ignore_preferred_terms_of_existing_pods:
+        return None
+    own_ns = snapshot.namespace_labels(pod.namespace)
+    hard_weight = config.hard_pod_affinity_weight
+    with _LOCK:
+        if len(_TERM_LIST) > _TERMS_KEPT:
+            _TERMS.clear()
+            _TERM_LIST.clear()
+            _MATCHED.clear()
+            EXISTING_SUMS.clear()
+        sums = EXISTING_SUMS.sums("score", snapshot, _existing_score_part, _has_terms)
+        known = list(_TERM_LIST)
+    matched: dict[int, bool] = {}
+    scores: dict[str, dict[str, int]] = {}
+    for (tag, index, weight, key, value), n in sums.items():
+        if tag == 0 and hard_weight <= 0:
+            continue
+        hit = matched.get(index)
+        if hit is None:
+            hit = matched[index] = known[index].matches(pod, own_ns)
+        if hit:
+            amount = hard_weight if tag == 0 else weight * tag
+            by_value = scores.setdefault(key, {})
+            by_value[value] = by_value.get(value, 0) + amount * n
+    if not scores:
+        return None
+    return affinity.ScoreState(scores)
+
+
+# --- the filters' row keys ----------------------------------------------------------------
+
+
+def _counts_by_value(counts: dict[Pair, int], key: str) -> dict[str, int]:
+    return {value: n for (k, value), n in counts.items() if k == key}
+
+
+def _held(snapshot: ClusterSnapshot, key: str, counts: dict[Pair, int]) -> np.ndarray:
+    """Per row: -1 when the node lacks label ``key``, else whether ``counts`` at the node's
+    domain is above 0."""
+    column = label_column(snapshot, key)
+    return np.where(column.codes < 0, -1, column.gather(_counts_by_value(counts, key)) > 0)
+
+
+def spread_filter_key(state: spread.FilterState, snapshot: ClusterSnapshot) -> RowKeyed:
+    """What ``pod_topology_spread.filter`` decides on, per row and constraint."""
+    columns = []
+    for c in state.constraints:
+        column = label_column(snapshot, c.topology_key)
+        counts = column.gather(_counts_by_value(state.pair_counts, c.topology_key))
+        self_match = 1 if c.selector.matches(state.pod_labels) else 0
+        over = counts + self_match - spread.global_minimum(state, c) > c.max_skew
+        columns.append(np.where(column.codes < 0, -1, over))
+    return RowKeyed(("spread", len(columns)), np.stack(columns, axis=1).astype(np.int64))
+
+
+def affinity_filter_key(state: affinity.FilterState, snapshot: ClusterSnapshot) -> RowKeyed:
+    """What ``inter_pod_affinity.filter`` reads per row: each term's count at the node's
+    domain (above 0 or not), and whether existing pods' anti-affinity counts the node's
+    domains; whole: whether any pod matches at all and the pod's own match."""
+    columns = [
+        _held(snapshot, t.topology_key, state.affinity_counts)
+        for t in state.terms.required_affinity
+    ]
+    columns += [
+        _held(snapshot, t.topology_key, state.anti_affinity_counts)
+        for t in state.terms.required_anti_affinity
+    ]
+    existing_keys = tuple(sorted({k for k, _ in state.existing_anti_affinity_counts}))
+    columns += [_held(snapshot, k, state.existing_anti_affinity_counts) for k in existing_keys]
+    whole = (
+        "affinity",
+        existing_keys,
+        bool(state.affinity_counts),
+        bool(state.anti_affinity_counts),
+        state.self_match,
+    )
+    if not columns:
+        return RowKeyed(whole, np.zeros((snapshot.num_nodes, 0), np.int64))
+    return RowKeyed(whole, np.stack(columns, axis=1).astype(np.int64))
+
+
+_MAKERS: dict[str, Callable[[Any, ClusterSnapshot], RowKeyed]] = {
+    "PodTopologySpread": spread_filter_key,
+    "InterPodAffinity": affinity_filter_key,
+}
+
+
+def filter_key(ctx: Any, plugin_name: str, state: Any) -> RowKeyed:
+    """The row key of ``plugin_name``'s filter for ``state`` over the cycle's snapshot, made
+    once per cycle (the cluster key and the batch form both read it)."""
+    make = _MAKERS[plugin_name]
+    return ctx.prepared(  # type: ignore[no-any-return]
+        (plugin_name, "rows", id(state)), lambda: make(state, ctx.snapshot)
+    )
+
+
+_BASE = 3  # each row key column holds -1, 0 or 1
+_MAX_COLUMNS = 39  # 3**39 < 2**63
+
+
+def _rows_of(ctx: Any, infos: Sequence[NodeInfo]) -> list[int] | None:
+    """The rows of the cycle's snapshot holding ``infos`` (None: one is not there). The
+    snapshot holds its ``NodeInfo`` objects alive, so their ids name them."""
+    nodes = ctx.snapshot.nodes
+    if len(infos) == len(nodes) and all(map(operator.is_, infos, nodes)):
+        return list(range(len(nodes)))
+    by_id = rows_by_id(ctx.snapshot)
+    try:
+        rows = list(map(by_id.__getitem__, map(id, infos)))
+        picked = operator.itemgetter(*rows)(nodes) if len(rows) > 1 else (nodes[rows[0]],)
+    except (KeyError, IndexError):
+        return None
+    # Checked: the map may have moved on to a later snapshot meanwhile.
+    return rows if all(map(operator.is_, picked, infos)) else None
+
+
+def by_pattern(
+    ctx: Any, plugin_name: str, state: Any, infos: Sequence[NodeInfo], run: Any
+) -> list[Any] | None:
+    """``run(state, info)`` for each of ``infos`` (nodes of the cycle's snapshot), run once
+    per distinct row key: the filter's verdict is a function of its row key (module
+    docstring), so nodes with equal keys get the same answer. None when an info is not the
+    snapshot's or the key is too wide to fold into one integer."""
+    if ctx is None or not infos:
+        return None
+    rows_key = filter_key(ctx, plugin_name, state).rows
+    if rows_key.shape[1] > _MAX_COLUMNS or len(rows_key) != ctx.snapshot.num_nodes:
+        return None
+    rows = _rows_of(ctx, infos)
+    if rows is None:
+        return None
+    codes = (rows_key + 1) @ (_BASE ** np.arange(rows_key.shape[1], dtype=np.int64))
+    if len(rows) != len(codes):
+        codes = codes[rows]
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    answers = np.empty(len(first), object)
+    for at, row in enumerate(first.tolist()):
+        answers[at] = run(state, infos[row])
+    return answers[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
+
+
+PREPARE_SCORES: dict[str, Callable[[Any, Any, Any, Any], Any]] = {
+    "InterPodAffinity": prepare_affinity_score
+}

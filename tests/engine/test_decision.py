@@ -1,0 +1,51 @@
+"""``engine.decision``: the lazily built parts of a decision read as the plain values they stand
+for (a ``Names`` is the tuple it holds; built once, only when read)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from policyengine.engine.decision import Names
+
+
+def _names(items: tuple[str, ...], built: list[int]) -> Names:
+    def build() -> tuple[str, ...]:
+        built.append(1)
+        return items
+
+    return Names(build, len(items))
+
+
+def test_names_know_their_length_without_building() -> None:
+    built: list[int] = []
+    names = _names(("b", "a"), built)
+    assert len(names) == 2
+    assert bool(names)
+    assert built == []
+
+
+@pytest.mark.parametrize(
+    ("read", "expected"),
+    [
+        (lambda n: n == ("b", "a", "c"), True),
+        (lambda n: n == ("a", "b", "c"), False),
+        (lambda n: n == ["b", "a", "c"], False),  # a tuple is not a list either
+        (lambda n: tuple(n), ("b", "a", "c")),
+        (lambda n: list(n[:2]), ["b", "a"]),
+        (lambda n: n[-1], "c"),
+        (lambda n: "a" in n, True),
+        (lambda n: n.index("c"), 2),
+        (lambda n: n.count("a"), 1),
+        (lambda n: hash(n) == hash(("b", "a", "c")), True),
+        (lambda n: repr(n), "('b', 'a', 'c')"),
+        (lambda n: pickle.loads(pickle.dumps(n)), ("b", "a", "c")),
+    ],
+)
+def test_names_read_as_their_tuple(read: object, expected: object) -> None:
+    built: list[int] = []
+    names = _names(("b", "a", "c"), built)
+    assert read(names) == expected  # type: ignore[operator]
+    read(names)  # type: ignore[operator]
+    assert len(built) <= 1  # built at most once
