@@ -54,6 +54,8 @@ def shape_demand(shape: Mapping[str, Any]) -> tuple[GpuDemand, float]:
     cores = int(_number(shape, "cores"))
     memory = int(_number(shape, "memory"))
     percent = int(_number(shape, "memory_percent"))
+    if percent > 100:
+        raise ValueError("shape key 'memory_percent' must be at most 100 (a share of one device)")
     if gpus and not (cores or memory or percent):
         return whole(gpus), weight
     if not (cores or memory or percent):

@@ -282,6 +282,10 @@ SHAPES = [
     ("gpus=1;cores=25,memory=zz", "shape 2: memory 'zz': not a number"),
     (";;", "no shapes given"),
     ("cores=-5", "shape 1: shape key 'cores' must not be negative"),
+    (
+        "gpus=1;memory_percent=120",
+        "shape 2: shape key 'memory_percent' must be at most 100 (a share of one device)",
+    ),
     ("weight=3", "shape 1: a shape needs gpus, cores, memory or memory_percent"),
     (
         "foo=1",

@@ -106,6 +106,10 @@ def test_fragmentation_builtins() -> None:
         ),
         ({"weight": 2}, "a shape needs gpus, cores, memory or memory_percent"),
         ({"cores": -1}, "shape key 'cores' must not be negative"),
+        (
+            {"memory_percent": 150},
+            "shape key 'memory_percent' must be at most 100 (a share of one device)",
+        ),
     ],
 )
 def test_bad_shapes(shape: dict[str, int], error: str) -> None:
