@@ -9,6 +9,12 @@ Gangs are placed in queue order as ``simulate`` places them (``schedule_gang`` o
 then its placements assumed); ``--scale`` is the fraction of the queue's gangs placed per run
 (default 0.1: the first 30). The figure is member pods per second: the pending members of the
 gangs placed over the summed time of their ``schedule_gang`` calls.
+
+Outside the timings, ``--check`` members (default 8) are compared with the reference
+evaluator: the first gangs' members, each tried in the domain ``schedule_gang`` chose for its
+gang on the snapshot the members before it were assumed into (``CycleOptions.candidates``, on
+the caches the runs left), against ``reference_decision`` under the same candidates from the
+same rng state.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.agreement import Agreement, differences, reference_decision
 from benchmarks.harness import Measurement, note, percentile, progress, summarise
-from policyengine.engine.cycle import CycleOptions
+from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.gangs import Gang, gangs_of, schedule_gang
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.simulate import queue_order
@@ -27,6 +34,7 @@ from policyengine.lang.compiler import Program, compile_paths
 from policyengine.model import synthetic
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
+from policyengine.model.topology import DEFAULT_TOPOLOGY, topology_of
 from policyengine.schedlib import default_schema
 
 NODES = 1000
@@ -34,6 +42,7 @@ GANGS = 300
 PODS_PER_GANG = 30  # the preset's sizes (8, 16, 32, 64) average about this
 DEFAULT_RUNS = 3
 DEFAULT_SCALE = 0.1
+DEFAULT_CHECK = 8  # members compared with the reference evaluator
 POLICY = Path(__file__).resolve().parent.parent / "policies" / "llm-training.sched"
 
 
@@ -81,8 +90,59 @@ def place(program: Program, snapshot: ClusterSnapshot, gangs: list[Gang], seed: 
     return GangRun(members, placed_gangs, placed_members, wall, cpu)
 
 
+def agreement(
+    program: Program, snapshot: ClusterSnapshot, gangs: list[Gang], count: int
+) -> Agreement:
+    """Up to ``count`` members of the first gangs placed, each member cycle in its gang's
+    domain against the reference evaluator's (module docstring)."""
+    found = Agreement()
+    rng = random.Random(1)
+    for gang in gangs:
+        if found.checked >= count:
+            break
+        decision = schedule_gang(program, gang, snapshot, random.Random(0), CycleOptions(False))
+        if not decision.scheduled:
+            continue
+        candidates = None
+        reason = "node(s) outside the gang's topology domain"
+        if decision.domain is not None:
+            level, name = decision.domain
+            candidates = frozenset(
+                info.name
+                for info in snapshot.nodes
+                if topology_of(info.node, DEFAULT_TOPOLOGY).domain(level) == name
+            )
+            reason = f"node(s) outside the gang's {level} {name}"
+        options = CycleOptions(False, candidates=candidates, candidates_reason=reason)
+        snap = snapshot
+        for pod in gang.pending[: count - found.checked]:
+            state = rng.getstate()
+            member = schedule(program, pod, snap, rng, options)
+            replay = random.Random()
+            replay.setstate(state)
+            reference = reference_decision(
+                program, pod, snap, replay, candidates=candidates, candidates_reason=reason
+            )
+            found.record(pod.key, differences(member, reference))
+            if member.node is not None:
+                snap = snap.with_pod(
+                    with_devices(pod, member.node, member.gpu_devices), member.node
+                )
+        members = {pod.key: pod for pod in gang.pending}
+        for d in decision.placements:
+            if d.node is not None:
+                snapshot = snapshot.with_pod(
+                    with_devices(members[d.pod], d.node, d.gpu_devices), d.node
+                )
+    return found
+
+
 def run(
-    runs: int = DEFAULT_RUNS, scale: float = DEFAULT_SCALE, nodes: int = NODES, gangs: int = GANGS
+    runs: int = DEFAULT_RUNS,
+    scale: float = DEFAULT_SCALE,
+    nodes: int = NODES,
+    gangs: int = GANGS,
+    check: int = DEFAULT_CHECK,
 ) -> list[Measurement]:
     progress(f"gangs: building {nodes:,} nodes and {gangs} gangs")
     program, snapshot, queue = build(nodes, gangs)
@@ -92,6 +152,9 @@ def run(
     for i in range(runs):
         progress(f"gangs: run {i + 1}/{runs}, {len(chosen)} gangs")
         results.append(place(program, snapshot, chosen))
+    if check:
+        progress(f"gangs: comparing {check} members with the reference evaluator")
+    agreed = agreement(program, snapshot, chosen, check)
     first = results[0]
     head = f"{nodes:,} nodes, {len(chosen)} of {len(queue)} gangs ({first.members:,} member pods)"
     note(
@@ -102,10 +165,13 @@ def run(
                 "gangs_placed": first.placed_gangs,
                 "members_placed": first.placed_members,
                 "runs_agree": len({(r.placed_gangs, r.placed_members) for r in results}) == 1,
+                "reference_checked": agreed.checked,
+                "reference_agreed": agreed.agreed,
+                "reference_differences": agreed.differences,
             }
         },
     )
-    return [
+    rows = [
         summarise(
             "gangs",
             f"{head}: member pods/s (wall)",
@@ -142,3 +208,17 @@ def run(
             first.placed_gangs,
         ),
     ]
+    if agreed.checked:
+        rows.append(
+            Measurement(
+                "gangs",
+                f"{head}: members deciding as the reference evaluator",
+                float(agreed.agreed),
+                f"of {agreed.checked}",
+                1,
+                float(agreed.agreed),
+                float(agreed.agreed),
+                f"= {agreed.checked}",
+            )
+        )
+    return rows

@@ -107,9 +107,12 @@ def test_gangs_scenario_reports_member_throughput_latency_and_gangs_placed() -> 
         "per-gang latency p50",
         "per-gang latency p99",
         "gangs placed whole",
+        "members deciding as the reference evaluator",
     ]
     assert all(r.median > 0 for r in rows[:4])
-    assert rows[4].unit == f"of {count}" and 0 <= rows[4].median <= count
+    assert rows[4].unit == f"of {count}" and 1 <= rows[4].median <= count
+    # Every member compared (a gang placed holds at least 8) decided as the reference.
+    assert (rows[5].unit, rows[5].median) == ("of 8", 8)
     assert "nan" not in render(rows)
 
 

@@ -31,7 +31,21 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _name(module_name: str) -> str:
+    return module_name.rsplit(".", 1)[1]
+
+
+# Each module registers the command named as the module.
+COMMANDS = frozenset(_name(m) for m in COMMAND_MODULES)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command``, one that registers only that sub-command.
+
+    Importing every command module costs seconds (the language, the engine, the Kubernetes
+    client, the renderers), which ``policyengine run`` would pay on every start for commands
+    it never uses. Parsing ``COMMAND ARGS...`` reads only that command's sub-parser, so the
+    one-command parser gives the same result, help and errors for such an ``argv``."""
     parser = argparse.ArgumentParser(
         prog="policyengine",
         description="A Kubernetes scheduler whose placement logic is a policy you can read, "
@@ -40,12 +54,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"policyengine {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+        if command is None or _name(module_name) == command:
+            importlib.import_module(module_name).register(subparsers)
     return parser
 
 
+def parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser for ``argv``: only its command's when ``argv`` starts with a command name
+    (what follows is then that sub-parser's alone), else the whole one (``--help``, no
+    command, an unknown one, a top-level option first)."""
+    first = argv[0] if argv else None
+    return build_parser(first if first in COMMANDS else None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = parser_for(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)

@@ -56,6 +56,11 @@ class _Assumption:
     deadline: float | None = None  # set once the bind finished
 
 
+def _same_placement(assumed: Pod, confirmed: Pod) -> bool:
+    """Whether the watch's pod is the one we assumed, but for its resourceVersion."""
+    return assumed == replace(confirmed, resource_version=assumed.resource_version)
+
+
 def _node_changed(old: Node, new: Node) -> bool:
     return replace(old, resource_version="") != replace(new, resource_version="")
 
@@ -155,6 +160,19 @@ class ClusterCache:
         with self._lock:
             snap = self._snapshot
             assumption = self._assumed.pop(key, None)
+            if (
+                assumption is not None
+                and key not in self._pods
+                and snap.pod_nodes.get(key) == pod.node_name
+                and _same_placement(assumption.pod, pod)
+            ):
+                # The watch confirms our bind with the pod we assumed (only its
+                # resourceVersion moved): the snapshot already holds it, so it stays as it is
+                # rather than rebuilding the node for an equal pod, and the next cycles do
+                # not see the node as changed.
+                self._pods[key] = pod
+                self._by_node.setdefault(pod.node_name, set()).add(key)
+                return False
             if assumption is not None:
                 if assumption.node != pod.node_name:
                     log.info(

@@ -9,7 +9,9 @@ Four jobs, kept together because they share one view of a request:
 * **How fast.** A token bucket (``--kube-api-qps``, ``--kube-api-burst``; client-go's client
   side rate limit) is put in front of every request of the client by wrapping
   ``ApiClient.rest_client.request``, the one method the generated client sends every request
-  through (``ApiClient.call_api``). A watch takes one token when it starts.
+  through (``ApiClient.call_api``); the writes that bypass it (``rawapi``'s kept-alive
+  connections) pass the same gate, which ``install`` leaves on the client. A watch takes one
+  token when it starts.
 * **What went wrong.** :func:`classify` turns an ``ApiException`` or a urllib3 error into a
   :class:`Failure` whose message names the server, the verb and the resource and says what to
   do (``forbidden: User "…" cannot list resource "pods" … — grant it in the ClusterRole (see
@@ -218,6 +220,9 @@ class TokenBucket:
 
 _last = threading.local()
 
+# The attribute of an installed client's ``rest_client`` holding its gate (see ``install``).
+GATE = "policyengine_gate"
+
 
 def install(api_client: k8s.ApiClient, limiter: TokenBucket | None) -> None:
     """Put ``limiter`` in front of every request ``api_client`` sends.
@@ -228,7 +233,7 @@ def install(api_client: k8s.ApiClient, limiter: TokenBucket | None) -> None:
     rest = api_client.rest_client
     send = rest.request
 
-    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+    def gate(method: str, url: str) -> None:
         _last.request = (method, url)
         if limiter is not None:
             waited = limiter.acquire()
@@ -239,9 +244,14 @@ def install(api_client: k8s.ApiClient, limiter: TokenBucket | None) -> None:
                     verb=info.verb,
                     resource=info.full_resource,
                 )
+
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        gate(method, url)
         return send(method, url, *args, **kwargs)
 
     rest.request = request  # type: ignore[method-assign]  # deliberately wrapping the client's method
+    # The same gate for the requests that bypass urllib3's layers (controller/keepalive.py).
+    setattr(rest, GATE, gate)
 
 
 # --- what went wrong -----------------------------------------------------------------------

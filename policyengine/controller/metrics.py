@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -120,15 +120,30 @@ class Metrics:
         self.policy_active_since: Gauge | None = None
         self._reload_lock = threading.Lock()
         self._queues: set[str] = set()
+        # Labelled children of the per-pod collectors (never removed, so safe to keep).
+        self._attempt_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._stage_children: dict[str, Any] = {}
 
     # --- what the scheduler reports ----------------------------------------------------------
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
-        self.attempts.labels(result=result, profile=profile).inc()
-        self.attempt_duration.labels(result=result, profile=profile).observe(seconds)
+        children = self._attempt_children.get((result, profile))
+        if children is None:
+            # ``labels()`` validates and locks on every call; a pod's hooks call it three
+            # times, so the few (result, profile) children are looked up once and kept.
+            children = (
+                self.attempts.labels(result=result, profile=profile),
+                self.attempt_duration.labels(result=result, profile=profile),
+            )
+            self._attempt_children[(result, profile)] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def observe_stage(self, stage: str, seconds: float) -> None:
-        self.stage_duration.labels(stage=stage).observe(seconds)
+        child = self._stage_children.get(stage)
+        if child is None:
+            child = self._stage_children[stage] = self.stage_duration.labels(stage=stage)
+        child.observe(seconds)
 
     def set_queue_depths(self, depths: Mapping[str, int]) -> None:
         # A sub-queue missing from a report is empty now; leaving its last value would lie.

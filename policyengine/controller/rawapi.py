@@ -10,11 +10,14 @@ and posts it.
 ``RawAPI`` offers the calls of ``CoreV1Api``, ``EventsV1Api`` and ``PolicyV1Api`` that the
 loop uses, under the same names and arguments (so an ``Informer`` takes ``RawAPI.list_node``
 where it took ``CoreV1Api.list_node``), and answers the way the generated client answers with
-``_preload_content=False``: the urllib3 response on 2xx, ``ApiException`` (with status, reason,
-body and headers) otherwise. Requests still go through the ``ApiClient``'s ``rest_client`` —
-its connection pool, TLS settings, timeouts, the client-side rate limit that ``connection``
-installs there — and carry its default headers (User-Agent) and credentials (a bearer token,
-refreshed by the configuration's hook as the generated client does).
+``_preload_content=False``: the urllib3 response on 2xx (for the writes, a ``WireResponse``
+read in full, with the same ``status``, ``data`` and ``release_conn()``), ``ApiException``
+(with status, reason, body and headers) otherwise. Lists and watches go through the
+``ApiClient``'s ``rest_client``; writes go on a kept-alive connection per thread made by
+the same urllib3 pool (``keepalive``: a third of the CPU); both use its TLS settings and
+timeouts and pass the client-side rate limit that ``connection`` installs, and carry the
+client's default headers (User-Agent) and credentials (a bearer token from the
+configuration's refresh hook, as the generated client asks it, but at most once a second).
 
 What goes on the wire is what kube-scheduler sends (``k8s-wire/06-kube-scheduler-client-
 requests.txt``): bodies as given (a Binding keeps ``creationTimestamp: null``, an Event its
@@ -27,17 +30,23 @@ are calls (``tests/deploy/test_rbac.py`` derives the RBAC from them through ``MI
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from policyengine.controller.keepalive import KeepAliveSender, usable
+
 ACCEPT = "application/json"
 JSON_TYPE = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+
+# Seconds the credentials read from the configuration are reused (see ``_prepare``).
+AUTH_REUSE = 1.0
 
 # Query parameters by the generated client's argument names, in the order it sends them.
 _QUERY = (
@@ -101,8 +110,14 @@ class RawAPI:
         "create_namespaced_event": "EventsV1Api",
     }
 
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    def __init__(
+        self, api_client: k8s.ApiClient, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._client = api_client
+        self._sender = KeepAliveSender(api_client) if usable(api_client) else None
+        self._clock = clock
+        # (until, headers, query) of the credentials last asked of the configuration
+        self._auth: tuple[float, dict[str, Any], list[tuple[str, str]]] | None = None
 
     # ------------------------------------------------------------------ the one request
 
@@ -117,21 +132,16 @@ class RawAPI:
         timeout: Any = None,
     ) -> Any:
         """Send one request; the urllib3 response on 2xx (read ``.data``, then
-        ``release_conn()``), else ``ApiException`` as the generated client raises it."""
-        headers: dict[str, Any] = {"Accept": ACCEPT}
-        if content_type is not None:
-            headers["Content-Type"] = content_type
+        ``release_conn()``), else ``ApiException`` as the generated client raises it.
+        Writes go on the thread's kept-alive connection (``keepalive``) and answer a
+        ``WireResponse`` read in full."""
+        headers, url = self._prepare(method, path, params, body, content_type)
         client = self._client
-        headers.update(client.default_headers)
-        if client.cookie:
-            headers["Cookie"] = client.cookie
-        query: list[tuple[str, str]] = []
-        client.update_params_for_auth(headers, query, ["BearerToken"], path, method, body)
-        url = client.configuration.host + path
-        text = query_string(params or {})
-        extra = "&".join(f"{k}={_value(v)}" for k, v in query)
-        if text or extra:
-            url += "?" + "&".join(part for part in (text, extra) if part)
+        if method != "GET" and self._sender is not None:
+            answer = self._sender.send(method, url, headers, body, timeout)
+            if not 200 <= answer.status <= 299:
+                raise ApiException.from_response(http_resp=answer, body=None, data=None)
+            return answer
         response = client.rest_client.request(
             method, url, headers=headers, body=body, _request_timeout=timeout
         )
@@ -139,6 +149,41 @@ class RawAPI:
             response.read()
             raise ApiException.from_response(http_resp=response, body=None, data=None)
         return response.response
+
+    def _prepare(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str | None,
+    ) -> tuple[dict[str, Any], str]:
+        """The request's headers (credentials included) and full URL."""
+        headers: dict[str, Any] = {"Accept": ACCEPT}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        client = self._client
+        headers.update(client.default_headers)
+        if client.cookie:
+            headers["Cookie"] = client.cookie
+        now = self._clock()
+        auth = self._auth
+        if auth is None or now >= auth[0]:
+            # The configuration's refresh hook (a kubeconfig's token, exec plugin or
+            # provider; the service account's token file) runs on every ask, about 0.15 ms;
+            # the answer is reused for a second, well inside client-go's own token caching.
+            fresh: dict[str, Any] = {}
+            asked: list[tuple[str, str]] = []
+            client.update_params_for_auth(fresh, asked, ["BearerToken"], path, method, body)
+            auth = self._auth = (now + AUTH_REUSE, fresh, asked)
+        headers.update(auth[1])
+        query = auth[2]
+        url = client.configuration.host + path
+        text = query_string(params or {})
+        extra = "&".join(f"{k}={_value(v)}" for k, v in query)
+        if text or extra:
+            url += "?" + "&".join(part for part in (text, extra) if part)
+        return headers, url
 
     # ------------------------------------------------------------------ lists and watches
 

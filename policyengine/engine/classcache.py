@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -162,6 +163,9 @@ class RulePlan:
     stable: tuple[Function, ...] | None = None
     # The share key is the same for every pod of a class under one configuration.
     alike: bool = False
+    # The share key holds what a pod has of its own (its name): the column serves that pod
+    # alone (a gang member's peers score), so a full cache drops it first.
+    own: bool = False
 
     def stable_now(self, context: Any) -> bool:
         """Whether this cycle's results read nothing of a node but its Node object."""
@@ -244,6 +248,8 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
             and not any(root == POD_ROOT and name in _UNIQUE for root, name, _ in reads.entries)
             and all(f.pod_key_alike for f in readers.values())
         ),
+        own=not by_class
+        and any(root == POD_ROOT and name in _UNIQUE for root, name in reads.attributes),
     )
 
 
@@ -620,6 +626,12 @@ class ColumnKey:
         return f"ColumnKey{self.value!r}"
 
 
+def _same_refs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two refs tuples hold the very same objects (program, policy, topology, config),
+    in one C-level pass: every column checkout asks."""
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
 class ClassCache:
     """Columns of recent (rule, pod inputs) pairs, least recently used dropped first.
 
@@ -667,7 +679,7 @@ class ClassCache:
             if found is None:
                 return None
             self._state_cells -= found[2]
-        if any(a is not b for a, b in zip(found[0], refs, strict=True)):
+        if not _same_refs(found[0], refs):
             return None
         return found[1]
 
@@ -720,11 +732,7 @@ class ClassCache:
         refs = entry.refs
         memo: dict[Any, Any] | None = context.alike if rule.alike else None
         remembered = None if memo is None else memo.get((id(rule), kind))
-        if (
-            remembered is not None
-            and remembered[1] is rule
-            and all(a is b for a, b in zip(remembered[0], refs, strict=True))
-        ):
+        if remembered is not None and remembered[1] is rule and _same_refs(remembered[0], refs):
             key = remembered[2]
         else:
             share: Hashable | None = None
@@ -751,7 +759,7 @@ class ClassCache:
                 found is None
                 or found[1].busy  # another cycle works on it: start afresh
                 or found[1].size != size
-                or any(a is not b for a, b in zip(found[0], refs, strict=True))
+                or not _same_refs(found[0], refs)
             ):
                 return fresh(size)
             found[1].busy = True
@@ -759,20 +767,23 @@ class ClassCache:
 
     def checkin(self, entry: ClassEntry) -> None:
         columns: list[Column] = [*entry.filters, *entry.scores]
+        plans = [*entry.plan.filters, *entry.plan.scores]
         with self._lock:
-            for key, column in zip(entry.keys, columns, strict=False):
+            for key, column, plan in zip(entry.keys, columns, plans, strict=False):
                 if key is None:
                     continue
                 column.busy = False
                 old = self._columns.get(key)
                 if old is not None and old[1] is column:
-                    self._columns.move_to_end(key)
+                    self._columns.move_to_end(key, last=not plan.own)
                     continue
                 if old is not None:
                     self._cells -= old[1].size
                     del self._columns[key]
                 self._columns[key] = (entry.refs, column)
                 self._cells += column.size
+                if plan.own:  # least recently used, as it were: the next to go
+                    self._columns.move_to_end(key, last=False)
             while self._cells > _CELLS and len(self._columns) > 1:
                 _, (_, dropped) = self._columns.popitem(last=False)
                 self._cells -= dropped.size

@@ -8,7 +8,7 @@ order, so a run is reproducible.
 
 Pods of one class (the same filter share keys: ``classcache``) mostly meet a cluster that
 changed in a few rows since the last of them: the pods placed meanwhile. Such a cycle (first
-rejection only, no gang candidates) starts from the class's last one (``_State``): its first
+rejection only) starts from the class's last one (``_State``): its first
 rejections, feasible set, totals and each score rule's normalisation facts. It re-examines only
 the rows the node frames logged as changed (and rows a cluster key dropped), renormalises a
 rule over every row only when its facts moved, and never sorts the ranking unless it is read
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any
 
@@ -124,7 +124,7 @@ def schedule(
     batch = NodeBatch(pod_env, {"node": frame.views})
     state_key: Hashable | None = None
     state: _State | None = None
-    if not options.all_filters and options.candidates is None:
+    if not options.all_filters:
         state_key = CACHE.state_key(entry)
         if state_key is not None:
             state = CACHE.take_state(state_key, refs)
@@ -144,14 +144,18 @@ def schedule(
             dead_at = _filter_first(entry, batch, context, errors)
         feasible_mask = dead_at < 0
         infeasible = _first_rejections(entry, dead_at, int(np.count_nonzero(feasible_mask)))
+    inside: np.ndarray | None = None
     if options.candidates is not None:
+        inside = _inside(entry.names, options.candidates)
         feasible_mask, infeasible = _outside(entry.names, feasible_mask, infeasible, options)
     count = int(np.count_nonzero(feasible_mask))
     context.feasible = _Picked(nodes, feasible_mask, count)
     CACHE.score_columns(entry, pod_view, context)
     scored = None
     if state is not None and changed is not None:
-        scored = _score_rows(entry, batch, context, state, changed, feasible_mask)
+        changed.update(_moved_inside(state.inside, inside))
+        scoring = _scoring_state(state, entry, changed, feasible_mask, inside)
+        scored = _score_rows(entry, batch, context, *scoring, feasible_mask)
     if scored is None:
         scored = _score_all(entry, feasible_mask, batch, context, errors)
     totals, stats, normalisers = scored
@@ -183,8 +187,10 @@ def schedule(
             tuple(column.epoch for column in entry.scores),
             stats,
             totals,
+            inside,
         )
-        CACHE.put_state(state_key, refs, kept, 3 * frame.size)
+        kept.others = _others(state, kept)
+        CACHE.put_state(state_key, refs, kept, 3 * frame.size * (1 + len(kept.others)))
     chosen, best = _choose(feasible_mask, rows, totals, entry, rng)
     if chosen is None:
         message = histogram_line(len(nodes), infeasible)
@@ -238,6 +244,57 @@ class _State:
     score_epochs: tuple[int, ...] = ()
     stats: list[Stats | None] = field(default_factory=list)
     totals: np.ndarray | None = None
+    inside: np.ndarray | None = None  # the gang candidates' rows (None: no candidates)
+    # The last states of this filter key whose score columns differ from this one's, by
+    # their columns' ids (``_scoring_state``).
+    others: dict[tuple[int, ...], _State] = field(default_factory=dict)
+
+
+# States kept beside a class's last one: classes that filter alike but score apart (pod
+# templates with equal requests and different images) take turns on one filter key.
+_OTHERS = 4
+
+
+def _scoring_state(
+    state: _State, entry: ClassEntry, changed: set[int], feasible: np.ndarray, inside: Any
+) -> tuple[_State, set[int]]:
+    """The state to score from and the rows to look at again: ``state`` itself, or, when its
+    score columns are not this cycle's, the last state of this cycle's columns kept beside it
+    (``others``), with the rows changed since that one and the rows whose feasibility moved."""
+    if _same_columns(state.scores, entry.scores):
+        return state, changed
+    older = state.others.get(tuple(map(id, entry.scores)))
+    frame = entry.frame
+    if (
+        older is None
+        or not _same_columns(older.scores, entry.scores)
+        or frame.log is None
+        or older.log is not frame.log
+        or older.size != frame.size
+    ):
+        return state, changed
+    rows = frame.log.changed_since(older.seq, frame)
+    if rows is None:
+        return state, changed
+    rows.update(np.flatnonzero(older.feasible != feasible).tolist())
+    rows.update(_moved_inside(older.inside, inside))
+    return older, rows
+
+
+def _others(state: _State | None, kept: _State) -> dict[tuple[int, ...], _State]:
+    """What ``kept`` keeps beside it: the states ``state`` kept and ``state`` itself, by their
+    score columns, but for ``kept``'s own columns; the most recent few."""
+    if state is None:
+        return {}
+    mine = tuple(map(id, kept.scores))
+    out = {key: other for key, other in state.others.items() if key != mine}
+    theirs = tuple(map(id, state.scores))
+    if theirs != mine and state.totals is not None:
+        out.pop(theirs, None)
+        out[theirs] = replace(state, others={})
+    while len(out) > _OTHERS:
+        del out[next(iter(out))]
+    return out
 
 
 class _Picked(Sequence[NodeInfo]):
@@ -330,6 +387,16 @@ def _outside(
     return feasible & inside, RejectionTable(build, len(infeasible) + len(extra))
 
 
+def _moved_inside(was: np.ndarray | None, now: np.ndarray | None) -> list[int]:
+    """The rows a change of gang candidates (``_inside``) took in or out since the state's
+    cycle: their feasibility may have moved while their rows did not change."""
+    if was is now:
+        return []
+    if was is None or now is None:
+        return np.flatnonzero(~(now if was is None else was)).tolist()  # type: ignore[operator]
+    return np.flatnonzero(was != now).tolist()
+
+
 # The last candidate set's mask over the frame's names (never written to): a gang's members
 # tried in one domain share both objects, so it is built once per domain, not once per member.
 _last_inside: tuple[np.ndarray, frozenset[str], np.ndarray] | None = None
@@ -389,13 +456,21 @@ def _same_keys(
     columns: Sequence[Column],
     epochs: Sequence[int],
     context: CycleContext,
+    fresh: Sequence[bool] | None = None,
 ) -> list[bool] | None:
     """Each rule's stable flag when every column still holds what the class's last cycle read
-    (same key, same epoch once the row keys are applied); None otherwise."""
+    (same key, same epoch once the row keys are applied); None otherwise. A ``fresh`` column
+    (not the one the last cycle read) is only brought to this cycle's key."""
     stables = []
-    for plan, column, epoch in zip(plans, columns, epochs, strict=True):
+    for index, (plan, column, epoch) in enumerate(zip(plans, columns, epochs, strict=True)):
         if plan.always:
             return None
+        if fresh is not None and fresh[index]:
+            try:
+                stables.append(_prepare(plan, column, context))
+            except Exception:
+                return None
+            continue
         try:
             key, by_row, stable = _key(plan, context)
         except Exception:  # the full pass meets it where the rule is reached
@@ -468,24 +543,28 @@ def _filter_rows(
     if not changed:
         return dead_at
     rows = np.array(sorted(changed), np.int64)
-    alive = np.ones(len(rows), bool)
     dead = np.full(len(rows), -1, np.int64)
     frame = entry.frame
+    # The rows still in the running (``sub``), their positions in ``rows`` and the frame's
+    # identities there, narrowed only when a rule rejects one: few numpy calls per rule.
+    at = np.arange(len(rows))
+    sub = rows
+    ids = frame.ids[sub]
+    oids = frame.oids[sub]
     for index, (plan, column, stable) in enumerate(zip(plans, columns, stables, strict=True)):
-        at = np.flatnonzero(alive)
-        if not len(at):
-            break
-        sub = rows[at]
-        todo = sub[~column.valid_at(frame, stable, sub)]
-        if len(todo):
+        valid = column.oids[sub] == oids if stable else column.ids[sub] == ids
+        if not valid.all():
+            todo = sub[~valid]
             wanted = todo.tolist()
             column.store(todo, plan.rule, _filter_many(plan.rule, batch.take(wanted)), frame)
             if column.errors:
                 return None
-        fail = ~column.passed[sub]
-        if fail.any():
-            dead[at[fail]] = index
-            alive[at[fail]] = False
+        ok = column.passed[sub]
+        if not ok.all():
+            dead[at[~ok]] = index
+            at, sub, ids, oids = at[ok], sub[ok], ids[ok], oids[ok]
+            if not len(at):
+                break
     dead_at[rows] = dead
     return dead_at
 
@@ -657,43 +736,55 @@ def _score_rows(
 ) -> Scored | None:
     """``_score_all`` from ``state``'s totals: only the ``changed`` rows (and rows the row
     keys dropped) are looked at; a rule's normalisation is redone over every row only when its
-    facts moved. None when ``state`` cannot be trusted."""
+    facts moved. None when ``state`` cannot be trusted.
+
+    A column the state did not read (a rule keyed by something each pod of the class has of
+    its own, such as its name: gang members differ only there) is *fresh*: its values at every
+    feasible row are new to the totals, so every feasible row is looked at (few, inside a
+    gang's domain) and its facts are taken again."""
     plans = entry.plan.scores
     columns = entry.scores
-    if state.totals is None or not _same_columns(state.scores, columns):
+    if state.totals is None or len(state.scores) != len(columns):
         return None
     if any(column.errors for column in columns) or any(s is None for s in state.stats):
         return None
-    stables = _same_keys(plans, columns, state.score_epochs, context)
+    fresh = [a is not b for a, b in zip(state.scores, columns, strict=True)]
+    stables = _same_keys(plans, columns, state.score_epochs, context, fresh)
     if stables is None:
         return None
-    found = _dropped(columns, state.seen, changed)
     frame = entry.frame
+    if any(fresh) and int(np.count_nonzero(feasible)) > max(frame.size // 8, _FEW):
+        return None  # every feasible row would be looked at: one pass is as cheap
+    found = _dropped([c for c, f in zip(columns, fresh, strict=True) if not f], state.seen, changed)
+    if found is not None and any(fresh):
+        found = found | set(np.flatnonzero(feasible).tolist())
     if found is None or _too_many(found, frame):
         return None
     rows = np.array(sorted(found), np.int64)
     moved = rows[state.feasible[rows] != feasible[rows]]
     live = rows[feasible[rows]]
+    live_ids, live_oids = frame.ids[live], frame.oids[live]
     stats = list(state.stats)
     touched = [moved] if len(moved) else []
     whole = False
     for index, (plan, column, stable) in enumerate(zip(plans, columns, stables, strict=True)):
         renewed = live[:0]
         if len(live):
-            todo = live[~column.valid_at(frame, stable, live)]
-            if len(todo):
+            valid = column.oids[live] == live_oids if stable else column.ids[live] == live_ids
+            if not valid.all():
+                todo = live[~valid]
                 column.store(todo, _score_many(plan.rule, batch.take(todo.tolist())), frame)
                 if column.errors:
                     return None
-            renewed = live[column.stamps[live] > state.seen]
-        if not len(renewed) and not len(moved):
+            renewed = live if fresh[index] else live[column.stamps[live] > state.seen]
+        if not fresh[index] and not len(renewed) and not len(moved):
             continue
         if len(renewed):
             touched.append(renewed)
         kind = plan.rule.normalize or "none"
         if kind == "none":
             continue
-        if not len(renewed) and not column.scored[moved].any():
+        if not fresh[index] and not len(renewed) and not column.scored[moved].any():
             continue  # only unscored rows joined or left: the facts read scored rows alone
         facts = column_stats(kind, column.values, column.scored & feasible)
         if facts is None:
@@ -706,11 +797,15 @@ def _score_rows(
         for plan, column, facts in zip(plans, columns, stats, strict=True)
     ]
     if whole:
+        # Only the feasible rows (a gang's domain: a few) hold anything but 0.
         totals = np.zeros(frame.size)
+        at = np.flatnonzero(feasible)
+        part = np.zeros(len(at))
         for plan, column, facts in zip(plans, columns, stats, strict=True):
             kind = plan.rule.normalize or "none"
-            norm = apply_stats(kind, column.values, column.scored & feasible, facts)  # type: ignore[arg-type]
-            totals = totals + plan.rule.weight * norm
+            norm = apply_stats(kind, column.values[at], column.scored[at], facts)  # type: ignore[arg-type]
+            part = part + plan.rule.weight * norm
+        totals[at] = part
         return totals, stats, normalisers
     assert state.totals is not None
     totals = state.totals.copy()

@@ -7,7 +7,7 @@ so every output agrees with every other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,6 +198,17 @@ class RejectionTable(Mapping[str, tuple[Rejection, ...]]):
 
     def __len__(self) -> int:
         return self._size
+
+    # The built dict's own views: the Mapping mixins would look every node up again
+    # (the histogram of a pod that fits nowhere reads every value).
+    def keys(self) -> KeysView[str]:
+        return self._get().keys()
+
+    def values(self) -> ValuesView[tuple[Rejection, ...]]:
+        return self._get().values()
+
+    def items(self) -> ItemsView[str, tuple[Rejection, ...]]:
+        return self._get().items()
 
     def __repr__(self) -> str:
         return f"RejectionTable({self._size} nodes)"

@@ -31,7 +31,7 @@ from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.podgroup import pod_group_key
 from policyengine.model.resources import from_units, to_units
-from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig, topology_of
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.gangs import DomainView, GangView
@@ -351,14 +351,22 @@ def _candidates(
     free = free_sums(snapshot, topology, spec.levels)
     nodes = snapshot.nodes
     floor = _floor_units(_lower_bound(requests, needed))
-    slots = _member_slots(program, gang, snapshot, options, topology, config)
+    # The member slots (a filter pass) only once a domain has the resources: a gang too large
+    # for every domain is turned away on the sums alone.
+    slots: dict[str, int] | None = None
+    probed = False
     out: list[_Candidate] = []
     for level in spec.levels:
         scored: list[_Candidate] = []
         domains = shape.levels[level]
         passing: dict[str, Env] = {}  # the domains every gang filter passes, with their envs
         for name, domain in domains.items():
-            short = _too_small(free, domain, floor) or _too_few_slots(slots, domain, needed)
+            short = _too_small(free, domain, floor)
+            if not short and needed:
+                if not probed:
+                    slots = _member_slots(program, gang, snapshot, options, topology, config)
+                    probed = True
+                short = _too_few_slots(slots, domain, needed)
             if short:
                 outcomes.append(DomainOutcome(level, name, "too small", short))
                 continue
@@ -457,16 +465,51 @@ def _member_slots(
     decision = schedule(program, first, snapshot, random.Random(0), probe, topology, config)
     wants = {k: u for k, v in PodView(first).requests.items() if (u := to_units(k, v)) > 0}
     slots: dict[str, int] = {}
+    if not wants:
+        for name, why in decision.infeasible.items():
+            if _probed(why):
+                slots[name] = len(gang.pending)
+        return slots
+    kept = _kept_slots(tuple(wants.items()), snapshot.num_nodes)
+    infos = snapshot.node_infos
+    seen: tuple[Any, ...] | None = None  # the probe's rejection: one tuple shared by its nodes
     for name, why in decision.infeasible.items():
-        if len(why) != 1 or why[0].rule != "gang_domain" or why[0].reasons != (_PROBE,):
+        if why is not seen:
+            if not _probed(why):
+                continue
+            seen = why
+        info = infos[name]
+        known = kept.get(name)
+        if known is not None and known[0] is info:
+            slots[name] = known[1]
             continue
-        info = snapshot.node(name)
         allocatable, requested = info.allocatable_units, info.requested_units
-        counts = [
+        slots[name] = count = min(
             max(0, allocatable.get(k, 0) - requested.get(k, 0)) // u for k, u in wants.items()
-        ]
-        slots[name] = min(counts) if counts else len(gang.pending)
+        )
+        kept[name] = (info, count)
     return slots
+
+
+def _probed(why: tuple[Any, ...]) -> bool:
+    """Whether a node's rejections are the probe's alone: it passed every filter."""
+    return len(why) == 1 and why[0].rule == "gang_domain" and why[0].reasons == (_PROBE,)
+
+
+# Per members' wanted units: each node's slots with the NodeInfo they were counted on (held,
+# so its identity is not reused). NodeInfos are immutable and most are the same gang after
+# gang; a handful of member shapes.
+_SLOTS: dict[tuple[tuple[str, int], ...], dict[str, tuple[NodeInfo, int]]] = {}
+_SLOT_SHAPES = 32
+
+
+def _kept_slots(wants: tuple[tuple[str, int], ...], nodes: int) -> dict[str, tuple[NodeInfo, int]]:
+    kept = _SLOTS.get(wants)
+    if kept is None or len(kept) > 2 * nodes + 64:  # nodes gone pile up: start over
+        if len(_SLOTS) >= _SLOT_SHAPES:
+            _SLOTS.clear()
+        kept = _SLOTS[wants] = {}
+    return kept
 
 
 _NOWHERE: frozenset[str] = frozenset()

@@ -54,8 +54,13 @@ def reference_decision(
     rng: random.Random,
     topology: TopologyConfig = DEFAULT_TOPOLOGY,
     config: SchedulerConfig = DEFAULT_CONFIG,
+    candidates: frozenset[str] | None = None,
+    candidates_reason: str = "node(s) outside the gang's topology domain",
 ) -> ReferenceDecision:
-    """One cycle for ``pod`` with the reference evaluator only (module docstring)."""
+    """One cycle for ``pod`` with the reference evaluator only (module docstring).
+
+    ``candidates``: a gang member's cycle (``CycleOptions.candidates``): a node passing every
+    filter outside them is rejected by ``gang_domain`` with ``candidates_reason``."""
     pod_view = PodView(pod)
     context = CycleContext(snapshot, pod_view, config, topology)
     policy = program.governing_policy(profile_for(program, pod), Env({"pod": pod_view}, context))
@@ -77,6 +82,10 @@ def reference_decision(
                 reasons[name] = tuple(verdict.reasons)
                 break
         else:
+            if candidates is not None and name not in candidates:
+                rejected[name] = "gang_domain"
+                reasons[name] = (candidates_reason,)
+                continue
             feasible.append(name)
     context.feasible = tuple(snapshot.node(name) for name in feasible)
     raw: dict[str, dict[str, float | None]] = {name: {} for name in feasible}

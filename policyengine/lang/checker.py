@@ -243,6 +243,7 @@ class _Checker:
         self.patterns: dict[int, re.Pattern[str]] = {}
         self.let_types: dict[int, Type] = {}
         self._varies: dict[int, bool] = {}
+        self._lines: dict[str, list[str]] = {}
 
     # --- reporting ---------------------------------------------------------------------
 
@@ -253,10 +254,13 @@ class _Checker:
 
     def text(self, span: Span) -> str | None:
         """The source text under a span, on one line (for hints that quote the user's code)."""
-        source = self.sources.get(span.file)
-        if source is None:
-            return None
-        lines = source.split("\n")  # as the lexer counts lines (not str.splitlines)
+        lines = self._lines.get(span.file)
+        if lines is None:
+            source = self.sources.get(span.file)
+            if source is None:
+                return None
+            lines = source.split("\n")  # as the lexer counts lines (not str.splitlines)
+            self._lines[span.file] = lines
         if not 1 <= span.line <= span.end_line <= len(lines):
             return None
         if span.line == span.end_line:
@@ -354,14 +358,15 @@ class _Checker:
         if isinstance(found, Nullable):
             self.null_misuse(expr.obj, found, f"'.{expr.name}'")
             return DYN
-        obj_text = self.text(_span(expr.obj)) or "value"
         if not isinstance(found, RecordType):
+            obj_text = self.text(_span(expr.obj)) or "value"
             message = m.no_attributes(found, expr.name, obj_text, isinstance(found, MapType))
             self.report(message, expr.name_span)
             return DYN
         declared = found.fields.get(expr.name)
         if declared is None:
             suggestion = _closest(expr.name, found.fields)
+            obj_text = self.text(_span(expr.obj)) or "value"
             message = m.unknown_attribute(
                 found.name, expr.name, obj_text, suggestion, list(found.fields)
             )

@@ -1,7 +1,8 @@
 """Source text to syntax tree, with every syntax error reported as a diagnostic.
 
-lark gives us a concrete tree; a transformer turns it into the frozen nodes of ``nodes`` with
-spans. LALR stops at the first error, so to report every error in a file we blank out the
+``lalr.Driver`` runs lark's LALR table and calls ``_Builder`` at each reduction, so the frozen
+nodes of ``nodes`` are made while parsing, with spans taken from the tokens (no parse tree, no
+second pass). LALR stops at the first error, so to report every error in a file we blank out the
 statement that failed (keeping newlines, so later positions stay true) and parse again.
 Common mistakes (``=`` for ``==``, ``&&``, single quotes) get messages of their own.
 """
@@ -9,16 +10,18 @@ Common mistakes (``=`` for ``==``, ``&&``, single quotes) get messages of their 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from lark import Token, Transformer, Tree, v_args
+from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from policyengine.diagnostics import Diagnostic, Severity, Span
 from policyengine.lang import nodes as n
 from policyengine.lang.grammar import parser as lark_parser
+from policyengine.lang.lalr import Driver, Position, TreeDriver
 from policyengine.quantity import QuantityError, parse_quantity
 
 MAX_SYNTAX_ERRORS = 50
@@ -70,9 +73,8 @@ def parse(source: str, path: str = "<input>") -> ParseResult:
     text = source
     for _ in range(MAX_SYNTAX_ERRORS):
         try:
-            tree = lark_parser().parse(text, start="start")
             builder = _Builder(path)
-            file = builder.transform(tree)
+            file = _driver().parse(text, "start", builder)
             diagnostics.extend(builder.problems)
         except UnexpectedInput as error:
             diagnostics.append(_describe(error, text, path))
@@ -92,12 +94,11 @@ def parse(source: str, path: str = "<input>") -> ParseResult:
 
 def parse_expression(source: str, path: str = "<expr>") -> n.Expr:
     """Parse one expression (tests and tools); raises ``ValueError`` with the diagnostic."""
+    builder = _Builder(path)
     try:
-        tree = lark_parser().parse(source, start="expr")
+        expr = _driver().parse(source, "expr", builder)
     except UnexpectedInput as error:
         raise ValueError(_describe(error, source, path).message) from error
-    builder = _Builder(path)
-    expr = builder.transform(tree)
     if builder.problems:
         raise ValueError(builder.problems[0].message)
     return expr
@@ -313,11 +314,14 @@ def _blank_failed_statement(text: str, error: UnexpectedInput) -> str:
 # --- tree building -------------------------------------------------------------------------
 
 
+_TEMPLATE_SPECIAL = re.compile(r"[{}\\]")
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "{": "{", "}": "}"}
 
 
 def _unescape(raw: str, span: Span, problems: list[Diagnostic]) -> str:
     """The value of a string literal (without its quotes); bad escapes are reported and kept."""
+    if "\\" not in raw:
+        return raw  # nothing to decode: the loop below would copy it character by character
     out = []
     index = 0
     while index < len(raw):
@@ -347,11 +351,15 @@ def _unescape(raw: str, span: Span, problems: list[Diagnostic]) -> str:
     return "".join(out)
 
 
-def _span_of(path: str, meta: Any, line_offset: int = 0, column_offset: int = 0) -> Span:
-    line = meta.line + line_offset
-    end_line = meta.end_line + line_offset
-    column = meta.column + (column_offset if meta.line == 1 else 0)
-    end_column = meta.end_column + (column_offset if meta.end_line == 1 else 0)
+def _span_of(
+    path: str, meta: Position | None, line_offset: int = 0, column_offset: int = 0
+) -> Span:
+    assert meta is not None  # only the (unused) extent of an empty file is None
+    first_line, first_column, last_line, last_column = meta
+    line = first_line + line_offset
+    end_line = last_line + line_offset
+    column = first_column + (column_offset if first_line == 1 else 0)
+    end_column = last_column + (column_offset if last_line == 1 else 0)
     return Span(path, line, column, end_line, end_column)
 
 
@@ -365,12 +373,13 @@ def _token_span(path: str, token: Token, line_offset: int = 0, column_offset: in
     return Span(path, line, column, end_line, end_column)
 
 
-@v_args(meta=True)
-class _Builder(Transformer):
-    """lark tree → ``nodes``. Offsets place expressions parsed out of a reason string."""
+class _Builder:
+    """Reductions → ``nodes``; each callback gets its rule's extent and kept children.
+
+    Offsets place expressions parsed out of a reason string.
+    """
 
     def __init__(self, path: str, line_offset: int = 0, column_offset: int = 0):
-        super().__init__()
         self.path = path
         self.line_offset = line_offset
         self.column_offset = column_offset
@@ -565,8 +574,11 @@ class _Builder(Transformer):
                 index += 1
                 continue
             if char != "{":
-                text.append(char)
-                index += 1
+                # Copy the run of plain characters up to the next brace or backslash at once.
+                special = _TEMPLATE_SPECIAL.search(raw, index + 1)
+                following = special.start() if special is not None else len(raw)
+                text.append(raw[index:following])
+                index = following
                 continue
             close = raw.find("}", index)
             column = span.column + 1 + index
@@ -590,8 +602,9 @@ class _Builder(Transformer):
         return n.Template(tuple(parts), span)
 
     def _hole(self, source: str, line: int, column: int) -> n.Expr:
+        builder = _Builder(self.path, line - 1, column - 1)
         try:
-            tree = lark_parser().parse(source, start="expr")
+            expr = _driver().parse(source, "expr", builder)
         except UnexpectedInput as error:
             at = column + max((getattr(error, "column", 1) or 1) - 1, 0)
             self._problem(
@@ -603,8 +616,6 @@ class _Builder(Transformer):
             return n.Literal(
                 "string", source, source, Span(self.path, line, column, line, column + 1)
             )
-        builder = _Builder(self.path, line - 1, column - 1)
-        expr = builder.transform(tree)
         self.problems.extend(builder.problems)
         return expr
 
@@ -733,5 +744,20 @@ class _Builder(Transformer):
         return n.SetLit(tuple(c for c in children if c is not None), self._span(meta))
 
 
-def is_tree(value: object) -> bool:  # pragma: no cover - debugging aid
-    return isinstance(value, Tree)
+_driver_lock = threading.Lock()
+_shared_driver: Driver | TreeDriver | None = None
+
+
+def _driver() -> Driver | TreeDriver:
+    """The shared driver (it holds no per-parse state), made once from the shared lark parser."""
+    global _shared_driver
+    if _shared_driver is None:
+        with _driver_lock:
+            if _shared_driver is None:
+                try:
+                    _shared_driver = Driver(lark_parser(), _Builder)
+                except (AttributeError, TypeError, KeyError):
+                    # A lark release that moved the internals the driver reads: same trees,
+                    # slower (lark builds its own tree first).
+                    _shared_driver = TreeDriver(lark_parser())
+    return _shared_driver

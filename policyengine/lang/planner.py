@@ -581,7 +581,9 @@ class Planner:
         # A declared non-null field that reads null is a schema broken promise: say so here,
         # rather than with a puzzling message in whatever operator meets the null later.
         must_exist = not isinstance(field_type, Nullable) and field_type not in (DYN, NULL)
-        missing = f"{_describe(expr)} is null, but it is declared {field_type}"
+
+        def missing() -> str:  # spelled only when it happens: most plans never fail
+            return f"{_describe(expr)} is null, but it is declared {field_type}"
 
         def failure(value: Any, error: Exception) -> EvalError:
             if value is None:
@@ -598,7 +600,7 @@ class Planner:
                 except Exception as error:
                     raise failure(value, error) from None
                 if result is None and must_exist:
-                    raise EvalError(span, missing)
+                    raise EvalError(span, missing())
                 return result
 
             return Plan(
@@ -618,7 +620,7 @@ class Planner:
             except Exception as error:
                 raise failure(value, error) from None
             if result is None and must_exist:
-                raise EvalError(span, missing)
+                raise EvalError(span, missing())
             return result
 
         return Plan(

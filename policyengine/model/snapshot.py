@@ -26,7 +26,7 @@ from functools import cached_property
 from typing import Any
 
 from policyengine.model.errors import ModelError, object_ref
-from policyengine.model.frozen import EMPTY, FrozenDict
+from policyengine.model.frozen import EMPTY, FrozenDict, freeze
 from policyengine.model.gpu_devices import GpuDemand, Grant, NodeGpus
 from policyengine.model.gpu_share import node_devices, pod_demand, pod_gpu_grants
 from policyengine.model.load import DEFAULT_MAX_AGE, NO_LOAD, NodeLoad, NodeMetrics, resolve_loads
@@ -481,7 +481,8 @@ class ClusterSnapshot:
             node_infos=infos,
             namespaces=self.namespaces,
             image_node_counts=self.image_node_counts if images is None else FrozenDict(images),
-            pod_nodes=self.pod_nodes if pod_nodes is None else FrozenDict(pod_nodes),
+            # ``with_item``/``without`` already made a new FrozenDict: not copied again.
+            pod_nodes=self.pod_nodes if pod_nodes is None else freeze(pod_nodes),
             generation=next(_generation),
             pod_groups=self.pod_groups,
             pdbs=self.pdbs,

@@ -211,9 +211,17 @@ def _facts(infos: Sequence[NodeInfo]) -> tuple[Gathered | Direct, np.ndarray] | 
     is out of range."""
     size = len(infos)
     if size <= _FEW:
+        # A class's next cycle asks the three forms about the same few changed nodes: their
+        # rows are computed once (the tuple held keeps the ids from being reused).
+        ids = tuple(map(id, infos))
+        last = getattr(_LAST, "direct", None)
+        if last is not None and last[0] == ids:
+            return last[2]  # type: ignore[no-any-return]
         direct = Direct(infos)
         rows = direct.base()
-        return None if rows is None else (direct, rows)
+        found = None if rows is None else (direct, rows)
+        _LAST.direct = (ids, tuple(infos), found)
+        return found
     kept: dict[int, tuple[tuple[NodeInfo, ...], Gathered]] | None = getattr(_LAST, "kept", None)
     if kept is None:
         kept = _LAST.kept = {}

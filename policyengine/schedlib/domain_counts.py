@@ -82,6 +82,7 @@ class _Index:
     __slots__ = (
         "base",
         "counts",
+        "dirty",
         "generation",
         "key",
         "keyed",
@@ -89,6 +90,7 @@ class _Index:
         "namespace",
         "nodes",
         "stamps",
+        "table",
         "version",
     )
 
@@ -102,8 +104,11 @@ class _Index:
         self.stamps: dict[str, int] = {}
         self.base = next(_stamps)
         self.version = 0  # counts changes of ``stamps`` and ``base``
-        # The last row column of stamps made: (version, label column, rows).
+        # The last row column of stamps made: (version, label column, rows), and its table of
+        # stamps by label code (kept to be corrected for the ``dirty`` domains alone).
         self.keyed: tuple[int, LabelColumn, np.ndarray] | None = None
+        self.table: np.ndarray | None = None
+        self.dirty: set[str] | None = None  # domains restamped since the table; None: all
 
     def _part(self, node: NodeInfo) -> tuple[str | None, dict[Values, int]]:
         """The node's domain and its matching pods per tuple of label values."""
@@ -127,6 +132,8 @@ class _Index:
             return
         self.stamps[domain] = next(_stamps)
         self.version += 1
+        if self.dirty is not None:
+            self.dirty.add(domain)
         counts = self.counts
         for values, n in part.items():
             by_domain = counts.get(values)
@@ -151,6 +158,7 @@ class _Index:
             self.stamps = {}
             self.base = next(_stamps)
             self.version += 1
+            self.dirty = None
             for node in nodes:
                 self._add(*self._part(node), 1)
         else:
@@ -171,13 +179,28 @@ class _Index:
         keyed = self.keyed
         if keyed is not None and keyed[0] == self.version and keyed[1] is column:
             return keyed[2]
-        table = np.full(len(column.values) + 1, self.base, np.int64)
-        table[-1] = -1  # code -1: the node lacks the label
         codes = column.values
-        for domain, stamp in self.stamps.items():
-            code = codes.get(domain)
-            if code is not None:
-                table[code] = stamp
+        table = self.table
+        if (
+            keyed is not None
+            and keyed[1] is column
+            and table is not None
+            and self.dirty is not None
+        ):
+            # The same label column: only the domains restamped since moved.
+            for domain in self.dirty:
+                code = codes.get(domain)
+                if code is not None:
+                    table[code] = self.stamps.get(domain, self.base)
+        else:
+            table = np.full(len(codes) + 1, self.base, np.int64)
+            table[-1] = -1  # code -1: the node lacks the label
+            for domain, stamp in self.stamps.items():
+                code = codes.get(domain)
+                if code is not None:
+                    table[code] = stamp
+            self.table = table
+        self.dirty = set()
         rows = table[column.codes]
         self.keyed = (self.version, column, rows)
         return rows  # type: ignore[no-any-return]

@@ -20,11 +20,12 @@ sequences against fresh passes.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,7 @@ def _note(snapshot: ClusterSnapshot) -> None:
         return
     step = snapshot.derivation
     with _steps_lock:
+        logged = False
         if step is not None and generation not in _steps:
             parent, name = step
             moved = None
@@ -63,10 +65,108 @@ def _note(snapshot: ClusterSnapshot) -> None:
                 nodes = snapshot.nodes
                 if len(old) == len(nodes):
                     moved = _moved_pods(old[row], nodes[row])
+                    logged = _LOG[0].extend(parent, generation, row, moved)
             _steps[generation] = (parent, name, moved)
             while len(_steps) > _STEPS_KEPT:
                 _steps.popitem(last=False)
+        if not logged and generation not in _LOG[0].at:
+            _LOG[0] = _StepLog(generation, len(snapshot.nodes))
         _last_seen[:] = [(generation, snapshot.nodes)]
+
+
+# --- the step log: one line of in-place steps, indexed by what the moved pods carry -------------
+#
+# A kept sum whose parts only pods with some label (a selector's ``matchLabels`` entry) or some
+# trait can change need not look at every step since it was last asked: the log lists, per
+# label pair and trait, the steps that moved a pod carrying it, so the rows to correct are
+# found by a bisection per mark instead of a walk over every step since.
+
+UNKNOWN = "unknown pods"  # mark of a step whose moved pods are not known (node object changed)
+ANTI_AFFINITY = "required anti-affinity"  # mark of a pod with required pod anti-affinity
+POD_AFFINITY = "pod affinity"  # mark of a pod with any pod (anti-)affinity stanza
+_LOG_STEPS = 16384  # past this many steps a log starts afresh (older keys fall back)
+
+
+class _StepLog:
+    """The snapshots derived one from the next, in place, from ``root`` on: ``at`` numbers
+    each one, ``rows[i]`` is the row step ``i`` replaced, ``marks`` lists per mark the
+    steps (ascending) whose moved pods carry it."""
+
+    __slots__ = ("at", "marks", "rows", "size", "tip")
+
+    def __init__(self, root: int, size: int):
+        self.at: dict[int, int] = {root: 0}
+        self.rows: list[int] = [-1]
+        self.marks: dict[Hashable, list[int]] = {}
+        self.size = size
+        self.tip = root
+
+    def extend(
+        self, parent: int, generation: int, row: int, moved: Sequence[PodInfo] | None
+    ) -> bool:
+        """Append the step to ``generation`` when it continues this log; whether it did."""
+        if parent != self.tip or len(self.rows) > _LOG_STEPS:
+            return False
+        number = len(self.rows)
+        self.rows.append(row)
+        self.at[generation] = number
+        self.tip = generation
+        marks = self.marks
+        found: set[Hashable] = set()
+        if moved is None:
+            found.add(UNKNOWN)
+        else:
+            for info in moved:
+                pod = info.pod
+                found.update(pod.labels.items())
+                if pod.has_pod_affinity_constraints:
+                    found.add(POD_AFFINITY)
+                    if pod.has_required_anti_affinity:
+                        found.add(ANTI_AFFINITY)
+        for mark in found:
+            steps = marks.get(mark)
+            if steps is None:
+                marks[mark] = [number]
+            else:
+                steps.append(number)
+        return True
+
+
+_LOG: list[_StepLog] = [_StepLog(0, 0)]
+
+
+def marked_changes(
+    snapshot: ClusterSnapshot,
+    generation: int,
+    known: tuple[NodeInfo, ...],
+    marks: Iterable[Hashable],
+) -> list[int] | None:
+    """The rows of ``snapshot.nodes`` holding another ``NodeInfo`` than ``known`` (the nodes
+    of the snapshot of ``generation``) where some step since moved a pod carrying one of
+    ``marks`` or pods not known (``UNKNOWN``); the other replaced rows only gained or lost
+    pods carrying none of them. None when the log does not reach from ``generation`` to the
+    snapshot (the caller falls back to ``changes_since``)."""
+    _note(snapshot)
+    nodes = snapshot.nodes
+    with _steps_lock:
+        log = _LOG[0]
+        start = log.at.get(generation)
+        end = log.at.get(snapshot.generation)
+        if start is None or end is None or start > end or log.size != len(nodes):
+            return None
+        if len(known) != len(nodes):
+            return None
+        found: set[int] = set()
+        table = log.marks
+        for mark in (*marks, UNKNOWN):
+            steps = table.get(mark)
+            if steps:
+                first = bisect.bisect_right(steps, start)
+                if first < len(steps):
+                    found.update(steps[first : bisect.bisect_right(steps, end, first)])
+        rows = log.rows
+        picked = {rows[step] for step in found}
+    return [row for row in picked if nodes[row] is not known[row]]
 
 
 def changes_since(
@@ -189,13 +289,20 @@ def _summed(snapshot: ClusterSnapshot, part: Part) -> _Sums:
 
 
 def _corrected(
-    known: _Sums, snapshot: ClusterSnapshot, part: Part, relevant: Relevant | None
+    known: _Sums,
+    snapshot: ClusterSnapshot,
+    part: Part,
+    relevant: Relevant | None,
+    marks: Iterable[Hashable] | None = None,
 ) -> _Sums | None:
+    nodes = snapshot.nodes
+    old = known.nodes
+    marked = None if marks is None else marked_changes(snapshot, known.generation, old, marks)
+    if marked is not None:
+        return _recounted(known, snapshot, part, marked)
     changes = changes_since(snapshot, known.generation, known.nodes)
     if changes is None:
         return None
-    nodes = snapshot.nodes
-    old = known.nodes
     if relevant is None:
         rows = list(changes)
     else:
@@ -206,8 +313,15 @@ def _corrected(
             moved = _moved_pods(old[row], nodes[row]) if stepped is None else stepped
             if moved is None or any(map(relevant, moved)):
                 rows.append(row)
+    return _recounted(known, snapshot, part, rows)
+
+
+def _recounted(known: _Sums, snapshot: ClusterSnapshot, part: Part, rows: list[int]) -> _Sums:
+    """``known`` with the parts of ``rows`` taken again from the snapshot's nodes."""
+    nodes = snapshot.nodes
     if not rows:
         return _Sums(snapshot.generation, nodes, known.counts, known.present)
+    old = known.nodes
     counts = dict(known.counts)
     present = dict(known.present)
     for row in rows:
@@ -233,6 +347,7 @@ class NodeSums:
         relevant: Relevant | None = None,
         copy: bool = True,
         base: tuple[Hashable, Part] | None = None,
+        marks: Iterable[Hashable] | None = None,
     ) -> dict[Any, int]:
         """``{pair: sum over the snapshot's nodes of part(node)[pair]}`` for the pairs some
         node's part names; a new dict the caller may keep (the cache never changes it).
@@ -243,8 +358,10 @@ class NodeSums:
         what ``part(node)`` gives a node holding no relevant pod and reads only the node
         object (and what ``base_key`` names): a key met for the first time starts from the
         kept sums of ``base_part`` and computes ``part`` only for nodes holding relevant
-        pods."""
-        return self._kept_sums(key, snapshot, part, relevant, base).counts_for(copy)
+        pods. ``marks`` (with ``relevant``): marks of the step log (label pairs,
+        ``ANTI_AFFINITY``, ``POD_AFFINITY``) such that a pod carrying none of them is not
+        relevant; then only the steps that moved such a pod are looked at."""
+        return self._kept_sums(key, snapshot, part, relevant, base, marks).counts_for(copy)
 
     def _kept_sums(
         self,
@@ -253,6 +370,7 @@ class NodeSums:
         part: Part,
         relevant: Relevant | None,
         base: tuple[Hashable, Part] | None,
+        marks: Iterable[Hashable] | None = None,
     ) -> _Sums:
         _note(snapshot)
         with self._lock:
@@ -260,7 +378,11 @@ class NodeSums:
         found = None
         if known is not None:
             same = known.nodes is snapshot.nodes
-            found = known if same else _corrected(known, snapshot, part, relevant)
+            found = (
+                known
+                if same
+                else _corrected(known, snapshot, part, relevant, marks if relevant else None)
+            )
         if found is None:
             if base is not None and relevant is not None:
                 found = self._from_base(snapshot, part, relevant, *base)
@@ -280,7 +402,7 @@ class NodeSums:
         base_key: Hashable,
         base_part: Part,
     ) -> _Sums:
-        kept = self._kept_sums(("base", base_key), snapshot, base_part, _never, None)
+        kept = self._kept_sums(("base", base_key), snapshot, base_part, _never, None, ())
         counts = dict(kept.counts)
         present = dict(kept.present)
         for node in snapshot.nodes:
@@ -348,7 +470,10 @@ def label_column(snapshot: ClusterSnapshot, key: str) -> LabelColumn:
     if known is not None:
         generation, old, column = known
         if old is not nodes:
-            rows = changed_rows(snapshot, generation, old)
+            # Labels change only with the node object: only steps of unknown pods can move them.
+            rows = marked_changes(snapshot, generation, old, ())
+            if rows is None:
+                rows = changed_rows(snapshot, generation, old)
             column = None if rows is None else _relabelled(column, old, nodes, rows, key)
     if column is None:
         values: dict[str, int] = {}
@@ -387,6 +512,7 @@ def clear() -> None:
     with _steps_lock:
         _steps.clear()
         _last_seen.clear()
+        _LOG[0] = _StepLog(0, 0)
 
 
 _ROWS: list[tuple[int, tuple[NodeInfo, ...], dict[int, int]]] = []

@@ -335,8 +335,11 @@ def _considered_key(ctx: CycleContext) -> Hashable:
 # --- which builtins read only the Node object (``Function.stable_only``) -------------------
 #
 # The assume step gives a node a new NodeInfo (its pods, requests, ports) but keeps its Node
-# object; results of these plugins stay valid for it. Spread and inter-pod affinity read the
-# pods on the node unless they are idle for the pod (every node then gets the same answer).
+# object; results of these plugins stay valid for it. Spread's and inter-pod affinity's
+# filters read of a node its labels and the counts at its domains: every node gets the same
+# answer while they are idle, and otherwise their row keys (``topology_filters``) hold what
+# the counts decide per row, so a row's verdict stands while its Node object and its row key
+# do, whatever pods the node gained or lost.
 
 
 def _always(ctx: CycleContext) -> bool:
@@ -350,11 +353,17 @@ def _idle_by_key(key: Callable[[CycleContext], Hashable]) -> Callable[[CycleCont
     return stable
 
 
+def _no_host_ports(ctx: CycleContext) -> bool:
+    # NodePorts passes every node for a pod that wants no host port: nothing of the node read.
+    return not _filter_state(ctx, PLUGINS_BY_NAME["NodePorts"]).wanted
+
+
 _STABLE: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
     ("TaintToleration", "filter"): _always,
+    ("NodePorts", "filter"): _no_host_ports,
     ("NodeAffinity", "filter"): _always,
-    ("PodTopologySpread", "filter"): _idle_by_key(_spread_filter_key),
-    ("InterPodAffinity", "filter"): _idle_by_key(_affinity_filter_key),
+    ("PodTopologySpread", "filter"): _always,
+    ("InterPodAffinity", "filter"): _always,
     ("TaintToleration", "score"): _always,
     ("NodeAffinity", "score"): _always,
     ("PodTopologySpread", "score"): _idle_by_key(_score_key("PodTopologySpread")),

@@ -34,9 +34,15 @@ from policyengine.model.objects import DO_NOT_SCHEDULE, Pod
 from policyengine.model.plugins import inter_pod_affinity as affinity
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import SchedulerConfig
-from policyengine.model.pod_affinity import compile_pod_affinity, matches_all
+from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affinity, matches_all
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
-from policyengine.schedlib.domains import NodeSums, label_column, rows_by_id
+from policyengine.schedlib.domains import (
+    ANTI_AFFINITY,
+    POD_AFFINITY,
+    NodeSums,
+    label_column,
+    rows_by_id,
+)
 from policyengine.schedlib.rowkeys import RowKeyed
 
 Pair = tuple[str, str]
@@ -74,6 +80,43 @@ def _label_gate(selectors: Sequence[Selector]) -> Callable[[Any], bool] | None:
         key, values = gates[0]
         return lambda labels: labels.get(key) in values
     return lambda labels: any(labels.get(key) in values for key, values in gates)
+
+
+def _label_marks(selectors: Sequence[Selector]) -> tuple[Pair, ...] | None:
+    """The step log's marks (``domains.marked_changes``) of ``_label_gate``: the label pairs
+    one of which labels must carry to pass it; None when there is no gate."""
+    marks: list[Pair] = []
+    for selector in selectors:
+        if selector.nothing:
+            continue
+        found = next((r for r in selector.requirements if r.operator == IN), None)
+        if found is None:
+            return None
+        marks.extend((found.key, value) for value in sorted(found.values))
+    return tuple(marks)
+
+
+_COMPILED: OrderedDict[Hashable, PodAffinityTerms] = OrderedDict()
+_COMPILED_KEPT = 1024
+
+
+def pod_terms(pod: Pod) -> PodAffinityTerms:
+    """``compile_pod_affinity(pod)``, kept for pods alike: the terms read only the pod's
+    namespace, labels (``matchLabelKeys``) and affinity stanzas."""
+    if pod.pod_affinity is None and pod.pod_anti_affinity is None:
+        return compile_pod_affinity(pod)
+    key = (pod.namespace, pod.labels, pod.pod_affinity, pod.pod_anti_affinity)
+    if not _hashable(key):
+        return compile_pod_affinity(pod)
+    with _LOCK:
+        found = _COMPILED.get(key)
+    if found is None:
+        found = compile_pod_affinity(pod)
+        with _LOCK:
+            _COMPILED[key] = found
+            while len(_COMPILED) > _COMPILED_KEPT:
+                _COMPILED.popitem(last=False)
+    return found
 
 
 # --- PreFilters ---------------------------------------------------------------------------
@@ -130,7 +173,9 @@ def prepare_spread_filter(
         key[1],
         key[2],
     )
-    sums = SPREAD_SUMS.sums(key, snapshot, part, counts, base=(included, presence))
+    sums = SPREAD_SUMS.sums(
+        key, snapshot, part, counts, base=(included, presence), marks=_label_marks(selectors)
+    )
     return spread.filter_state(constraints, pod, sums)
 
 
@@ -203,7 +248,9 @@ def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> d
             _TERM_LIST.clear()
             _MATCHED.clear()
             EXISTING_SUMS.clear()
-        sums = EXISTING_SUMS.sums("existing", snapshot, _existing_anti_part, _has_anti, False)
+        sums = EXISTING_SUMS.sums(
+            "existing", snapshot, _existing_anti_part, _has_anti, False, marks=(ANTI_AFFINITY,)
+        )
         groups = _by_term(sums)
         terms = _TERM_LIST
         alike = (pod.namespace, pod.labels, snapshot.namespaces)
@@ -230,7 +277,7 @@ def prepare_affinity_filter(
 ) -> affinity.FilterState:
     """``inter_pod_affinity.prepare_filter``, from sums kept for every pod (existing pods'
     anti-affinity terms) and per terms (the pod's own)."""
-    terms = compile_pod_affinity(pod)
+    terms = pod_terms(pod)
     own_ns = snapshot.namespace_labels(pod.namespace)
     req_aff = terms.required_affinity
     req_anti = terms.required_anti_affinity
@@ -258,7 +305,8 @@ def prepare_affinity_filter(
                         out[pair] = out.get(pair, 0) + 1
             return out
 
-        gate = _label_gate([t.selector for t in (*req_aff[:1], *req_anti)])
+        gated = [t.selector for t in (*req_aff[:1], *req_anti)]
+        gate = _label_gate(gated)
 
         def matched(info: PodInfo) -> bool:
             other = info.pod
@@ -269,7 +317,14 @@ def prepare_affinity_filter(
                 t.matches(other, ns_labels) for t in req_anti
             )
 
-        found = TERM_SUMS.sums(terms_key, snapshot, terms_part, matched, base=((), _nothing))
+        found = TERM_SUMS.sums(
+            terms_key,
+            snapshot,
+            terms_part,
+            matched,
+            base=((), _nothing),
+            marks=_label_marks(gated),
+        )
     return affinity.FilterState(
         terms=terms,
         skip=not existing and not req_aff and not req_anti,
@@ -316,7 +371,7 @@ def prepare_affinity_score(
     pods."""
     if not feasible:
         return None
-    terms = compile_pod_affinity(pod)
+    terms = pod_terms(pod)
     if terms.preferred_affinity or terms.preferred_anti_affinity:
         return affinity.prepare_score(pod, snapshot, feasible, config)
     if config.ignore_preferred_terms_of_existing_pods:
@@ -329,7 +384,9 @@ def prepare_affinity_score(
             _TERM_LIST.clear()
             _MATCHED.clear()
             EXISTING_SUMS.clear()
-        sums = EXISTING_SUMS.sums("score", snapshot, _existing_score_part, _has_terms)
+        sums = EXISTING_SUMS.sums(
+            "score", snapshot, _existing_score_part, _has_terms, marks=(POD_AFFINITY,)
+        )
         known = list(_TERM_LIST)
     matched: dict[int, bool] = {}
     scores: dict[str, dict[str, int]] = {}

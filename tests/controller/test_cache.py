@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +15,7 @@ from policyengine.controller.cache import (
     AssumeError,
     ClusterCache,
 )
+from policyengine.model.objects import Pod
 from policyengine.model.snapshot import ClusterSnapshot
 from tests.controller.builders import node, pod
 
@@ -122,6 +125,36 @@ def test_watch_confirmation_replaces_the_assumption(cache: ClusterCache, bound_t
     snap = cache.snapshot()
     assert placed(cache) == {"default/p": bound_to}
     assert sum(cpu_units(snap, n) for n in ("n1", "n2", "n3")) == 1000  # counted once
+
+
+@pytest.mark.parametrize(
+    ("confirmed", "kept"),
+    [
+        # the pod we assumed, only its resourceVersion moved: the snapshot stays as it is
+        (lambda: replace(pod("p", cpu="1", node="n1"), resource_version="7"), True),
+        # bound elsewhere, or changed on the way (labels, requests): the node is rebuilt
+        (lambda: pod("p", cpu="1", node="n2"), False),
+        (lambda: pod("p", cpu="1", node="n1", labels={"app": "x"}), False),
+        (lambda: pod("p", cpu="2", node="n1"), False),
+    ],
+)
+def test_a_confirmation_equal_to_the_assumption_keeps_the_snapshot(
+    cache: ClusterCache, confirmed: Callable[[], Pod], kept: bool
+) -> None:
+    cache.assume(pod("p", cpu="1"), "n1")
+    assumed = cache.snapshot()
+    real = confirmed()
+    assert cache.set_pod(real) is False
+    assert (cache.snapshot() is assumed) is kept
+    assert cache.assumed() == {}
+    assert cache.pod("default/p") == real
+    assert placed(cache) == {"default/p": real.node_name}
+    snap = cache.snapshot()
+    assert sum(cpu_units(snap, n) for n in ("n1", "n2", "n3")) == cpu_units(snap, real.node_name)
+    # and the pod then leaves as any other
+    assert cache.remove_pod("default/p") is True
+    assert placed(cache) == {}
+    assert sum(cpu_units(cache.snapshot(), n) for n in ("n1", "n2", "n3")) == 0
 
 
 def test_assumption_expires_only_after_its_bind_finished(cache: ClusterCache, clock: Clock) -> None:

@@ -26,8 +26,11 @@ from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Pod
+from policyengine.model.plugins import PLUGINS_BY_NAME
+from policyengine.model.plugins.config import DEFAULT_CONFIG
+from policyengine.schedlib.batch import PREPARE_FILTERS
 from tests.engine.test_fast_path import compiled, nodes, pods, policies
-from tests.model.builders import make_node, make_pod, snapshot
+from tests.model.builders import container, make_node, make_pod, snapshot
 
 NAME_RULES = [
     "",
@@ -101,6 +104,105 @@ def test_pods_of_templates_decide_as_the_reference(data: st.DataObject) -> None:
         assert differences(decision, reference) == []
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
+
+
+def _anti(selector: dict[str, Any], key: str) -> dict[str, Any]:
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": selector, "topologyKey": key}
+            ]
+        }
+    }
+
+
+def _spread(selector: dict[str, Any], key: str, skew: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "maxSkew": skew,
+            "topologyKey": key,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": selector,
+        }
+    ]
+
+
+# Selectors with a matchLabels entry (the step log's marks narrow the kept sums' corrections)
+# and without one (an Exists: every step is looked at).
+_SELECTORS = [
+    {"matchLabels": {"app": "web"}},
+    {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "db"]}]},
+    {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+]
+
+
+@st.composite
+def topology_templates(draw: st.DrawFn, index: int) -> Pod:
+    selector = draw(st.sampled_from(_SELECTORS))
+    key = draw(st.sampled_from(["zone", "kubernetes.io/hostname"]))
+    app = draw(st.sampled_from(["web", "db"]))
+    kind = draw(st.sampled_from(["anti", "spread", "both", ""]))
+    extra: dict[str, Any] = {}
+    if kind in ("anti", "both"):
+        extra["affinity"] = _anti(selector, key)
+    if kind in ("spread", "both"):
+        extra["spread"] = _spread(selector, draw(st.sampled_from(["zone", key])), 1)
+    return make_pod(f"t{index}", labels={"app": app}, requests={"cpu": "100m"}, **extra)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_spread_and_anti_affinity_pods_decide_as_the_reference_through_forgets_and_relabels(
+    data: st.DataObject,
+) -> None:
+    # Their filters' rows stand by Node object and row key: pods placed, pods forgotten and
+    # Node objects replaced (a zone changed) must each reach the rows they change.
+    program = compiled(
+        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
+        'profile "policyengine" {\n  policies "p"\n}\n'
+    )
+    count = data.draw(st.integers(2, 7))
+    zones = st.sampled_from(["a", "b", "c", None])
+
+    def node(index: int) -> Any:
+        labels = {"kubernetes.io/hostname": f"n{index}"}
+        zone = data.draw(zones)
+        if zone is not None:
+            labels["zone"] = zone
+        return make_node(f"n{index}", labels=labels, pods=6)
+
+    snap = snapshot([node(i) for i in range(count)])
+    shapes = [data.draw(topology_templates(i)) for i in range(data.draw(st.integers(1, 3)))]
+    rng = random.Random(data.draw(st.integers(0, 5)))
+    placed: list[str] = []
+    for index in range(data.draw(st.integers(3, 12))):
+        action = data.draw(st.sampled_from(["place", "place", "place", "forget", "relabel"]))
+        if action == "forget" and placed:
+            snap = snap.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+            continue
+        if action == "relabel":
+            at = data.draw(st.integers(0, count - 1))
+            pods_there = snap.node(f"n{at}").pods
+            snap = snap.with_node(node(at))
+            assert snap.node(f"n{at}").pods == pods_there
+            continue
+        template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
+        pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
+        state = rng.getstate()
+        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+        replay = random.Random()
+        replay.setstate(state)
+        assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+        # The reference's builtins read the kept PreFilter states too: those equal the
+        # plugins' passes over every node.
+        for name in ("PodTopologySpread", "InterPodAffinity"):
+            prepare = PLUGINS_BY_NAME[name].prepare_filter
+            assert prepare is not None
+            kept = PREPARE_FILTERS[name](pod, snap, DEFAULT_CONFIG)
+            assert kept == prepare(pod, snap, DEFAULT_CONFIG), name
+        if decision.node is not None:
+            snap = snap.with_pod(pod, decision.node)
+            placed.append(pod.key)
 
 
 def test_pods_of_one_template_are_one_class() -> None:
@@ -333,6 +435,8 @@ def test_a_class_s_next_cycle_looks_again_only_at_changed_rows(monkeypatch: Any)
         ("(node.load.cpu ?? 1.0) < 0.5", False),
         ("len(taint_toleration_reasons(pod, node)) == 0", True),
         ("len(resources_fit_reasons(pod, node)) == 0", False),
+        # Stable for a pod that wants no host port (``functions._no_host_ports``).
+        ("len(node_ports_reasons(pod, node)) == 0", True),
         ("considered(pod, node)", True),
     ],
 )
@@ -345,3 +449,83 @@ def test_rules_reading_only_the_node_object_are_stable(body: str, stable: bool) 
     policy = next(p for p in program.policies if p.name == "p")
     plan = next(r for r in policy_plan(policy).filters if r.rule.name == "probe")
     assert (plan.stable is not None) == stable
+
+
+IMAGES = ["app:v1", "db:v2", "cache:v3"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_classes_that_filter_alike_and_score_apart_take_turns_as_the_reference(
+    data: st.DataObject,
+) -> None:
+    # Templates with equal requests and different images share every filter column (one
+    # filter state) but not ImageLocality's: each scores from the last state of its own
+    # columns (``cycle._scoring_state``), whatever the others did meanwhile.
+    program = compiled(
+        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
+        'profile "policyengine" {\n  policies "p"\n}\n'
+    )
+    count = data.draw(st.integers(2, 8))
+    held = [
+        data.draw(st.lists(st.sampled_from(IMAGES), unique=True, max_size=2)) for _ in range(count)
+    ]
+    snap = snapshot(
+        [
+            make_node(f"n{i}", cpu="4", images=[([image], 300 * 1024 * 1024) for image in held[i]])
+            for i in range(count)
+        ]
+    )
+    shapes = [
+        make_pod("t", containers=[container("c", {"cpu": "500m"}, image=image)])
+        for image in data.draw(st.lists(st.sampled_from(IMAGES), min_size=2, unique=True))
+    ]
+    rng = random.Random(data.draw(st.integers(0, 5)))
+    CACHE.clear()
+    for index in range(data.draw(st.integers(4, 12))):
+        template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
+        pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
+        state = rng.getstate()
+        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+        replay = random.Random()
+        replay.setstate(state)
+        assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+        if decision.node is not None:
+            snap = snap.with_pod(pod, decision.node)
+
+
+def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch: Any) -> None:
+    program = compiled(
+        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
+        'profile "policyengine" {\n  policies "p"\n}\n'
+    )
+    snap = snapshot(
+        [
+            make_node(f"n{i:02}", cpu="8", images=[([IMAGES[i % 3]], 300 * 1024 * 1024)])
+            for i in range(40)
+        ]
+    )
+    whole: list[int] = []
+    real = cycle._score_all
+
+    def spy(*args: Any) -> Any:
+        whole.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(cycle, "_score_all", spy)
+    CACHE.clear()
+    shapes = [
+        make_pod("t", containers=[container("c", {"cpu": "1"}, image=image)])
+        for image in IMAGES[:2]
+    ]
+    rng = random.Random(1)
+    for index in range(8):
+        pod = dataclasses.replace(shapes[index % 2], name=f"pod-{index}", uid=f"uid-{index}")
+        state = rng.getstate()
+        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+        replay = random.Random()
+        replay.setstate(state)
+        assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+        assert decision.node is not None
+        snap = snap.with_pod(pod, decision.node)
+    assert len(whole) == 2  # each template's first pod; the rest score from kept states

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from policyengine.engine.decision import Names
+from policyengine.engine.decision import Names, Rejection, RejectionTable
 
 
 def _names(items: tuple[str, ...], built: list[int]) -> Names:
@@ -49,3 +49,20 @@ def test_names_read_as_their_tuple(read: object, expected: object) -> None:
     assert read(names) == expected  # type: ignore[operator]
     read(names)  # type: ignore[operator]
     assert len(built) <= 1  # built at most once
+
+
+def test_a_rejection_table_reads_as_its_dict_built_once() -> None:
+    table = {"n1": (Rejection("p/fit", ("Insufficient cpu",)),), "n2": ()}
+    built: list[int] = []
+
+    def build() -> dict[str, tuple[Rejection, ...]]:
+        built.append(1)
+        return dict(table)
+
+    rejections = RejectionTable(build, 2)
+    assert len(rejections) == 2 and built == []
+    assert list(rejections.keys()) == ["n1", "n2"]
+    assert list(rejections.values()) == list(table.values())
+    assert list(rejections.items()) == list(table.items())
+    assert dict(rejections) == table and rejections["n1"] == table["n1"] and "n2" in rejections
+    assert built == [1]

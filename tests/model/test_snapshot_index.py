@@ -2,9 +2,9 @@
 
 ``ClusterSnapshot._replace_node`` edits the parent's ``nodes_with_affinity_pods`` and
 ``nodes_with_required_anti_affinity_pods`` for the one node it replaces instead of rescanning
-every node. Hypothesis assumes and removes pods with and without (anti-)affinity on random
-nodes, reading the lists on every snapshot (so each is carried, never recomputed), and holds
-them equal to a fresh scan, order included.
+every node, and carries ``node_positions`` over. Hypothesis assumes and removes pods with and
+without (anti-)affinity on random nodes, reading the lists on every snapshot (so each is
+carried, never recomputed), and holds them equal to a fresh scan, order included.
 """
 
 from __future__ import annotations
@@ -50,3 +50,8 @@ def test_carried_affinity_lists_equal_a_fresh_scan(data: st.DataObject) -> None:
                 snap.nodes_with_affinity_pods, _fresh(snap, "pods_with_affinity"), strict=True
             )
         )
+        # ``node_positions`` is carried too (read on every snapshot, so each derived one has
+        # its parent's): it and ``nodes`` follow the node map's order.
+        assert snap.node_positions == {name: at for at, name in enumerate(snap.node_infos)}
+        assert len(snap.nodes) == len(snap.node_infos)
+        assert all(a is b for a, b in zip(snap.nodes, snap.node_infos.values(), strict=True))

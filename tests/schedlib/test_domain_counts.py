@@ -15,6 +15,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
@@ -135,3 +137,40 @@ def test_cached_counts_follow_pods_placed_on_other_nodes_of_the_domain() -> None
         zones.append(snap.node(decision.node).labels["zone"])
         snap = snap.with_pod(pod, decision.node)
     assert len(set(zones)) == 1  # the peers score keeps the template in one zone
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["add", "remove", "other"]), st.integers(0, 4), st.booleans()),
+        max_size=12,
+    )
+)
+def test_row_stamps_kept_between_snapshots_equal_stamps_laid_out_afresh(
+    steps: list[tuple[str, int, bool]],
+) -> None:
+    # Each row's stamp is its domain's in the index (the index's base for a domain it never
+    # stamped, -1 without the label), however the table was corrected on the way; a step
+    # from an unrelated snapshot (another lineage) is one the index rebuilds on.
+    domain_counts.clear()
+    snap = cluster()
+    ctx = CycleContext(snap, PodView(make_pod("p")))
+    domain_pod_count_batch(ctx, ctx.pod, [NodeView(i) for i in snap.nodes], "zone", {"app": "x"})
+    placed: list[str] = []
+    for index, (kind, row, web) in enumerate(steps):
+        if kind == "remove" and placed:
+            snap = snap.without_pod(placed.pop(row % len(placed)))
+        elif kind == "other":
+            snap = cluster()
+            placed = []
+        else:
+            pod = make_pod(f"s{index}", labels={"app": "web" if web else "db"})
+            snap = snap.with_pod(pod, f"n{row}")
+            placed.append(pod.key)
+        rows = _row_key(snap).rows[:, 0]
+        (index_,) = [i for k, i in domain_counts._indexes.items() if k[0] == "zone"]
+        expected = [
+            -1 if zone is None else index_.stamps.get(zone, index_.base)
+            for zone in (info.node.labels.get("zone") for info in snap.nodes)
+        ]
+        assert rows.tolist() == expected

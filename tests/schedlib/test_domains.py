@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.schedlib import domains
-from policyengine.schedlib.domains import NodeSums, changed_rows, label_column
+from policyengine.schedlib.domains import (
+    ANTI_AFFINITY,
+    NodeSums,
+    changed_rows,
+    label_column,
+    marked_changes,
+)
 from tests.model.builders import make_node, make_pod, snapshot
 
 ZONES = ["a", "b", "c"]
@@ -77,12 +83,15 @@ def test_sums_and_label_columns_follow_every_kind_of_step(data: st.DataObject) -
             placed.append(pod.key)
         if data.draw(st.booleans()):  # unseen steps: the next look compares rows instead
             continue
-        key = data.draw(st.sampled_from(["k1", "k2", "k3"]))
+        key = data.draw(st.sampled_from(["k1", "k2", "k3", "k4", "k5"]))
         # k1 and k2 skip nodes that only gained or lost db pods (which zone_part ignores);
         # k2 met afresh starts from the zones' presence and counts only nodes with web pods.
+        # k4 and k5 look only at the steps the step log marks with app=web (k5 from the base).
         relevant = is_web if key != "k3" else None
-        base = ("zones", zone_presence) if key == "k2" else None
-        assert sums.sums(key, cluster, zone_part, relevant, base=base) == fresh(cluster)
+        base = ("zones", zone_presence) if key in ("k2", "k5") else None
+        marks = (("app", "web"),) if key in ("k4", "k5") else None
+        found = sums.sums(key, cluster, zone_part, relevant, base=base, marks=marks)
+        assert found == fresh(cluster)
         column = label_column(cluster, "zone")
         for row, node in enumerate(cluster.nodes):
             value = node.node.labels.get("zone")
@@ -140,3 +149,42 @@ def test_sums_started_from_the_base_drop_a_domain_its_last_node_leaves() -> None
     cluster = cluster.with_node(make_node("n1", labels={"zone": "a"}))
     assert sums.sums("k", cluster, zone_part, is_web, base=base) == fresh(cluster)
     assert fresh(cluster) == {("zone", "a"): 1}
+
+
+def seen(cluster: ClusterSnapshot) -> ClusterSnapshot:
+    """``cluster`` noted by the step log, as a scheduler's next cycle notes it."""
+    marked_changes(cluster, cluster.generation, cluster.nodes, ())
+    return cluster
+
+
+def test_marked_changes_name_the_rows_whose_steps_moved_a_marked_pod() -> None:
+    domains.clear()
+    first = seen(snapshot([make_node(f"n{i}", labels={"zone": "a"}) for i in range(4)]))
+    web = make_pod("w", labels={"app": "web"})
+    anti = make_pod("x", labels={"app": "db"}, affinity=ANTI_ZONE)
+    # Steps no cycle saw: the log cannot tell what they moved, the caller falls back.
+    second = seen(first.with_pod(web, "n1").with_pod(make_pod("d", labels={"app": "db"}), "n2"))
+    assert marked_changes(second, first.generation, first.nodes, ()) is None
+    third = seen(second.with_pod(anti, "n3"))
+    assert marked_changes(third, second.generation, second.nodes, [("app", "web")]) == []
+    assert marked_changes(third, second.generation, second.nodes, [ANTI_AFFINITY]) == [3]
+    fourth = seen(seen(third.without_pod(anti.key)).with_pod(make_pod("w2", labels=WEB), "n0"))
+    assert marked_changes(fourth, second.generation, second.nodes, [("app", "web")]) == [0]
+    assert marked_changes(fourth, second.generation, second.nodes, [ANTI_AFFINITY]) == [3]
+    assert marked_changes(fourth, third.generation, third.nodes, [ANTI_AFFINITY]) == [3]
+    assert marked_changes(fourth, fourth.generation, fourth.nodes, [ANTI_AFFINITY]) == []
+    # A new Node object is a step of unknown pods: every caller looks at it.
+    fifth = seen(fourth.with_node(make_node("n2", labels={"zone": "b"})))
+    assert marked_changes(fifth, fourth.generation, fourth.nodes, ()) == [2]
+    # An older snapshot is not after a later one: the caller falls back.
+    assert marked_changes(first, fifth.generation, fifth.nodes, ()) is None
+
+
+WEB = {"app": "web"}
+ANTI_ZONE = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+        ]
+    }
+}

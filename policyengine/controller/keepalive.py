@@ -1,0 +1,138 @@
+"""The loop's writes (binding, Event, patches) on one kept-alive connection per thread.
+
+A bind and its ``Scheduled`` Event are two small requests per pod. Through the generated
+client's ``RESTClientObject`` and urllib3's ``PoolManager`` each costs about 0.7 ms of CPU
+before and after the network (header merging, URL parsing, pool lookup, retry and timeout
+objects, the response wrapper); the same request on a plain ``http.client`` connection costs
+about a third of that (measured against the loopback server). At hundreds of pods a second
+that difference is a large part of the scheduler's CPU, so ``RawAPI``'s writes go here:
+
+* each thread (the bind workers, the event poster) keeps one connection to the API server,
+  made by the urllib3 pool the ``ApiClient`` already configured, so TLS (CA, client
+  certificate, ``verify_ssl``, server name) is exactly the client's; a connection the server
+  closed while idle is noticed before reuse and replaced, as urllib3 does;
+* the client-side rate limit and the per-thread note of the request being sent (for error
+  messages) are applied through the gate ``connection.install`` leaves on the client;
+* failures are raised as the urllib3 path raises them with urllib3's retries turned off
+  (``MaxRetryError`` whose ``reason`` is ``NewConnectionError``, ``ReadTimeoutError`` or
+  ``ProtocolError``), so every caller's error handling and ``connection.classify``'s
+  messages are unchanged; non-2xx answers become ``ApiException`` in ``rawapi``.
+
+Clients with an HTTP proxy keep the urllib3 path (``usable``): tunnelling is urllib3's job.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from urllib3.util.connection import is_connection_dropped
+
+from policyengine.controller.connection import GATE
+
+
+class WireResponse:
+    """A finished response, read in full: what the callers of ``RawAPI``'s writes use of a
+    urllib3 response (``status``, ``reason``, ``data``, ``headers``, ``release_conn()``),
+    and what ``ApiException.from_response`` reads (``getheaders()``)."""
+
+    __slots__ = ("data", "headers", "reason", "status")
+
+    def __init__(self, status: int, reason: str, data: bytes, headers: http.client.HTTPMessage):
+        self.status = status
+        self.reason = reason
+        self.data = data
+        self.headers = headers
+
+    def getheaders(self) -> http.client.HTTPMessage:
+        return self.headers
+
+    def read(self) -> bytes:
+        return self.data
+
+    def release_conn(self) -> None:
+        """Nothing to release: the body was read and the connection is the thread's."""
+
+
+def usable(api_client: k8s.ApiClient) -> bool:
+    """Whether writes of this client can take the kept-alive path (no proxy, http or https)."""
+    cfg = api_client.configuration
+    return not getattr(cfg, "proxy", None) and str(cfg.host).startswith(("http://", "https://"))
+
+
+class KeepAliveSender:
+    """Sends one request at a time per thread on that thread's connection."""
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self._client = api_client
+        self._local = threading.local()
+
+    def _connection(self, origin: str) -> tuple[Any, Any]:
+        pool = getattr(self._local, "pool", None)
+        conn = getattr(self._local, "conn", None)
+        if pool is None or getattr(self._local, "origin", None) != origin:
+            pool = self._client.rest_client.pool_manager.connection_from_url(origin)
+            conn = None
+        if conn is None:
+            conn = pool._new_conn()  # configured as the pool configures its own (TLS included)
+        elif conn.sock is not None and is_connection_dropped(conn):
+            conn.close()  # the server closed it while idle: reconnect rather than fail
+        self._local.pool, self._local.conn, self._local.origin = pool, conn, origin
+        return pool, conn
+
+    def send(
+        self, method: str, url: str, headers: Mapping[str, str], body: Any, timeout: Any
+    ) -> WireResponse:
+        """Send ``method url`` with ``body`` as JSON; the whole response, whatever its
+        status. Raises urllib3's errors (see the module docstring)."""
+        gate = getattr(self._client.rest_client, GATE, None)
+        if gate is not None:
+            gate(method, url)
+        scheme, _, rest = url.partition("://")
+        slash = rest.find("/")
+        origin = f"{scheme}://{rest[:slash] if slash >= 0 else rest}"
+        target = url[len(origin) :] or "/"
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        pool, conn = self._connection(origin)
+        seconds = _seconds(timeout)
+        conn.timeout = seconds
+        if conn.sock is not None:
+            conn.sock.settimeout(seconds)
+        try:
+            http.client.HTTPConnection.request(conn, method, target, body=data, headers=headers)
+            response = http.client.HTTPConnection.getresponse(conn)
+            payload = response.read()
+        except urllib3.exceptions.HTTPError as error:  # connecting: refused, TLS, name
+            conn.close()
+            raise urllib3.exceptions.MaxRetryError(pool, target, error) from error
+        except (ssl.SSLError, ssl.CertificateError) as error:
+            conn.close()
+            raise urllib3.exceptions.MaxRetryError(
+                pool, target, urllib3.exceptions.SSLError(error)
+            ) from error
+        except TimeoutError as error:
+            conn.close()
+            late = urllib3.exceptions.ReadTimeoutError(
+                pool, target, f"Read timed out. (read timeout={seconds})"
+            )
+            raise urllib3.exceptions.MaxRetryError(pool, target, late) from error
+        except (OSError, http.client.HTTPException) as error:
+            conn.close()
+            cut = urllib3.exceptions.ProtocolError("Connection aborted.", error)
+            raise urllib3.exceptions.MaxRetryError(pool, target, cut) from error
+        if response.will_close:
+            conn.close()
+        return WireResponse(response.status, response.reason, payload, response.headers)
+
+
+def _seconds(timeout: Any) -> float | None:
+    """A request timeout as the generated client takes it (seconds, or (connect, read))."""
+    if isinstance(timeout, tuple):
+        return max(float(t) for t in timeout if t is not None) if any(timeout) else None
+    return float(timeout) if timeout else None

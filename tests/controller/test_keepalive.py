@@ -1,0 +1,236 @@
+"""The kept-alive write path: one connection per thread, replaced when the server closed it,
+the client's rate limit and credentials applied, failures raised as urllib3 raises them."""
+
+from __future__ import annotations
+
+import http.server
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import urllib3
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from policyengine.controller.connection import classify, connect, last_request
+from policyengine.controller.keepalive import usable
+from policyengine.controller.rawapi import AUTH_REUSE, RawAPI
+from tests.apiserver import LoopbackAPIServer
+from tests.controller.builders import pod_obj
+
+
+def _event(i: int) -> dict[str, Any]:
+    return {
+        "kind": "Event",
+        "apiVersion": "events.k8s.io/v1",
+        "metadata": {"name": f"p.{i:x}", "namespace": "default"},
+        "eventTime": "2026-12-02T12:48:10.898647Z",
+        "reportingController": "policyengine",
+        "reportingInstance": "policyengine-host",
+        "action": "Binding",
+        "reason": "Scheduled",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "p", "apiVersion": "v1"},
+        "note": "Successfully assigned default/p to n1",
+        "type": "Normal",
+    }
+
+
+def _post(api: RawAPI, i: int, timeout: float = 10) -> Any:
+    response = api.create_namespaced_event(
+        "default", _event(i), _preload_content=False, _request_timeout=timeout
+    )
+    _ = response.data
+    response.release_conn()
+    return response
+
+
+def test_writes_of_a_thread_share_one_connection(
+    apiserver: LoopbackAPIServer, kube_api_client: Any
+) -> None:
+    api = RawAPI(kube_api_client)
+    sockets = []
+    for i in range(3):
+        assert _post(api, i).status == 201
+        sockets.append(api._sender._local.conn.sock)  # type: ignore[union-attr]
+    assert sockets[0] is not None and sockets[0] is sockets[1] is sockets[2]
+    other: list[Any] = []
+    thread = threading.Thread(
+        target=lambda: other.append((_post(api, 9), api._sender._local.conn.sock))  # type: ignore[union-attr]
+    )
+    thread.start()
+    thread.join()
+    assert other[0][0].status == 201 and other[0][1] is not sockets[0]
+    assert [e["metadata"]["name"] for e in apiserver.events()] == ["p.0", "p.1", "p.2", "p.9"]
+
+
+class _OneShot(http.server.BaseHTTPRequestHandler):
+    """Answers each connection's first request and then closes it without saying so (as an
+    API server or proxy closing an idle keep-alive connection does)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = b'{"kind":"Event"}'
+        self.send_response(201)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture
+def one_shot() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OneShot)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_connection_closed_while_idle_is_replaced(one_shot: str) -> None:
+    api = RawAPI(k8s.ApiClient(k8s.Configuration(host=one_shot)))
+    first = _post(api, 1)
+    threading.Event().wait(0.2)  # let the server's close arrive
+    second = _post(api, 2)
+    assert (first.status, second.status) == (201, 201)
+
+
+def _refused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("case", "reason", "message"),
+    [
+        ("refused", urllib3.exceptions.NewConnectionError, "unreachable: connection refused"),
+        ("slow", urllib3.exceptions.ReadTimeoutError, "did not answer in time"),
+    ],
+)
+def test_failures_are_raised_as_urllib3_raises_them(
+    apiserver: LoopbackAPIServer, case: str, reason: type, message: str
+) -> None:
+    if case == "refused":
+        api = RawAPI(k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{_refused_port()}")))
+    else:
+        api = RawAPI(apiserver.api_client())
+        apiserver.delay(1.0, times=1, resource="events")
+    with pytest.raises(urllib3.exceptions.MaxRetryError) as info:
+        _post(api, 1, timeout=0.3)
+    assert isinstance(info.value.reason, reason)
+    assert isinstance(info.value, urllib3.exceptions.HTTPError)
+    assert message in classify(info.value).message
+    if case == "slow":
+        assert _post(api, 2).status == 201  # the next write gets a fresh connection
+
+
+def test_statuses_become_api_exceptions(apiserver: LoopbackAPIServer, kube_api_client: Any) -> None:
+    apiserver.create(pod_obj("p"))
+    apiserver.fail_next(1, code=429, resource="events", retry_after=2)
+    with pytest.raises(ApiException) as info:
+        _post(RawAPI(kube_api_client), 1)
+    assert (info.value.status, info.value.headers.get("Retry-After")) == (429, "2")
+
+
+def test_writes_pass_the_clients_rate_limit_and_note_the_request(
+    apiserver: LoopbackAPIServer, tmp_path: Path
+) -> None:
+    connection = connect(str(apiserver.kubeconfig(tmp_path / "kubeconfig")), qps=100, burst=5)
+    assert connection.limiter is not None
+    before = connection.limiter.requests
+    _post(RawAPI(connection.client), 1)
+    assert connection.limiter.requests == before + 1
+    info = last_request()
+    assert info is not None and info.call == "create events"
+
+
+def test_credentials_are_asked_again_after_a_second(apiserver: LoopbackAPIServer) -> None:
+    cfg = apiserver.client_configuration()
+    asked: list[int] = []
+
+    def refresh(c: Any) -> None:  # a token source handing out a new token on every ask
+        asked.append(1)
+        c.api_key["authorization"] = f"token-{len(asked)}"
+
+    cfg.refresh_api_key_hook = refresh
+    now = [0.0]
+    api = RawAPI(k8s.ApiClient(cfg), clock=lambda: now[0])
+    for at in (0.0, AUTH_REUSE / 2, AUTH_REUSE, AUTH_REUSE * 1.5):
+        now[0] = at
+        _post(api, int(at * 100))
+    sent = [r.headers["authorization"] for r in apiserver.requests(resource="events")]
+    assert sent == ["Bearer token-1", "Bearer token-1", "Bearer token-2", "Bearer token-2"]
+
+
+@pytest.mark.parametrize(
+    ("host", "proxy", "fast"),
+    [
+        ("http://127.0.0.1:1", None, True),
+        ("https://api.example:6443", None, True),
+        ("https://api.example:6443", "http://proxy:3128", False),
+    ],
+)
+def test_proxied_clients_keep_urllib3(host: str, proxy: str | None, fast: bool) -> None:
+    cfg = k8s.Configuration(host=host)
+    cfg.proxy = proxy
+    client = k8s.ApiClient(cfg)
+    assert usable(client) is fast
+    assert (RawAPI(client)._sender is not None) is fast
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An HTTPS server (a self-signed certificate for 127.0.0.1) answering like ``_OneShot``
+    but keeping connections open; yields its URL and the certificate (the client's CA)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+    class KeepOpen(_OneShot):
+        def do_POST(self) -> None:
+            super().do_POST()
+            self.close_connection = False
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), KeepOpen)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"https://127.0.0.1:{server.server_address[1]}", cert
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_tls_is_the_clients(tls_server: tuple[str, Path], trusted: bool) -> None:
+    url, cert = tls_server
+    cfg = k8s.Configuration(host=url)
+    cfg.ssl_ca_cert = str(cert) if trusted else None
+    api = RawAPI(k8s.ApiClient(cfg))
+    if trusted:
+        assert [_post(api, i).status for i in range(2)] == [201, 201]
+        return
+    with pytest.raises(urllib3.exceptions.MaxRetryError) as info:
+        _post(api, 1)
+    assert isinstance(info.value.reason, urllib3.exceptions.SSLError)
+    assert "TLS error" in classify(info.value).message
