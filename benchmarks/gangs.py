@@ -177,6 +177,7 @@ def run(
             f"{head}: member pods/s (wall)",
             [r.members / sum(r.wall) for r in results],
             "pods/s",
+            target=">= 500 pods/s",
         ),
         summarise(
             "gangs",

@@ -127,7 +127,14 @@ def run(
             note("memory", **{head: results})
             mb = 1 / 1024
             rows.append(
-                summarise("memory", f"{head}: peak RSS", [r["peak_kb"] for r in results], "MB", mb)
+                summarise(
+                    "memory",
+                    f"{head}: peak RSS",
+                    [r["peak_kb"] for r in results],
+                    "MB",
+                    mb,
+                    target="<= 1024 MB",
+                )
             )
             rows.append(
                 summarise(

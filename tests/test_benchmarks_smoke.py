@@ -125,7 +125,7 @@ def test_the_measured_loop_places_pods_as_simulate_does() -> None:
     cluster = build(Workload("affinity", 30, 12))
     placed = place_all(cluster, seed=3)
     simulated = simulate(cluster.program, cluster.snapshot, cluster.pending, seed=3)
-    assert [d.node for d in placed.decisions] == [d.node for d in simulated.decisions]
+    assert placed.nodes == [d.node for d in simulated.decisions]
     assert len(placed.latencies) == len(placed.cpu) == 12
 
 
