@@ -242,6 +242,8 @@ def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> d
     """The plugin's ``existing_anti_affinity_counts``: the domains holding pods whose required
     anti-affinity matches ``pod``, from one sum over every node shared by all pods. Whether a
     term matches reads the pod's namespace and labels and the namespaces' labels only."""
+    if not snapshot.nodes_with_required_anti_affinity_pods:
+        return {}  # no pod anywhere has required anti-affinity: nothing to sum
     with _LOCK:
         if len(_TERM_LIST) > _TERMS_KEPT:
             _TERMS.clear()
@@ -376,6 +378,8 @@ def prepare_affinity_score(
         return affinity.prepare_score(pod, snapshot, feasible, config)
     if config.ignore_preferred_terms_of_existing_pods:
         return None
+    if not snapshot.nodes_with_affinity_pods:
+        return None  # no pod anywhere has (anti-)affinity terms that could score this one
     own_ns = snapshot.namespace_labels(pod.namespace)
     hard_weight = config.hard_pod_affinity_weight
     with _LOCK:
