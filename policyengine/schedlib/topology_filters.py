@@ -238,6 +238,16 @@ def _by_term(sums: dict[Any, int]) -> dict[int, list[tuple[Pair, int]]]:
     return groups
 
 
+def _bound_term_caches() -> None:
+    """Start the term caches afresh once they hold too many terms (the caller holds ``_LOCK``):
+    the kept sums index terms by position, so they go with them."""
+    if len(_TERM_LIST) > _TERMS_KEPT:
+        _TERMS.clear()
+        _TERM_LIST.clear()
+        _MATCHED.clear()
+        EXISTING_SUMS.clear()
+
+
 def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> dict[Pair, int]:
     """The plugin's ``existing_anti_affinity_counts``: the domains holding pods whose required
     anti-affinity matches ``pod``, from one sum over every node shared by all pods. Whether a
@@ -245,11 +255,7 @@ def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> d
     if not snapshot.nodes_with_required_anti_affinity_pods:
         return {}  # no pod anywhere has required anti-affinity: nothing to sum
     with _LOCK:
-        if len(_TERM_LIST) > _TERMS_KEPT:
-            _TERMS.clear()
-            _TERM_LIST.clear()
-            _MATCHED.clear()
-            EXISTING_SUMS.clear()
+        _bound_term_caches()
         sums = EXISTING_SUMS.sums(
             "existing", snapshot, _existing_anti_part, _has_anti, False, marks=(ANTI_AFFINITY,)
         )
@@ -383,11 +389,7 @@ def prepare_affinity_score(
     own_ns = snapshot.namespace_labels(pod.namespace)
     hard_weight = config.hard_pod_affinity_weight
     with _LOCK:
-        if len(_TERM_LIST) > _TERMS_KEPT:
-            _TERMS.clear()
-            _TERM_LIST.clear()
-            _MATCHED.clear()
-            EXISTING_SUMS.clear()
+        _bound_term_caches()
         sums = EXISTING_SUMS.sums(
             "score", snapshot, _existing_score_part, _has_terms, marks=(POD_AFFINITY,)
         )

@@ -57,6 +57,21 @@ SPREAD = [
     }
 ]
 
+# The kube plugins alone, in the profile every cycle here runs.
+KUBE_ONLY = (
+    'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
+    'profile "policyengine" {\n  policies "p"\n}\n'
+)
+
+
+def decide_as_the_reference(program: Any, pod: Pod, snap: Any, rng: random.Random) -> Any:
+    """One fast-path cycle, held equal to the reference cycle run from the same rng state."""
+    replay = random.Random()
+    replay.setstate(rng.getstate())
+    decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+    assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+    return decision
+
 
 @st.composite
 def templates(draw: st.DrawFn, names: list[str], index: int) -> Pod:
@@ -157,10 +172,7 @@ def test_spread_and_anti_affinity_pods_decide_as_the_reference_through_forgets_a
 ) -> None:
     # Their filters' rows stand by Node object and row key: pods placed, pods forgotten and
     # Node objects replaced (a zone changed) must each reach the rows they change.
-    program = compiled(
-        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
-        'profile "policyengine" {\n  policies "p"\n}\n'
-    )
+    program = compiled(KUBE_ONLY)
     count = data.draw(st.integers(2, 7))
     zones = st.sampled_from(["a", "b", "c", None])
 
@@ -188,11 +200,7 @@ def test_spread_and_anti_affinity_pods_decide_as_the_reference_through_forgets_a
             continue
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        state = rng.getstate()
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
-        replay = random.Random()
-        replay.setstate(state)
-        assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+        decision = decide_as_the_reference(program, pod, snap, rng)
         # The reference's builtins read the kept PreFilter states too: those equal the
         # plugins' passes over every node.
         for name in ("PodTopologySpread", "InterPodAffinity"):
@@ -225,10 +233,7 @@ def test_pods_of_one_template_are_one_class() -> None:
 def test_spread_and_anti_affinity_see_pods_placed_on_other_nodes() -> None:
     # Placing a pod on one node of zone "a" changes the spread and anti-affinity verdicts of
     # every other node of zone "a", whose NodeInfo did not change: their cluster keys must.
-    program = compiled(
-        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
-        'profile "policyengine" {\n  policies "p"\n}\n'
-    )
+    program = compiled(KUBE_ONLY)
     cluster = [
         make_node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}", "zone": zone})
         for i, zone in enumerate(["a", "a", "b", "b", "a", "b"])
@@ -240,11 +245,7 @@ def test_spread_and_anti_affinity_see_pods_placed_on_other_nodes() -> None:
         zones = []
         for index in range(4):
             pod = dataclasses.replace(template, name=f"pod-{index}")
-            state = rng.getstate()
-            decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
-            replay = random.Random()
-            replay.setstate(state)
-            assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+            decision = decide_as_the_reference(program, pod, snap, rng)
             if decision.node is not None:
                 zones.append(snap.node(decision.node).labels["zone"])
                 snap = snap.with_pod(pod, decision.node)
@@ -391,10 +392,7 @@ def _reference_ranking(reference: Any) -> tuple[str, ...]:
 def test_a_class_s_next_cycle_looks_again_only_at_changed_rows(monkeypatch: Any) -> None:
     # Forty nodes, pods of one template placed one after another: from the second pod on,
     # every cycle starts from the class's last one and looks at the one row that changed.
-    program = compiled(
-        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
-        'profile "policyengine" {\n  policies "p"\n}\n'
-    )
+    program = compiled(KUBE_ONLY)
     snap = snapshot([make_node(f"n{i:02}", cpu="4") for i in range(40)])
     looked: list[int | None] = []
     real = cycle._filter_rows
@@ -410,11 +408,7 @@ def test_a_class_s_next_cycle_looks_again_only_at_changed_rows(monkeypatch: Any)
     rng = random.Random(3)
     for index in range(5):
         pod = dataclasses.replace(template, name=f"pod-{index}")
-        state = rng.getstate()
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
-        replay = random.Random()
-        replay.setstate(state)
-        assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+        decision = decide_as_the_reference(program, pod, snap, rng)
         assert decision.node is not None
         snap = snap.with_pod(pod, decision.node)
     assert looked == [1, 1, 1, 1]
@@ -462,10 +456,7 @@ def test_classes_that_filter_alike_and_score_apart_take_turns_as_the_reference(
     # Templates with equal requests and different images share every filter column (one
     # filter state) but not ImageLocality's: each scores from the last state of its own
     # columns (``cycle._scoring_state``), whatever the others did meanwhile.
-    program = compiled(
-        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
-        'profile "policyengine" {\n  policies "p"\n}\n'
-    )
+    program = compiled(KUBE_ONLY)
     count = data.draw(st.integers(2, 8))
     held = [
         data.draw(st.lists(st.sampled_from(IMAGES), unique=True, max_size=2)) for _ in range(count)
@@ -485,20 +476,13 @@ def test_classes_that_filter_alike_and_score_apart_take_turns_as_the_reference(
     for index in range(data.draw(st.integers(4, 12))):
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        state = rng.getstate()
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
-        replay = random.Random()
-        replay.setstate(state)
-        assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+        decision = decide_as_the_reference(program, pod, snap, rng)
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
 
 
 def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch: Any) -> None:
-    program = compiled(
-        'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
-        'profile "policyengine" {\n  policies "p"\n}\n'
-    )
+    program = compiled(KUBE_ONLY)
     snap = snapshot(
         [
             make_node(f"n{i:02}", cpu="8", images=[([IMAGES[i % 3]], 300 * 1024 * 1024)])
@@ -521,11 +505,7 @@ def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch
     rng = random.Random(1)
     for index in range(8):
         pod = dataclasses.replace(shapes[index % 2], name=f"pod-{index}", uid=f"uid-{index}")
-        state = rng.getstate()
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
-        replay = random.Random()
-        replay.setstate(state)
-        assert differences(decision, reference_decision(program, pod, snap, replay)) == []
+        decision = decide_as_the_reference(program, pod, snap, rng)
         assert decision.node is not None
         snap = snap.with_pod(pod, decision.node)
     assert len(whole) == 2  # each template's first pod; the rest score from kept states

@@ -13,12 +13,16 @@ and ``SCORES`` with ``plugin.filter``/``plugin.score`` on every node.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policyengine.model.objects import Pod
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
+from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
@@ -200,23 +204,40 @@ def test_incremental_spread_prefilter_equals_the_plugin(cluster, data) -> None: 
     assert plugin.prepare_filter is not None
     prepare = PREPARE_FILTERS["PodTopologySpread"]
     wanted = make_pod("p", labels={"app": "web"}, **{"spread": data.draw(placement_spread())})
-    names = [info.name for info in cluster.nodes]
-    placed: list[str] = []
-    for step in range(data.draw(st.integers(1, 6))):
-        if placed and data.draw(st.booleans()):
-            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
-        else:
-            pod = make_pod(f"s{step}", **data.draw(placement()))
-            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
-            placed.append(pod.key)
-        got = prepare(wanted, cluster, SchedulerConfig())
-        expected = plugin.prepare_filter(wanted, cluster, SchedulerConfig())
+
+    def new_pod(name: str) -> Pod:
+        return make_pod(name, **data.draw(placement()))
+
+    for now in assume_and_forget(data, cluster, new_pod, steps=6, forget_odds=2):
+        got = prepare(wanted, now, SchedulerConfig())
+        expected = plugin.prepare_filter(wanted, now, SchedulerConfig())
         assert (got.pair_counts, got.domains, got.minimum) == (
             expected.pair_counts,
             expected.domains,
             expected.minimum,
         )
         assert got.constraints == expected.constraints
+
+
+def assume_and_forget(
+    data: st.DataObject,
+    cluster: ClusterSnapshot,
+    new_pod: Callable[[str], Pod],
+    steps: int,
+    forget_odds: int,
+) -> Iterator[ClusterSnapshot]:
+    """The cluster after each of up to ``steps`` steps, as the scheduler makes them: a new pod
+    assumed onto a drawn node, or (one time in ``forget_odds``) a placed pod forgotten."""
+    names = [info.name for info in cluster.nodes]
+    placed: list[str] = []
+    for step in range(data.draw(st.integers(1, steps))):
+        if placed and data.draw(st.integers(0, forget_odds - 1)) == 0:
+            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        else:
+            pod = new_pod(f"s{step}")
+            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
+            placed.append(pod.key)
+        yield cluster
 
 
 @st.composite
@@ -283,17 +304,13 @@ def test_incremental_affinity_prefilter_equals_the_plugin(cluster, data) -> None
     assert plugin.prepare_filter is not None
     prepare = PREPARE_FILTERS["InterPodAffinity"]
     wanted = make_pod("p", **data.draw(placement()))
-    names = [info.name for info in cluster.nodes]
-    placed: list[str] = []
-    for step in range(data.draw(st.integers(1, 6))):
-        if placed and data.draw(st.booleans()):
-            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
-        else:
-            pod = make_pod(f"s{step}", **data.draw(placement()))
-            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
-            placed.append(pod.key)
-        assert prepare(wanted, cluster, SchedulerConfig()) == plugin.prepare_filter(
-            wanted, cluster, SchedulerConfig()
+
+    def new_pod(name: str) -> Pod:
+        return make_pod(name, **data.draw(placement()))
+
+    for now in assume_and_forget(data, cluster, new_pod, steps=6, forget_odds=2):
+        assert prepare(wanted, now, SchedulerConfig()) == plugin.prepare_filter(
+            wanted, now, SchedulerConfig()
         )
 
 
@@ -366,18 +383,14 @@ def test_incremental_affinity_prescore_equals_the_plugin(cluster, data, hard) ->
     prepare = topology_filters.PREPARE_SCORES["InterPodAffinity"]
     config = SchedulerConfig(hard_pod_affinity_weight=hard)
     wanted = make_pod("p", **data.draw(scoring_placement()))
-    names = [info.name for info in cluster.nodes]
-    placed: list[str] = []
-    for step in range(data.draw(st.integers(1, 10))):
-        if placed and data.draw(st.integers(0, 3)) == 0:
-            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
-        else:
-            pod = make_pod(f"s{step}", **data.draw(scoring_placement()))
-            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
-            placed.append(pod.key)
-        feasible = list(cluster.nodes)[: data.draw(st.integers(0, len(names)))]
-        assert prepare(wanted, cluster, feasible, config) == plugin.prepare_score(
-            wanted, cluster, feasible, config
+
+    def new_pod(name: str) -> Pod:
+        return make_pod(name, **data.draw(scoring_placement()))
+
+    for now in assume_and_forget(data, cluster, new_pod, steps=10, forget_odds=4):
+        feasible = list(now.nodes)[: data.draw(st.integers(0, len(now.nodes)))]
+        assert prepare(wanted, now, feasible, config) == plugin.prepare_score(
+            wanted, now, feasible, config
         )
 
 
@@ -413,40 +426,33 @@ def test_domain_pod_count_kept_and_batched_equal_a_fresh_count(cluster, data) ->
     selectors = data.draw(st.lists(st.sampled_from(COUNT_SELECTORS), min_size=1, max_size=3))
     key = data.draw(st.sampled_from(["zone", "rack", "missing"]))
     pod = make_pod("p", namespace=data.draw(st.sampled_from(["default", "other"])))
-    names = [info.name for info in cluster.nodes]
-    placed: list[str] = []
-    for step in range(data.draw(st.integers(1, 8))):
-        if placed and data.draw(st.integers(0, 3)) == 0:
-            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
-        else:
-            extra = data.draw(st.sampled_from([{}, {"tier": "x"}, {"tier": "y"}]))
-            app = data.draw(st.sampled_from(["web", "db"]))
-            other = make_pod(
-                f"s{step}",
-                namespace=data.draw(st.sampled_from(["default", "other"])),
-                labels={"app": app, **extra},
-            )
-            cluster = cluster.with_pod(other, data.draw(st.sampled_from(names)))
-            placed.append(other.key)
+
+    def new_pod(name: str) -> Pod:
+        extra = data.draw(st.sampled_from([{}, {"tier": "x"}, {"tier": "y"}]))
+        app = data.draw(st.sampled_from(["web", "db"]))
+        namespace = data.draw(st.sampled_from(["default", "other"]))
+        return make_pod(name, namespace=namespace, labels={"app": app, **extra})
+
+    for now in assume_and_forget(data, cluster, new_pod, steps=8, forget_odds=4):
         if data.draw(st.booleans()):
             continue
-        views = [NodeView(info) for info in cluster.nodes]
-        ctx = CycleContext(cluster, PodView(pod))
+        views = [NodeView(info) for info in now.nodes]
+        ctx = CycleContext(now, PodView(pod))
         for labels in selectors:
             expected = [
                 0
                 if (value := info.node.labels.get(key)) is None
                 else sum(
                     1
-                    for peer in cluster.nodes
+                    for peer in now.nodes
                     if peer.node.labels.get(key) == value
                     for p in peer.pods
                     if p.pod.namespace == pod.namespace
                     and all(p.pod.labels.get(k) == v for k, v in labels.items())
                 )
-                for info in cluster.nodes
+                for info in now.nodes
             ]
-            counts = kept_counts(cluster, key, pod.namespace, tuple(sorted(labels.items())))
+            counts = kept_counts(now, key, pod.namespace, tuple(sorted(labels.items())))
             by_value = {
                 v.node.labels[key]: e
                 for v, e in zip(views, expected, strict=True)
@@ -457,7 +463,7 @@ def test_domain_pod_count_kept_and_batched_equal_a_fresh_count(cluster, data) ->
             assert [domain_pod_count(ctx, ctx.pod, v, key, labels) for v in views] == expected
             assert domain_pod_count_batch(ctx, ctx.pod, views, key, labels) == expected
             some = data.draw(st.lists(st.integers(0, len(views) - 1), max_size=4))
-            fresh_ctx = CycleContext(cluster, PodView(pod))
+            fresh_ctx = CycleContext(now, PodView(pod))
             assert domain_pod_count_batch(
                 fresh_ctx, fresh_ctx.pod, [views[i] for i in some], key, labels
             ) == [expected[i] for i in some]
