@@ -141,6 +141,7 @@ def run_with_arrivals(
             config=common.KUBE_VERSIONS[args.kube_version],
             scheduler_name=args.scheduler_name,
             gpu_shapes=shapes,
+            settle=True,
         )
     simulation = simulate(
         program,
@@ -152,6 +153,7 @@ def run_with_arrivals(
         config=common.KUBE_VERSIONS[args.kube_version],
         scheduler_name=args.scheduler_name,
         gpu_shapes=shapes,
+        settle=True,
     )
     return simulation, None
 

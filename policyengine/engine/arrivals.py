@@ -60,7 +60,9 @@ def replay(
     config: SchedulerConfig = DEFAULT_CONFIG,
     scheduler_name: str | None = None,
     gpu_shapes: Shapes | None = None,
+    settle: bool = False,
 ) -> tuple[Simulation, ArrivalReport]:
+    """``arrivals`` placed in file order; ``settle`` as for ``simulate``."""
     rng = random.Random(seed)
     before = resource_use(snapshot)
     options = CycleOptions(all_filters=False, scheduler_name=scheduler_name)
@@ -75,7 +77,7 @@ def replay(
         demand = pod_demand(pod).gpus
         arrived_gpus += demand
         decision = schedule(program, pod, snapshot, rng, options, topology, config)
-        decisions.append(decision)
+        decisions.append(decision.settled() if settle else decision)
         if decision.node is not None:
             info = snapshot.node(decision.node)
             placed = with_devices(pod, decision.node, decision.gpu_devices)

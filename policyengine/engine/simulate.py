@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from policyengine.engine.cycle import CycleOptions, schedule
@@ -120,7 +120,12 @@ def simulate(
     config: SchedulerConfig = DEFAULT_CONFIG,
     scheduler_name: str | None = None,
     gpu_shapes: Shapes | None = None,
+    settle: bool = False,
 ) -> Simulation:
+    """``pending`` placed in queue order. ``settle``: keep each decision settled
+    (``Decision.settled``: what ``simulate``'s outputs read), not with the per-node detail
+    that keeps every cycle's columns and snapshot alive."""
+    keep = Decision.settled if settle else _whole
     rng = random.Random(seed)
     before = resource_use(snapshot)
     ordered = queue_order(pending)
@@ -139,10 +144,11 @@ def simulate(
                 )
                 if preempted is not None:
                     preemptions.append(preempted)
+            outcome = replace(outcome, placements=tuple(map(keep, outcome.placements)))
             gangs.append(outcome)
+            decisions.extend(outcome.placements)
             members = {pod.key: pod for pod in unit.pending}
             for decision in outcome.placements:
-                decisions.append(decision)
                 if outcome.scheduled and decision.node is not None:
                     placed = with_devices(
                         members[decision.pod], decision.node, decision.gpu_devices
@@ -157,7 +163,7 @@ def simulate(
                 )
                 if preempted is not None:
                     preemptions.append(preempted)
-            decisions.append(decision)
+            decisions.append(keep(decision))
             if decision.node is not None:
                 placed = with_devices(unit, decision.node, decision.gpu_devices)
                 snapshot = snapshot.with_pod(placed, decision.node)
@@ -176,6 +182,10 @@ def simulate(
         preemptions=tuple(preemptions),
         gpu=gpu_result(snapshot, ordered, gpu_shapes),
     )
+
+
+def _whole(decision: Decision) -> Decision:
+    return decision
 
 
 def gpu_result(

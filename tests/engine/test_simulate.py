@@ -77,3 +77,38 @@ def test_gpu_fragmentation_counts_free_gpus_too_few_for_the_largest_request() ->
     assert result.fragmentation.largest_request == 4
     assert result.fragmentation.free_gpus == 6
     assert result.fragmentation.fragmented_gpus == 2
+
+
+def test_settled_decisions_report_what_the_whole_ones_do() -> None:
+    # Three nodes, one too small and one cordoned; the pods fill what fits, the last fits nowhere.
+    nodes = [
+        make_node("a", cpu="4"),
+        make_node("b", cpu="2"),
+        make_node("c", cpu="8", unschedulable=True),
+    ]
+    pending = [pod_with_requests(f"p{i}", cpu="1500m") for i in range(5)]
+    whole = simulate(kube_default(), snapshot(nodes), pending, seed=3)
+    settled = simulate(kube_default(), snapshot(nodes), pending, seed=3, settle=True)
+    assert len(settled.decisions) == len(whole.decisions) == 5
+    for kept, full in zip(settled.decisions, whole.decisions, strict=True):
+        assert (kept.pod, kept.node, kept.policy, kept.version, kept.num_nodes) == (
+            full.pod,
+            full.node,
+            full.policy,
+            full.version,
+            full.num_nodes,
+        )
+        assert (kept.message, kept.errors, kept.gpu_devices) == (
+            full.message,
+            full.errors,
+            full.gpu_devices,
+        )
+        # Only the chosen node's score is kept: what the placement table shows.
+        assert dict(kept.scores) == (
+            {} if full.node is None else {full.node: full.scores[full.node]}
+        )
+        assert (kept.feasible, kept.ranking, dict(kept.infeasible)) == ((), (), {})
+    assert [d.node for d in settled.decisions].count(None) == 2
+    assert settled.decisions[-1].message == (
+        "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu."
+    )
