@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -80,17 +81,25 @@ def lint_paths(paths: list[str], schema: Schema, config: LintConfig) -> LintRepo
         RuleCost(
             str(rule.span),
             f"{owner.name}.{rule.name}",
-            "filter" if isinstance(rule, n.Filter) else "score",
+            prefix + ("filter" if isinstance(rule, n.Filter) else "score"),
             result.rule_cost(rule).total,
         )
         for file in unit.files
         for owner in (*file.libraries, *file.policies)
-        for rule in owner.rules
+        for prefix, rules in _rules_of(owner)
+        for rule in rules
         if id(rule) in result.rule_costs
     )
     return LintReport(
         finish(diagnostics, unit, config), dict(unit.sources), len(unit.sources), costs
     )
+
+
+def _rules_of(owner: n.Policy) -> Iterator[tuple[str, tuple[n.Filter | n.Score, ...]]]:
+    """An owner's rules by kind prefix: its node rules, then its gang block's (per domain)."""
+    yield "", owner.rules
+    for block in owner.gangs:
+        yield "gang ", block.rules
 
 
 def cost_table(costs: tuple[RuleCost, ...], budget: int) -> str:

@@ -129,7 +129,7 @@ def simulate(
     rng = random.Random(seed)
     before = resource_use(snapshot)
     ordered = queue_order(pending)
-    decisions = []
+    decisions: list[Decision] = []
     options = CycleOptions(all_filters=False, scheduler_name=scheduler_name)
     gangs: list[GangDecision] = []
     preemptions: list[PreemptionDecision] = []

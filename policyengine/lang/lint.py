@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -460,6 +460,8 @@ class _Context:
     used_twice_reported: frozenset[Span] = frozenset()
     # Overcommit statements the checker already rejected (its PE227, an error).
     overcommit_reported: frozenset[Span] = frozenset()
+    # Each rule's exact static cost by ``id(rule)`` (gang rules have no entry in ``costs``).
+    rule_costs: Mapping[int, Any] = field(default_factory=dict)
 
     def source(self, path: str) -> str:
         return self.unit.sources.get(path, "")
@@ -619,13 +621,19 @@ def weights(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
 def costs(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
     """PE305: rules whose static cost bound (from the checker) exceeds the budget."""
     budget = context.config.cost_budget
-    for rule in owner.rules:
-        cost = context.costs.get((owner.name, rule.name))
+    found: list[tuple[n.Filter | n.Score, str, int | None]] = [
+        (rule, _rule_kind(rule), context.costs.get((owner.name, rule.name))) for rule in owner.rules
+    ]
+    for block in owner.gangs:
+        for rule in block.rules:
+            exact = context.rule_costs.get(id(rule))
+            found.append((rule, f"gang {_rule_kind(rule)}", exact and exact.total))
+    for rule, kind, cost in found:
         if cost is not None and cost > budget:
             yield _finding(
                 "over_budget",
                 rule.name_span,
-                kind=_rule_kind(rule),
+                kind=kind,
                 name=rule.name,
                 cost=cost,
                 budget=budget,
@@ -784,6 +792,7 @@ def lint(
         unit=unit,
         types=getattr(check_result, "types", None) or {},
         costs=getattr(check_result, "costs", None) or {},
+        rule_costs=getattr(check_result, "rule_costs", None) or {},
         schema=schema,
         config=config or LintConfig(),
         used_twice_reported=frozenset(

@@ -355,3 +355,32 @@ def test_costs_lists_every_rule_with_its_static_bound(tmp_path, capsys) -> None:
     assert table[2].split()[:3] == ["p.cheap", "filter", "2"]
     assert table[-1] == "budget: 50 (PE305 reports rules above it)"
     assert cli_main(["lint", str(policy), "--costs", "--format", "json"]) == 2
+
+
+def test_costs_and_budget_cover_gang_rules(tmp_path, capsys) -> None:
+    from policyengine.cli.main import main as cli_main
+
+    policy = tmp_path / "g.sched"
+    policy.write_text(
+        'policy "g" {\n'
+        "  gang {\n"
+        "    within nvlink_domain\n"
+        '    filter roomy { all(v > 0 for k, v in domain.free if k != "pods") }\n'
+        "    score small { domain.nodes }\n"
+        "  }\n"
+        "  filter ready { node.ready }\n"
+        "}\n"
+    )
+    assert cli_main(["lint", str(policy), "--costs", "--cost-budget", "50"]) == 0  # warnings only
+    out = capsys.readouterr().out
+    assert (
+        f"{policy}:4:12: warning PE305: gang filter roomy has a static cost bound of 197, "
+        "over the budget of 50"
+    ) in out
+    table = out[out.index("RULE") :].splitlines()
+    # Dearest first; a gang rule's bound is per domain judged, as a node rule's is per node.
+    assert [line.split()[:4] for line in table[1:-1]] == [
+        ["g.roomy", "gang", "filter", "197"],
+        ["g.small", "gang", "score", "2"],
+        ["g.ready", "filter", "2", str(policy) + ":7:3"],
+    ]
