@@ -315,6 +315,33 @@ def _blank_failed_statement(text: str, error: UnexpectedInput) -> str:
 
 
 _TEMPLATE_SPECIAL = re.compile(r"[{}\\]")
+
+
+def _hole_end(raw: str, start: int) -> int:
+    """Where the hole opened just before ``start`` closes in a reason's raw text: the first
+    ``}`` outside the hole's string literals (``\\"…\\"``) and nested braces; -1 if none."""
+    depth = 0
+    quoted = False
+    index = start
+    while index < len(raw):
+        if raw.startswith('\\"', index):
+            quoted = not quoted
+            index += 2
+            continue
+        if raw[index] == "\\":
+            index += 2
+            continue
+        if not quoted:
+            if raw[index] == "{":
+                depth += 1
+            elif raw[index] == "}":
+                if not depth:
+                    return index
+                depth -= 1
+        index += 1
+    return -1
+
+
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "{": "{", "}": "}"}
 
 
@@ -580,7 +607,7 @@ class _Builder:
                 text.append(raw[index:following])
                 index = following
                 continue
-            close = raw.find("}", index)
+            close = _hole_end(raw, index + 1)
             column = span.column + 1 + index
             if close < 0:
                 self._problem(

@@ -166,6 +166,28 @@ def test_reason_holes_have_positions_in_the_file() -> None:
     assert (hole.span.line, hole.span.column, hole.span.end_column) == (2, 32, 41)
 
 
+@pytest.mark.parametrize(
+    ("reason", "holes"),
+    [
+        # A brace inside a hole's string literal does not close the hole.
+        (r'"key {pod.labels[\"a}b\"] ?? \"-\"} left"', [("a}b", "-")]),
+        (r'"{pod.labels[\"{\"] ?? \"}}\"}"', [("{", "}}")]),
+    ],
+)
+def test_reason_holes_close_outside_their_string_literals(
+    reason: str, holes: list[tuple[str, str]]
+) -> None:
+    result = parse(f'policy "p" {{\n  filter f {{ true }} reason {reason}\n}}\n', "t.sched")
+    assert not result.diagnostics
+    template = result.file.policies[0].rules[0].reason  # type: ignore[union-attr]
+    found = [
+        (part.left.index.value, part.right.value)
+        for part in template.parts
+        if not isinstance(part, str)
+    ]
+    assert found == holes
+
+
 def test_comments_are_collected_with_their_placement() -> None:
     result = parse('# head\npolicy "p" { # after brace\n}\n', "t.sched")
     assert [(c.text, c.span.line, c.own_line) for c in result.file.comments] == [  # type: ignore[union-attr]
