@@ -428,6 +428,7 @@ class GangCoordinator:
                 group.schedule_timeout_seconds,
                 tuple(members),
                 tuple(placed),
+                min_resources=group.min_resources,
             )
             decision = schedule_gang(
                 program,

@@ -27,12 +27,14 @@ from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.normalize import normalize
 from policyengine.lang.compiler import CompiledGang, Program
 from policyengine.lang.runtime import Env
-from policyengine.model.objects import Pod
+from policyengine.model.frozen import EMPTY
+from policyengine.model.objects import Pod, ResourceList
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.podgroup import pod_group_key
-from policyengine.model.resources import from_units, to_units
-from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
+from policyengine.model.resources import PODS, from_units, to_units
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig, topology_of
+from policyengine.quantity import format_quantity
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.gangs import DomainView, GangView
 from policyengine.schedlib.views import PodView, ResourceMap
@@ -50,6 +52,7 @@ class Gang:
     pending: tuple[Pod, ...]  # members waiting to be placed (queue order)
     placed: tuple[tuple[Pod, str], ...] = ()  # members already bound/assumed, with their node
     group_missing: bool = False  # the pods name a PodGroup the snapshot does not hold
+    min_resources: ResourceList = EMPTY  # the PodGroup's spec.minResources (may be empty)
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ def gangs_of(pods: Iterable[Pod], snapshot: ClusterSnapshot) -> tuple[Gang | Pod
                     pending=tuple(members[unit]),
                     placed=tuple(placed.get(unit, ())),
                     group_missing=group is None,
+                    min_resources=group.min_resources if group is not None else EMPTY,
                 )
             )
         else:
@@ -143,6 +147,40 @@ def placed_members(
 
 
 # --- placing -----------------------------------------------------------------------------
+
+
+def min_resources_gap(snapshot: ClusterSnapshot, gang: Gang) -> dict[str, Fraction]:
+    """What the gang's ``spec.minResources`` (with ``pods``: its minMember) asks beyond the
+    free resources of the whole cluster, as the coscheduling plugin's PreFilter counts them:
+    node by node in node order, each node's allocatable less the requests (and the number) of
+    its pods but the gang's placed members, until every resource is covered; a node over its
+    allocatable counts against the rest. Empty when covered, or when the PodGroup sets no
+    minResources."""
+    if not gang.min_resources:
+        return {}
+    wanted = {name: to_units(name, value) for name, value in gang.min_resources.items()}
+    wanted[PODS] = gang.min_member
+    mine = {pod.key for pod, _ in gang.placed}
+    hosts = {node for _, node in gang.placed}
+    for info in snapshot.nodes:
+        allocatable = info.allocatable_units
+        requested = info.requested_units
+        pods = len(info.pods)
+        own: list[PodInfo] = []
+        if info.name in hosts:
+            own = [p for p in info.pods if p.key in mine]
+        for name in list(wanted):
+            if name == PODS:
+                left = allocatable.get(PODS, 0) - (pods - len(own))
+            else:
+                held = requested.get(name, 0) - sum(p.units.get(name, 0) for p in own)
+                left = allocatable.get(name, 0) - held
+            wanted[name] -= left
+            if wanted[name] <= 0:
+                del wanted[name]
+        if not wanted:
+            return {}
+    return {name: from_units(name, wanted[name]) for name in sorted(wanted)}
 
 
 @dataclass(frozen=True)
@@ -194,6 +232,11 @@ def schedule_gang(
             f"gang {gang.key} has {known} of its {gang.min_member} members "
             f"(minMember); waiting for the rest"
         )
+        return _none_placed(program, gang, snapshot, message, policy_name, (), base)
+    gap = min_resources_gap(snapshot, gang)
+    if gap:
+        short = ", ".join(f"{name} short by {format_quantity(v)}" for name, v in gap.items())
+        message = f"gang {gang.key}: the cluster has not got its spec.minResources free ({short})"
         return _none_placed(program, gang, snapshot, message, policy_name, (), base)
     spec = policy.gang if policy is not None else None
     requests = [ResourceMap(dict(PodView(p).requests)) for p in gang.pending]

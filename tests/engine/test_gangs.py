@@ -23,6 +23,7 @@ from policyengine.model.parse import parse_node
 from policyengine.model.podgroup import POD_GROUP_LABEL, PodGroup, pod_group_key
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
+from policyengine.quantity import parse_quantity
 from policyengine.schedlib import default_schema
 from tests.model.builders import make_node, make_pod, node_dict
 from tests.model.gpu_builders import gpu_node as shared_gpu_node
@@ -155,6 +156,71 @@ def test_a_gang_missing_members_waits() -> None:
     assert decision.message == (
         "gang default/job has 2 of its 4 members (minMember); waiting for the rest"
     )
+
+
+# --- spec.minResources (coscheduling's PreFilter) -----------------------------------------
+
+OTHER = make_pod("other", requests={GPU: "8", "cpu": "60"}, node_name="c1-0")
+
+
+def _with_min_resources(
+    size: int, wanted: dict[str, str], placed: int = 0, min_member: int | None = None
+) -> Gang:
+    members = [member("job", i) for i in range(size)]
+    on = tuple((replace(p, node_name=f"c1-{i}"), f"c1-{i}") for i, p in enumerate(members[:placed]))
+    return Gang(
+        "default/job",
+        size if min_member is None else min_member,
+        None,
+        tuple(members[placed:]),
+        on,
+        min_resources=FrozenDict({k: parse_quantity(v) for k, v in wanted.items()}),
+    )
+
+
+@pytest.mark.parametrize(
+    ("wanted", "running", "placed", "min_member", "gap"),
+    [
+        ({GPU: "16"}, (), 0, None, ""),  # two 8-GPU nodes: exactly enough
+        ({GPU: "24"}, (), 0, None, "nvidia.com/gpu short by 8"),
+        ({GPU: "16"}, (OTHER,), 0, None, "nvidia.com/gpu short by 8"),  # held by another pod
+        (
+            {GPU: "16", "cpu": "100"},
+            (OTHER,),
+            0,
+            None,
+            "cpu short by 32, nvidia.com/gpu short by 8",
+        ),
+        # The gang's own placed member holds 8 GPUs that count as free for the check.
+        ({GPU: "16"}, (), 1, None, ""),
+        # pods: minMember, against each node's allocatable pods (110) less the pods on it.
+        ({"cpu": "1"}, (), 0, 221, "pods short by 1"),
+        ({}, (OTHER,), 0, None, ""),  # no minResources: no check
+    ],
+)
+def test_min_resources_are_checked_against_the_clusters_free_resources(
+    wanted: dict[str, str],
+    running: tuple[Pod, ...],
+    placed: int,
+    min_member: int | None,
+    gap: str,
+) -> None:
+    g = _with_min_resources(2 if min_member is None else min_member, wanted, placed)
+    snap = ClusterSnapshot.build(
+        [gpu_node("c1-0", "c1"), gpu_node("c1-1", "c1")], [*running, *(p for p, _ in g.placed)]
+    )
+    short = ", ".join(
+        f"{n} short by {v}" for n, v in gangs_module.min_resources_gap(snap, g).items()
+    )
+    assert short == gap
+    decision = place(program("gang {}"), g, snap)
+    if gap:
+        assert not decision.scheduled
+        assert decision.message == (
+            f"gang default/job: the cluster has not got its spec.minResources free ({gap})"
+        )
+    elif not running and min_member is None:
+        assert decision.scheduled
 
 
 # --- topology tiers ----------------------------------------------------------------------
