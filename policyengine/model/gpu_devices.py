@@ -29,7 +29,10 @@ DEFAULT_SLOTS = 10  # pods that may share one device (HAMi's deviceSplitCount de
 
 BEST_FIT = "best"
 FIRST_FIT = "first"
-RULES = (BEST_FIT, FIRST_FIT)
+# The fitting device left with the most free capacity: HAMi's GPU "spread" policy, one pod per
+# device while devices are free.
+MOST_FREE = "most-free"
+RULES = (BEST_FIT, FIRST_FIT, MOST_FREE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +196,8 @@ class NodeGpus:
             return None
         if rule == BEST_FIT and not demand.whole:
             fitting.sort(key=lambda u: (u.leftover(demand), u.device.index))
+        elif rule == MOST_FREE and not demand.whole:
+            fitting.sort(key=lambda u: (-u.leftover(demand), u.device.index))
         chosen = fitting[: demand.devices]
         return tuple(
             Grant(

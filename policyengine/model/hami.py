@@ -50,6 +50,8 @@ VGPU_NODE = "hami.io/vgpu-node"
 VGPU_TIME = "hami.io/vgpu-time"
 BIND_TIME = "hami.io/bind-time"
 BIND_PHASE = "hami.io/bind-phase"
+# A pod's choice of device inside its node: "binpack" (the default here) or "spread".
+GPU_POLICY = "hami.io/gpu-scheduler-policy"
 PHASE_ALLOCATING = "allocating"
 
 DEVICE_TYPE = "NVIDIA"  # the device type HAMi writes in an NVIDIA pod's assignment

@@ -17,7 +17,7 @@ from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.engine.simulate import simulate
 from policyengine.lang.compiler import Program, compile_paths, compile_texts
 from policyengine.model.gpu_synthetic import gpu_arrivals, gpu_nodes
-from policyengine.model.hami import ALLOCATED
+from policyengine.model.hami import ALLOCATED, GPU_POLICY
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import default_schema
@@ -71,6 +71,24 @@ def test_simulate_writes_devices_and_reports_gpu_use() -> None:
     assert sim.gpu is not None
     assert sim.gpu.allocated_gpus == pytest.approx(1.75)
     assert sim.gpu.allocation_ratio == pytest.approx(0.875)
+
+
+@pytest.mark.parametrize(
+    ("policy", "devices"),
+    [
+        ("binpack", ["n1-gpu0", "n1-gpu0", "n1-gpu0"]),  # best fit: one device fills first
+        ("spread", ["n1-gpu0", "n1-gpu1", "n1-gpu2"]),  # HAMi's spread: the emptiest device
+        ("", ["n1-gpu0", "n1-gpu0", "n1-gpu0"]),  # no annotation: binpack
+    ],
+)
+def test_a_pods_gpu_scheduler_policy_picks_its_device(policy: str, devices: list[str]) -> None:
+    snap = ClusterSnapshot.build([gpu_node("n1", count=3, memory_mib=40960)])
+    wanted = {GPU_POLICY: policy} if policy else {}
+    pending = [
+        gpu_pod(name, share="cores=30,memory=10Gi", annotations=wanted) for name in ("a", "b", "c")
+    ]
+    sim = simulate(program(), snap, pending)
+    assert [[g.uuid for g in d.gpu_devices] for d in sim.decisions] == [[u] for u in devices]
 
 
 def test_replay_keeps_the_arrival_order_and_drops_what_does_not_fit() -> None:

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from policyengine.model.gpu_devices import (
     BEST_FIT,
     FIRST_FIT,
+    MOST_FREE,
     GpuDemand,
     GpuDevice,
     Grant,
@@ -66,6 +67,21 @@ def used(state: NodeGpus) -> list[tuple[int, int, int]]:
         ([("a", share(cores=5, memory_mib=10))], whole(3), BEST_FIT, None),
         # a multi-device share takes distinct devices
         ([], share(cores=50, memory_mib=1000, devices=2), FIRST_FIT, ["gpu0", "gpu1"]),
+        # spread (most free) takes the emptiest fitting device, then the next emptiest
+        (
+            [("a", share(cores=60, memory_mib=4000))],
+            share(cores=30, memory_mib=1000),
+            MOST_FREE,
+            ["gpu1"],
+        ),
+        (
+            # gpu0 keeps 40% and 4000 MiB free, gpu1 30% and 7900 MiB, gpu2 everything
+            [("a", share(cores=60, memory_mib=4000)), ("b", share(cores=70, memory_mib=100))],
+            share(cores=30, memory_mib=1000, devices=2),
+            MOST_FREE,
+            ["gpu2", "gpu1"],
+        ),
+        ([("a", share(cores=5, memory_mib=10))], whole(2), MOST_FREE, ["gpu1", "gpu2"]),
         # memory as a percentage of the device
         (
             [("a", share(cores=10, memory_percent=60))],
