@@ -178,10 +178,12 @@ class EventRecorder:
         reason: str,
         action: str,
         note: str,
+        related: Mapping[str, Any] | None = None,
     ) -> None:
         """An Event about any namespaced object (``regarding`` as events.k8s.io spells it):
-        the policy reloader's verdicts on the ConfigMap that holds the policy. De-duplicated
-        like the pods' events."""
+        the policy reloader's verdicts on the ConfigMap that holds the policy, a preemption
+        victim's ``Preempted`` (``related``: the preemptor, as kube-scheduler records it).
+        De-duplicated like the pods' events."""
         namespace = str(regarding.get("namespace") or "default")
         name = str(regarding.get("name") or "")
         dedup_key = (str(regarding.get("uid") or f"{namespace}/{name}"), reason, note)
@@ -202,6 +204,7 @@ class EventRecorder:
             "action": action,
             "reason": reason,
             "regarding": dict(regarding),
+            **({"related": dict(related)} if related is not None else {}),
             "note": note,
             "type": type_,
         }

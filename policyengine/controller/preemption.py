@@ -51,6 +51,17 @@ from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 log = structlog.get_logger(__name__)
 
 
+def pod_reference(pod: Pod) -> dict[str, str]:
+    """An events.k8s.io ObjectReference to ``pod``."""
+    return {
+        "kind": "Pod",
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": pod.uid,
+        "apiVersion": "v1",
+    }
+
+
 def preempted_message(preemptor: Pod, node: str) -> str:
     return f"Preempted by pod {preemptor.uid} on node {node}"
 
@@ -180,16 +191,16 @@ class Preemptor:
         for other in lower:
             self._patch_nomination(other, None)
         for victim in outcome.victims:
-            regarding = {
-                "kind": "Pod",
-                "namespace": victim.namespace,
-                "name": victim.name,
-                "uid": victim.uid,
-                "apiVersion": "v1",
-            }
+            regarding = pod_reference(victim)
             note = preempted_message(pod, node)
             self._events.object_event(
-                regarding, controller, "Normal", "Preempted", "Preempting", note
+                regarding,
+                controller,
+                "Normal",
+                "Preempted",
+                "Preempting",
+                note,
+                related=pod_reference(pod),
             )
             self._delete(victim)
         if self._on_preempt is not None:
@@ -239,15 +250,15 @@ class Preemptor:
             self._patch_nomination(pod, node)
         note = f"Preempted by pod group {gang.key} in {outcome.label}"
         for victim in outcome.victims:
-            regarding = {
-                "kind": "Pod",
-                "namespace": victim.namespace,
-                "name": victim.name,
-                "uid": victim.uid,
-                "apiVersion": "v1",
-            }
+            regarding = pod_reference(victim)
             self._events.object_event(
-                regarding, controller or "", "Normal", "Preempted", "Preempting", note
+                regarding,
+                controller or "",
+                "Normal",
+                "Preempted",
+                "Preempting",
+                note,
+                related=pod_reference(gang.pending[0]) if gang.pending else None,
             )
             self._delete(victim)
         if self._on_preempt is not None:

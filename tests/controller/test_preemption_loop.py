@@ -42,6 +42,14 @@ def test_a_preempting_pod_evicts_exactly_the_chosen_victims_then_binds(
     (event,) = server.events(reason="Preempted")
     assert event["regarding"]["name"] == "low-a"
     assert event["note"] == "Preempted by pod urgent-uid on node n1"
+    # As kube-scheduler records it: about the victim, related to the preemptor.
+    assert event["related"] == {
+        "kind": "Pod",
+        "namespace": "default",
+        "name": "urgent",
+        "uid": "urgent-uid",
+        "apiVersion": "v1",
+    }
     assert (event["type"], event["action"]) == ("Normal", "Preempting")
     failed = server.events(reason="FailedScheduling", regarding="urgent")
     assert failed and failed[0]["note"].startswith("0/2 nodes are available: 2 Insufficient cpu. (")
@@ -149,4 +157,9 @@ def test_a_gang_that_fits_nowhere_frees_the_cheapest_rack_and_binds_there(
         assert server.get("pods", "default", survivor) is not None
     notes = sorted(e["note"] for e in server.events(reason="Preempted"))
     assert notes == ["Preempted by pod group default/train in rack/r2"] * 2
+    # Related to one member of the gang (its first pending one), the same for every victim.
+    related = {
+        (e["related"]["kind"], e["related"]["name"]) for e in server.events(reason="Preempted")
+    }
+    assert len(related) == 1 and related <= {("Pod", "w0"), ("Pod", "w1")}
     assert {nominated(server, f"w{i}") for i in range(2)} == {"r2-n0", "r2-n1"}
