@@ -32,7 +32,8 @@ valid while the Node object does (the flag is part of the column's key, so a rul
 stable for one pod and not for another never mixes the two). Share keys that depend on the
 pod's class alone (``Function.pod_key_alike``) are computed once per class and configuration
 (``CycleContext.alike``, which also keeps the plugins' pod-only PreFilter/PreScore states),
-with their hash kept (``ColumnKey``). ``engine.cycle`` keeps whole-cycle states per class on
+with their hash kept and interned (``ColumnKey``), and so are the cluster keys of rules whose
+functions read only the pod (``Function.keys_alike``). ``engine.cycle`` keeps whole-cycle states per class on
 top of the columns (``state_key``), trusting rows it does not look at through each column's
 ``epoch``, ``drops`` and ``stamps``. ``tests/engine/test_class_cache.py`` holds all of it
 equal to the reference evaluator over sequences of pods of several templates placed one after
@@ -55,13 +56,14 @@ import numpy as np
 
 from policyengine.engine.decision import Rejection
 from policyengine.engine.nodeviews import Frame
+from policyengine.engine.rowgroups import Copied, row_functions
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule
 from policyengine.lang.reads import RuleReads, rule_reads
 from policyengine.lang.schema import Function
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.objects import Pod
 from policyengine.schedlib.records import NODE_STABLE_PATHS, POD
-from policyengine.schedlib.rowkeys import split_keys
+from policyengine.schedlib.rowkeys import RowKeyed, split_keys
 
 # The root whose value is fixed for a cycle (the pod); every other root varies per node and
 # is covered by the row's NodeInfo identity.
@@ -77,11 +79,15 @@ _UNIQUE = frozenset({"name"})
 _CELLS = 2_000_000
 # Pod classes whose pod-only prepared states are kept.
 _ALIKE = 4096
+# Distinct column keys interned before the table starts over.
+_INTERNED = 65_536
 
 
 def pod_class(pod: Pod) -> Hashable | None:
     """What makes ``pod`` alike to others: its whole spec and metadata but for its name, uid,
-    timestamps and owner names; None when that cannot be hashed."""
+    timestamps and owner names (compared whole); None when that cannot be hashed. Its hash is
+    computed once (``ColumnKey``), of a few cheap fields only: equal classes have equal fields,
+    and hashing every container's quantities cost more than the lookups."""
     owners = tuple(
         FrozenDict({k: v for k, v in ref.items() if k not in _OWNER_UNIQUE})
         for ref in pod.owner_references
@@ -90,19 +96,21 @@ def pod_class(pod: Pod) -> Hashable | None:
     # ``==`` would compare, without building a Pod).
     alike = (_CLASS_TAG, owners, *map(pod.__getattribute__, _CLASS_FIELDS))
     try:
-        hash(alike)
+        return ColumnKey(alike, hash(tuple(map(pod.__getattribute__, _CLASS_HASHED))))
     except TypeError:
         return None
-    return alike
 
 
 _CLASS_TAG = object()  # a pod class never equals another tuple
+# The fields a class's hash reads (``pod_class``).
+_CLASS_HASHED = ("namespace", "labels", "scheduler_name", "priority", "node_selector")
 _CLASS_FIELDS = tuple(
     f.name
     for f in dataclasses.fields(Pod)
     if f.compare
     and f.name not in ("name", "uid", "creation_timestamp", "resource_version", "owner_references")
 )
+assert set(_CLASS_HASHED) <= set(_CLASS_FIELDS)  # equal classes hash alike
 
 
 # --- what each rule's results depend on ----------------------------------------------------
@@ -166,17 +174,42 @@ class RulePlan:
     # The share key holds what a pod has of its own (its name): the column serves that pod
     # alone (a gang member's peers score), so a full cache drops it first.
     own: bool = False
+    # The functions whose ``row_determined`` must hold for the rule's result at a row to be
+    # decided by its row key (``rowgroups``); None when the rule reads the node otherwise.
+    by_rows: tuple[Function, ...] | None = None
+    # The cluster keys and the stable flag are the same for every pod of a class under one
+    # configuration (``Function.keys_alike``): ``engine.cycle`` keeps them per class.
+    keys_alike: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        # The callables themselves: every cycle asks each rule for its keys.
+        object.__setattr__(self, "_cluster_keys", tuple(f.cluster_key for f in self.keyed))
+        stable = () if self.stable is None else tuple(f.stable_only for f in self.stable)
+        object.__setattr__(self, "_stable_checks", stable)
+        alike = not self.always and all(f.keys_alike for f in (*self.keyed, *(self.stable or ())))
+        object.__setattr__(self, "keys_alike", alike)
 
     def stable_now(self, context: Any) -> bool:
         """Whether this cycle's results read nothing of a node but its Node object."""
-        return self.stable is not None and all(f.stable_only(context) for f in self.stable)  # type: ignore[misc]
+        if self.stable is None:
+            return False
+        checks = self._stable_checks  # type: ignore[attr-defined]
+        if len(checks) == 1:
+            return bool(checks[0](context))
+        return all(check(context) for check in checks)
 
     def key(self, context: Any) -> Hashable:
         return tuple(f.cluster_key(context) for f in self.keyed)  # type: ignore[misc]
 
     def keys(self, context: Any) -> tuple[Hashable, np.ndarray | None]:
         """The cluster keys' whole parts, and their per-row parts (``schedlib.rowkeys``)."""
-        return split_keys(tuple(f.cluster_key(context) for f in self.keyed))  # type: ignore[misc]
+        functions = self._cluster_keys  # type: ignore[attr-defined]
+        if len(functions) == 1:  # most rules call one context function: ``split_keys`` inline
+            found = functions[0](context)
+            if type(found) is RowKeyed:
+                return (found.whole,), found.rows
+            return (found,), None
+        return split_keys(tuple(f(context) for f in functions))
 
     def share_key(self, pod_view: Any, context: Any) -> Hashable:
         """What the rule reads of the pod; raises when it cannot be told for this pod."""
@@ -250,6 +283,7 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         ),
         own=not by_class
         and any(root == POD_ROOT and name in _UNIQUE for root, name in reads.attributes),
+        by_rows=row_functions(reads),
     )
 
 
@@ -334,6 +368,7 @@ class Column:
     row_keys: np.ndarray | None = None  # the row parts of the cluster keys, one row per node
     oids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     stamps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    stamp: int = 0  # the last store's stamp: no row of ``stamps`` is later
     epoch: int = 0
     drops: list[tuple[int, np.ndarray]] = field(default_factory=list)
     drops_since: int = 0  # ``drops`` holds every drop stamped after this
@@ -387,7 +422,7 @@ class Column:
         self.epoch += 1
 
     def _mark(self, rows: np.ndarray, frame: Frame) -> None:
-        stamp = next_stamp()
+        stamp = self.stamp = next_stamp()
         if len(rows) == len(self.ids):
             self.ids = frame.ids.copy()
             self.oids = frame.oids.copy()
@@ -519,6 +554,9 @@ class ScoreColumn(Column):
     scored: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     errored: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     error: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # str | None
+    # Every row normalised (kind, the facts, the stamp of the last store they read, the
+    # values): ``engine.cycle`` reads them while no row was stored since.
+    normalised: tuple[str, Any, int, np.ndarray] | None = None
 
     @classmethod
     def empty(cls, size: int) -> ScoreColumn:
@@ -533,6 +571,21 @@ class ScoreColumn(Column):
         )
 
     def store(self, rows: np.ndarray, results: Sequence[Any], frame: Frame) -> None:
+        if (
+            len(results) <= _FEW_RESULTS
+            and not self.errors
+            and all(result.error is None for result in results)
+        ):
+            # A few rows (a cycle re-examining the nodes changed since its class's last):
+            # straight from the values, without grouping equal results first.
+            given = [result.value for result in results]
+            self._own()
+            self._mark(rows, frame)
+            self.values[rows] = np.array(
+                [0.0 if value is None else value for value in given], np.float64
+            )
+            self.scored[rows] = [value is not None for value in given]
+            return
         ids, distinct = _distinct(results)
         values = np.zeros(len(distinct), np.float64)
         scored = np.zeros(len(distinct), bool)
@@ -559,10 +612,16 @@ class ScoreColumn(Column):
         self.scored = self.scored.copy()
 
 
+# Results a store takes value by value rather than grouped (``ScoreColumn.store``).
+_FEW_RESULTS = 16
+
+
 def _distinct(items: Sequence[Any]) -> tuple[np.ndarray, list[Any]]:
     """Each item's position among the distinct objects of ``items`` (by identity), and those
     objects. Verdicts are mostly shared objects (``PASSED``, one rejection per reason), so the
     per-node work is a few C-level passes instead of a Python loop."""
+    if type(items) is Copied:  # one result per distinct row key, copied (``rowgroups``)
+        return items.inverse, items.results
     ids = list(map(id, items))
     first = dict(zip(ids, items, strict=True))
     position = {key: index for index, key in enumerate(first)}
@@ -602,14 +661,16 @@ class ClassEntry:
 
 
 class ColumnKey:
-    """A column's key with its hash computed once: pods of a class look their columns up
-    by the same key object cycle after cycle (``CycleContext.alike``)."""
+    """A key (a column's, a pod class's) with its hash computed once: pods of a class look
+    their columns up by the same key object cycle after cycle (``CycleContext.alike``), and
+    equal keys are interned (``ClassCache._intern``) so lookups mostly compare identities."""
 
     __slots__ = ("_hash", "value")
 
-    def __init__(self, value: tuple[Any, ...]):
+    def __init__(self, value: tuple[Any, ...], hashed: int | None = None):
+        """``hashed``: the hash of a part of ``value`` (equal values have equal parts)."""
         self.value = value
-        self._hash = hash(value)
+        self._hash = hash(value) if hashed is None else hashed
 
     def __hash__(self) -> int:
         return self._hash
@@ -628,8 +689,11 @@ class ColumnKey:
 
 def _same_refs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """Whether two refs tuples hold the very same objects (program, policy, topology, config),
-    in one C-level pass: every column checkout asks."""
-    return len(a) == len(b) and all(map(operator.is_, a, b))
+    in one C-level pass: every column checkout asks (mostly of one tuple: ``ClassCache.refs``)."""
+    return a is b or (len(a) == len(b) and all(map(operator.is_, a, b)))
+
+
+_COMPUTE = object()  # a key kept per class is not: the rule's share key reads the cluster
 
 
 class ClassCache:
@@ -641,13 +705,38 @@ class ClassCache:
     """
 
     def __init__(self) -> None:
-        self._columns: OrderedDict[Hashable, tuple[tuple[Any, ...], Column]] = OrderedDict()
+        # Each entry: the refs its column was computed under, the column, the key itself.
+        self._columns: OrderedDict[Hashable, tuple[tuple[Any, ...], Column, Hashable]] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
         self._cells = 0
         # Whole-cycle states (``engine.cycle``), by the refs and filter share keys they serve.
         self._states: OrderedDict[Hashable, tuple[tuple[Any, ...], Any, int]] = OrderedDict()
         self._state_cells = 0
-        self._alike: OrderedDict[Hashable, tuple[Any, dict[Any, Any]]] = OrderedDict()
+        # Each class's states under one config, with the key object they are filed under (so
+        # marking them recently used compares identities, not two pods' specs).
+        self._alike: OrderedDict[Hashable, tuple[Any, dict[Any, Any], Hashable]] = OrderedDict()
+        self._interned: dict[ColumnKey, ColumnKey] = {}
+        self._refs: tuple[Any, ...] = ()
+
+    def refs(self, *refs: Any) -> tuple[Any, ...]:
+        """``refs`` as one tuple, the very tuple of the last call when it holds the same
+        objects: the checks that a column or state belongs to them then compare one identity."""
+        last = self._refs
+        if _same_refs(last, refs):
+            return last
+        self._refs = refs
+        return refs
+
+    def _intern(self, key: ColumnKey) -> ColumnKey:
+        """The first key equal to ``key`` still known (keys kept per class only: a few per
+        class and rule): the cache's lookups by it then find their entries by identity
+        instead of comparing two keys' values."""
+        interned = self._interned
+        if len(interned) > _INTERNED:
+            interned.clear()  # identities only save time: forgetting them is always right
+        return interned.setdefault(key, key)
 
     def alike(self, klass: Hashable | None, config: Any) -> dict[Any, Any] | None:
         """The states kept for pods of class ``klass`` under ``config`` (``CycleContext.alike``);
@@ -656,12 +745,14 @@ class ClassCache:
             return None
         key = (klass, id(config))
         with self._lock:
-            found = self._alike.pop(key, None)
+            found = self._alike.get(key)
             if found is None or found[0] is not config:
-                found = (config, {})
-            self._alike[key] = found
-            if len(self._alike) > _ALIKE:
-                self._alike.popitem(last=False)
+                self._alike.pop(key, None)
+                found = self._alike[key] = (config, {}, key)
+                if len(self._alike) > _ALIKE:
+                    self._alike.popitem(last=False)
+            else:
+                self._alike.move_to_end(found[2])
         return found[1]
 
     def state_key(self, entry: ClassEntry) -> Hashable | None:
@@ -708,62 +799,97 @@ class ClassCache:
         entry = ClassEntry(refs, plan, frame, pod)
         if klass is not None:
             entry._class.append(klass)
-        for rule in plan.filters:
-            column = self._column(entry, rule, "filter", pod_view, context)
-            entry.filters.append(column)  # type: ignore[arg-type]
+        entry.filters.extend(self._columns_of(entry, plan.filters, "filter", pod_view, context))
         return entry
 
     def score_columns(self, entry: ClassEntry, pod_view: Any, context: Any) -> None:
         """Check out ``entry``'s score columns (once the feasible set is known)."""
-        for rule in entry.plan.scores:
-            column = self._column(entry, rule, "score", pod_view, context)
-            entry.scores.append(column)  # type: ignore[arg-type]
+        entry.scores.extend(self._columns_of(entry, entry.plan.scores, "score", pod_view, context))
 
-    def _column(
-        self, entry: ClassEntry, rule: RulePlan, kind: str, pod_view: Any, context: Any
-    ) -> Column:
+    def _columns_of(
+        self,
+        entry: ClassEntry,
+        rules: tuple[RulePlan, ...],
+        kind: str,
+        pod_view: Any,
+        context: Any,
+    ) -> list[Any]:
+        """The columns of ``rules`` for this cycle, checked out under one lock: the kept one
+        of each rule's key when no other cycle works on it, otherwise a fresh one."""
+        keys = self._keys(entry, rules, kind, pod_view, context)
         size = entry.frame.size
+        refs = entry.refs
+        columns = self._columns
+        found: list[Column | None] = []
+        with self._lock:
+            for at, key in enumerate(keys):
+                kept = None if key is None else columns.get(key)
+                if kept is not None:
+                    keys[at] = kept[2]  # the key it is filed under: later lookups by identity
+                if (
+                    kept is None
+                    or kept[1].busy  # another cycle works on it: start afresh
+                    or len(kept[1].ids) != size
+                    or not _same_refs(kept[0], refs)
+                ):
+                    found.append(None)
+                else:
+                    kept[1].busy = True
+                    found.append(kept[1])
+        entry.keys.extend(keys)
         fresh: Callable[[int], Column] = (
             FilterColumn.empty if kind == "filter" else ScoreColumn.empty
         )
-        if rule.always:  # recomputed every cycle: nothing to keep
-            entry.keys.append(None)
-            return fresh(size)
+        return [fresh(size) if column is None else column for column in found]
+
+    def _keys(
+        self,
+        entry: ClassEntry,
+        rules: tuple[RulePlan, ...],
+        kind: str,
+        pod_view: Any,
+        context: Any,
+    ) -> list[Hashable | None]:
+        """Each rule's column key (None: not kept). Those of the rules whose share key is
+        the same for every pod of a class (``RulePlan.alike``) are kept per class
+        (``CycleContext.alike``), beside the refs whose ids they hold and the rules."""
         refs = entry.refs
-        memo: dict[Any, Any] | None = context.alike if rule.alike else None
-        remembered = None if memo is None else memo.get((id(rule), kind))
-        if remembered is not None and remembered[1] is rule and _same_refs(remembered[0], refs):
-            key = remembered[2]
-        else:
-            share: Hashable | None = None
-            if not rule.by_class:
-                try:
-                    share = rule.share_key(pod_view, context)
-                    hash(share)
-                except Exception:
-                    share = None
-            if share is None:
-                alike = entry.class_of_pod()
-                share = None if alike is None else ("class", alike)
-            if share is None:
-                entry.keys.append(None)
-                return fresh(size)
-            key = ColumnKey((*map(id, refs), kind, rule.index, share))
-            if memo is not None:
-                # The refs kept beside the key (their ids are in it) and the rule (its id).
-                memo[(id(rule), kind)] = (refs, rule, key)
-        entry.keys.append(key)
-        with self._lock:
-            found = self._columns.get(key)
-            if (
-                found is None
-                or found[1].busy  # another cycle works on it: start afresh
-                or found[1].size != size
-                or not _same_refs(found[0], refs)
-            ):
-                return fresh(size)
-            found[1].busy = True
-        return found[1]
+        memo: dict[Any, Any] | None = context.alike
+        slot = (kind, id(rules))
+        kept = None if memo is None else memo.get(slot)
+        if kept is not None and kept[0] is rules and _same_refs(kept[1], refs):
+            return [
+                self._key(entry, rule, kind, pod_view, context) if key is _COMPUTE else key
+                for rule, key in zip(rules, kept[2], strict=True)
+            ]
+        keys = [self._key(entry, rule, kind, pod_view, context) for rule in rules]
+        if memo is not None:
+            alike = tuple(
+                key if rule.alike else _COMPUTE for rule, key in zip(rules, keys, strict=True)
+            )
+            memo[slot] = (rules, refs, alike)
+        return keys
+
+    def _key(
+        self, entry: ClassEntry, rule: RulePlan, kind: str, pod_view: Any, context: Any
+    ) -> Hashable | None:
+        if rule.always:  # recomputed every cycle: nothing to keep
+            return None
+        ids = tuple(map(id, entry.refs))
+        key: ColumnKey | None = None
+        if not rule.by_class:
+            try:
+                key = ColumnKey((*ids, kind, rule.index, rule.share_key(pod_view, context)))
+            except Exception:
+                key = None  # not told for this pod (or unhashable): shared by its class alone
+        if key is None:
+            alike = entry.class_of_pod()
+            if alike is None:
+                return None
+            key = ColumnKey((*ids, kind, rule.index, ("class", alike)))
+        # Keys kept per class are interned; the others are made anew each cycle, and their
+        # entries' keys serve (``_columns_of``).
+        return self._intern(key) if rule.alike else key
 
     def checkin(self, entry: ClassEntry) -> None:
         columns: list[Column] = [*entry.filters, *entry.scores]
@@ -780,12 +906,12 @@ class ClassCache:
                 if old is not None:
                     self._cells -= old[1].size
                     del self._columns[key]
-                self._columns[key] = (entry.refs, column)
+                self._columns[key] = (entry.refs, column, key)
                 self._cells += column.size
                 if plan.own:  # least recently used, as it were: the next to go
                     self._columns.move_to_end(key, last=False)
             while self._cells > _CELLS and len(self._columns) > 1:
-                _, (_, dropped) = self._columns.popitem(last=False)
+                _, (_, dropped, _) = self._columns.popitem(last=False)
                 self._cells -= dropped.size
 
     def clear(self) -> None:

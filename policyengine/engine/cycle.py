@@ -45,6 +45,7 @@ from policyengine.engine.histogram import histogram_line
 from policyengine.engine.nodeviews import Frame, NodeViews, node_frame
 from policyengine.engine.normalize import Stats, apply_stats, column_stats, normalize
 from policyengine.engine.overcommit import policy_config
+from policyengine.engine.rowgroups import Copied, determined_now, groups
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
 from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
 from policyengine.model.gpu_devices import Grant
@@ -116,7 +117,7 @@ def schedule(
     config = context.config = policy_config(policy, pod, config)
     plan = policy_plan(policy)
     frame = node_frame(snapshot, topology)
-    refs = (program, policy, topology, config)
+    refs = CACHE.refs(program, policy, topology, config)
     klass = pod_class(pod)
     context.alike = CACHE.alike(klass, config)
     entry = CACHE.checkout(refs, plan, pod, pod_view, context, frame, klass)
@@ -347,24 +348,50 @@ def _choose(
     names = entry.names
     if len(rows) == 1:
         return str(names[rows[0]]), float(totals[rows[0]])
-    masked = np.where(feasible, totals, -math.inf)
-    best = float(masked.max())
-    if not math.isfinite(best):  # NaN or infinite totals: the sorted ranking decides
-        ranking = _ranking(names, rows, totals, entry.ranks)
-        order = np.lexsort((entry.ranks[rows], -totals[rows]))
-        ordered = totals[rows[order]]
-        return _select(ranking, ordered, rng), float(ordered[0])
-    tied = np.flatnonzero(masked == best)
+    # Infeasible rows mostly total 0: when the best of every row is positive and only
+    # feasible rows reach it, it is the best feasible total, without masking every row.
+    best = float(totals.max())
+    tied = np.flatnonzero(totals == best) if best > 0 and math.isfinite(best) else rows[:0]
+    if not len(tied) or not feasible[tied].all():
+        masked = np.where(feasible, totals, -math.inf)
+        best = float(masked.max())
+        if not math.isfinite(best):  # NaN or infinite totals: the sorted ranking decides
+            ranking = _ranking(names, rows, totals, entry.ranks)
+            order = np.lexsort((entry.ranks[rows], -totals[rows]))
+            ordered = totals[rows[order]]
+            return _select(ranking, ordered, rng), float(ordered[0])
+        tied = np.flatnonzero(masked == best)
     if len(tied) == 1:
         return str(names[tied[0]]), best
-    ranks = entry.ranks[tied]
     if type(rng) is random.Random:
         # ``choice`` of the tied names in name order is the ``_randbelow(n)``-th of them; the
         # plain generator's ``choice`` is exactly that, so the k-th is found without sorting
-        # thousands of tied rows (ranks are distinct).
+        # thousands of tied rows (ranks are distinct). Rows in name order (a prefix of them
+        # ranked as they stand) need not even be ranked.
         k = rng._randbelow(len(tied))  # type: ignore[attr-defined]
-        return str(names[tied[np.argpartition(ranks, k)[k]]]), best
+        if tied[-1] < _in_order(entry.ranks):
+            return str(names[tied[k]]), best
+        return str(names[tied[np.argpartition(entry.ranks[tied], k)[k]]]), best
+    ranks = entry.ranks[tied]
     return rng.choice(names[tied[np.argsort(ranks, kind="stable")]].tolist()), best
+
+
+# The last ranks looked at and how many of the first rows they rank in row order.
+_last_order: tuple[np.ndarray, int] | None = None
+
+
+def _in_order(ranks: np.ndarray) -> int:
+    """How many first rows are in name order (``ranks[:n] == arange(n)``): among them the
+    k-th in name order is the k-th in row order. Ranks are kept while the names stay, so this
+    is counted once for many cycles."""
+    global _last_order
+    last = _last_order
+    if last is not None and last[0] is ranks:
+        return last[1]
+    off = np.flatnonzero(ranks != np.arange(len(ranks)))
+    count = int(off[0]) if len(off) else len(ranks)
+    _last_order = (ranks, count)
+    return count
 
 
 def _outside(
@@ -435,9 +462,18 @@ def _key(plan: RulePlan, context: CycleContext) -> tuple[Any, np.ndarray | None,
     only Node objects), the cluster keys' row parts, and that flag."""
     if plan.always:
         return _STALE_KEY, None, False
+    # Keys read only the pod and the configuration (``RulePlan.keys_alike``): kept per class.
+    memo = context.alike if plan.keys_alike else None
+    if memo is not None:
+        kept: tuple[Any, np.ndarray | None, bool] | None = memo.get(plan)
+        if kept is not None:
+            return kept
     whole, by_row = plan.keys(context)
     stable = plan.stable_now(context)
-    return (whole, stable), by_row, stable
+    found = (whole, stable), by_row, stable
+    if memo is not None and by_row is None:
+        memo[plan] = found
+    return found
 
 
 def _prepare(plan: RulePlan, column: Column, context: CycleContext) -> bool:
@@ -477,7 +513,8 @@ def _same_keys(
             return None
         if column.key != key:
             return None
-        column.by_row(by_row)
+        if by_row is not None or column.row_keys is not None:
+            column.by_row(by_row)
         if column.epoch != epoch:
             return None
         stables.append(stable)
@@ -545,28 +582,47 @@ def _filter_rows(
     rows = np.array(sorted(changed), np.int64)
     dead = np.full(len(rows), -1, np.int64)
     frame = entry.frame
-    # The rows still in the running (``sub``), their positions in ``rows`` and the frame's
-    # identities there, narrowed only when a rule rejects one: few numpy calls per rule.
+    # The rows still in the running (``live.rows``), their positions in ``rows`` and the
+    # frame's identities there, narrowed only when a rule rejects one: few numpy calls per
+    # rule. On a few rows a reduction (``.all()``) costs more than the rest of a rule's work,
+    # so whole row sets are compared as bytes (``_Rows``).
     at = np.arange(len(rows))
-    sub = rows
-    ids = frame.ids[sub]
-    oids = frame.oids[sub]
+    live = _Rows(rows, frame)
     for index, (plan, column, stable) in enumerate(zip(plans, columns, stables, strict=True)):
-        valid = column.oids[sub] == oids if stable else column.ids[sub] == ids
-        if not valid.all():
-            todo = sub[~valid]
-            wanted = todo.tolist()
-            column.store(todo, plan.rule, _filter_many(plan.rule, batch.take(wanted)), frame)
+        sub = live.rows
+        found = column.oids[sub] if stable else column.ids[sub]
+        if found.tobytes() != (live.oids_bytes if stable else live.ids_bytes):
+            todo = sub[found != (live.oids if stable else live.ids)]
+            column.store(todo, plan.rule, _filter_at(plan, column, todo, batch, context), frame)
             if column.errors:
                 return None
         ok = column.passed[sub]
-        if not ok.all():
+        if ok.tobytes() != live.all_true:
             dead[at[~ok]] = index
-            at, sub, ids, oids = at[ok], sub[ok], ids[ok], oids[ok]
+            at = at[ok]
+            live = live.narrowed(ok)
             if not len(at):
                 break
     dead_at[rows] = dead
     return dead_at
+
+
+class _Rows:
+    """Some rows of a frame with the frame's identities there, also as bytes: whether a
+    column's rows all hold these identities (or all passed) is one bytes comparison."""
+
+    __slots__ = ("all_true", "ids", "ids_bytes", "oids", "oids_bytes", "rows")
+
+    def __init__(self, rows: np.ndarray, frame: Frame | None, ids: Any = None, oids: Any = None):
+        self.rows = rows
+        self.ids = frame.ids[rows] if frame is not None else ids
+        self.oids = frame.oids[rows] if frame is not None else oids
+        self.ids_bytes = self.ids.tobytes()
+        self.oids_bytes = self.oids.tobytes()
+        self.all_true = b"\x01" * len(rows)  # a bool array's bytes where every row is True
+
+    def narrowed(self, keep: np.ndarray) -> _Rows:
+        return _Rows(self.rows[keep], None, self.ids[keep], self.oids[keep])
 
 
 def _filter_first(
@@ -590,9 +646,7 @@ def _filter_first(
         stable = _prepare(plan, column, context)
         rows = np.flatnonzero(alive & ~column.valid(frame, stable))
         if len(rows):
-            wanted = rows.tolist()
-            sub = batch if len(wanted) == size else batch.take(wanted)
-            column.store(rows, plan.rule, _filter_many(plan.rule, sub), frame)
+            column.store(rows, plan.rule, _filter_at(plan, column, rows, batch, context), frame)
         if column.errors:
             for row in np.flatnonzero(alive & column.errored).tolist():
                 found.append((row, index, column.error[row]))
@@ -618,9 +672,7 @@ def _filter_all(
         stable = _prepare(plan, column, context)
         rows = np.flatnonzero(~column.valid(frame, stable))
         if len(rows):
-            wanted = rows.tolist()
-            sub = batch if len(wanted) == size else batch.take(wanted)
-            column.store(rows, plan.rule, _filter_many(plan.rule, sub), frame)
+            column.store(rows, plan.rule, _filter_at(plan, column, rows, batch, context), frame)
         if column.errors:
             for row in np.flatnonzero(column.errored).tolist():
                 found.append((row, index, column.error[row]))
@@ -669,6 +721,23 @@ def _filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:
     if rule.filter_many is not None:
         return rule.filter_many(batch)
     return [rule.filter(batch.env_at(i)) for i in range(batch.size)]
+
+
+def _filter_at(
+    plan: RulePlan, column: Column, rows: np.ndarray, batch: NodeBatch, context: CycleContext
+) -> Sequence[FilterVerdict]:
+    """The rule's verdicts at ``rows`` (of the whole ``batch``): for a rule decided by its
+    row key (``rowgroups``), at one row per distinct key, copied to the others."""
+    found = None
+    if plan.by_rows is not None and determined_now(plan.by_rows, context):
+        found = groups(column.row_keys, rows)
+    if found is not None:
+        first, inverse = found
+        some = _filter_many(plan.rule, batch.take(rows[first].tolist()))
+        if all(verdict.error is None for verdict in some):  # an error may name its node
+            return Copied(some, inverse)
+    wanted = rows.tolist()
+    return _filter_many(plan.rule, batch if len(wanted) == batch.size else batch.take(wanted))
 
 
 # --- scores ----------------------------------------------------------------------------------
@@ -763,20 +832,23 @@ def _score_rows(
     rows = np.array(sorted(found), np.int64)
     moved = rows[state.feasible[rows] != feasible[rows]]
     live = rows[feasible[rows]]
-    live_ids, live_oids = frame.ids[live], frame.oids[live]
+    at_live = _Rows(live, frame)
     stats = list(state.stats)
     touched = [moved] if len(moved) else []
     whole = False
     for index, (plan, column, stable) in enumerate(zip(plans, columns, stables, strict=True)):
         renewed = live[:0]
         if len(live):
-            valid = column.oids[live] == live_oids if stable else column.ids[live] == live_ids
-            if not valid.all():
-                todo = live[~valid]
+            found_ids = column.oids[live] if stable else column.ids[live]
+            if found_ids.tobytes() != (at_live.oids_bytes if stable else at_live.ids_bytes):
+                todo = live[found_ids != (at_live.oids if stable else at_live.ids)]
                 column.store(todo, _score_many(plan.rule, batch.take(todo.tolist())), frame)
                 if column.errors:
                     return None
-            renewed = live if fresh[index] else live[column.stamps[live] > state.seen]
+            if fresh[index]:
+                renewed = live
+            elif column.stamp > state.seen:  # no row was stored since otherwise
+                renewed = live[column.stamps[live] > state.seen]
         if not fresh[index] and not len(renewed) and not len(moved):
             continue
         if len(renewed):
@@ -810,15 +882,54 @@ def _score_rows(
     assert state.totals is not None
     totals = state.totals.copy()
     if touched:
-        at = np.unique(np.concatenate(touched))
-        inside = feasible[at]
-        part = np.zeros(len(at))
+        # The touched rows: renewed rows repeat from rule to rule (the same live rows).
+        distinct = {some.tobytes(): some for some in touched}
+        if len(distinct) == 1:
+            at = next(iter(distinct.values()))
+        else:  # a mask, not ``np.unique``: thousands of moved rows when a zone flips
+            hit = np.zeros(frame.size, bool)
+            for some in distinct.values():
+                hit[some] = True
+            at = np.flatnonzero(hit)
+        # Infeasible rows total 0 (every rule normalises them to 0); a rule scoring none of
+        # the feasible ones adds exactly 0 to each (``part`` is never -0.0), so it is left out.
+        inside = at[feasible[at]]
+        part = np.zeros(len(inside))
+        unscored = bytes(len(inside))
         for plan, column, facts in zip(plans, columns, stats, strict=True):
+            scored = column.scored[inside]
+            if scored.tobytes() == unscored:
+                continue
             kind = plan.rule.normalize or "none"
-            norm = apply_stats(kind, column.values[at], column.scored[at] & inside, facts)  # type: ignore[arg-type]
+            norm = _normalised(column, kind, facts, inside, scored, state.seen)  # type: ignore[arg-type]
             part = part + plan.rule.weight * norm
-        totals[at] = part
+        totals[at] = 0.0
+        totals[inside] = part
     return totals, stats, normalisers
+
+
+def _normalised(
+    column: ScoreColumn, kind: str, facts: Stats, rows: np.ndarray, scored: np.ndarray, seen: int
+) -> np.ndarray:
+    """``apply_stats`` at ``rows`` (where the column scores ``scored``). A column no store
+    touched since the state's cycle (a rule reading Node objects only) is mostly left as it
+    is for many cycles: it is normalised whole once per facts, and read at the rows until a
+    store (classes whose feasible sets give equal facts share it). Normalising is row by
+    row, so a row reads alike either way."""
+    kept = column.normalised
+    if (
+        kept is not None
+        and kept[2] == column.stamp
+        and kept[0] == kind
+        and (kept[1] is facts or (kept[1] == facts and repr(kept[1]) == repr(facts)))
+    ):
+        return kept[3][rows]  # type: ignore[no-any-return]
+    if column.stamp <= seen:
+        with np.errstate(all="ignore"):  # rows outside the feasible set may hold anything
+            whole = apply_stats(kind, column.values, column.scored, facts)
+        column.normalised = (kind, facts, column.stamp, whole)
+        return whole[rows]  # type: ignore[no-any-return]
+    return apply_stats(kind, column.values[rows], scored, facts)
 
 
 def _normaliser(

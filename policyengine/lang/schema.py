@@ -74,6 +74,16 @@ class Function:
     ``pod_key_alike`` says ``pod_key`` reads nothing but the pod and the engine's
     configuration (not the rest of the context): pods equal but for their names then have
     equal keys under one configuration, and caches may keep the key per such class.
+
+    ``row_determined`` tells such caches that a function whose ``cluster_key`` has a part per
+    node row (``schedlib.rowkeys``; a key without one is a single part for every row) decides
+    by it: ``row_determined(context)`` true means that, for this context's pod, the results at
+    two nodes whose row parts are equal are equal, so a cache may compute one and copy it.
+    None (the default): it may read more of the node.
+
+    ``keys_alike`` says ``cluster_key`` and ``stable_only`` read nothing but the pod and the
+    engine's configuration (a constant cluster key): caches may keep their values per class of
+    pods equal but for their names, as for ``pod_key_alike``.
     """
 
     name: str
@@ -89,6 +99,8 @@ class Function:
     pod_key: Callable[[Any], Hashable] | None = None
     stable_only: Callable[[Any], bool] | None = None
     pod_key_alike: bool = False
+    row_determined: Callable[[Any], bool] | None = None
+    keys_alike: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -211,9 +211,14 @@ class Pod:
         return self.pod_anti_affinity is not None and bool(self.pod_anti_affinity.required)
 
     def with_node_name(self, node_name: str) -> Pod:
-        from dataclasses import replace
-
-        return replace(self, node_name=node_name)
+        """This pod with ``spec.nodeName`` set (the scheduler's assume step). A copy of the
+        instance dict, not ``dataclasses.replace`` (which re-runs ``__init__`` over all 28
+        fields): the derived values cached on it read other fields, never the node name."""
+        copied = object.__new__(Pod)
+        state = self.__dict__.copy()
+        state["node_name"] = node_name
+        object.__setattr__(copied, "__dict__", state)
+        return copied
 
 
 @dataclass(frozen=True, slots=True)

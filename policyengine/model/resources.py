@@ -148,6 +148,23 @@ def pod_requests(
     pod_level: bool = True,
 ) -> ResourceList:
     """``resourcehelper.PodRequests``: the pod's effective requests (exact)."""
+    # Kept on the pod itself (as ``functools.cached_property`` keeps values) for the usual
+    # variants: a cycle asks about one pod many times (its view, each PreFilter and PreScore,
+    # the assume step), and the lookup by value below hashes and compares its containers'
+    # Fractions each time. ``Pod.with_node_name`` copies it with the rest of the pod's dict;
+    # every other derivation of a pod builds a new one.
+    memo: dict[Any, ResourceList] | None = None
+    slot: Any = None
+    if non_missing is None or non_missing is NON_ZERO_DEFAULTS:
+        held = getattr(pod, "__dict__", None)
+        if held is not None:
+            memo = held.get(_MEMO)
+            if memo is None:
+                memo = held[_MEMO] = {}
+            slot = (non_missing is None, include_overhead, pod_level)
+            found = memo.get(slot)
+            if found is not None:
+                return found
     key: Any = (
         pod.containers,
         pod.init_containers,
@@ -162,6 +179,8 @@ def pod_requests(
     except TypeError:  # a part without value equality: sum afresh
         key, found = None, None
     if found is not None:
+        if memo is not None:
+            memo[slot] = found
         return found
     total = aggregate_container_requests(pod.containers, pod.init_containers, non_missing)
     if pod_level and pod.pod_requests:
@@ -175,7 +194,12 @@ def pod_requests(
         if len(_REQUESTS) >= _REQUESTS_KEPT:
             _REQUESTS.clear()
         _REQUESTS[key] = result
+    if memo is not None:
+        memo[slot] = result
     return result
+
+
+_MEMO = "_requests_memo"  # the pod's own ``pod_requests`` results, by variant
 
 
 # ``pod_requests`` by what it reads of the pod: pods of one template ask alike, and the exact
@@ -204,11 +228,22 @@ def add_resources(
 ) -> ResourceList:
     out = dict(a)
     for k, v in b.items():
-        nv = out.get(k, 0) + sign * v
-        if nv == 0:
-            out.pop(k, None)
+        old = out.get(k)
+        # Fraction arithmetic costs microseconds per operation (the assume step adds a pod's
+        # requests to its node's): a resource the node had none of takes the pod's value as it
+        # is (``0 + v`` is ``v``, of the same type), and a whole sum stays whole.
+        if old is None:
+            nv = v if sign == 1 else sign * v
+        elif (
+            type(old) is Fraction and type(v) is Fraction and old.denominator == v.denominator == 1
+        ):
+            nv = Fraction(old.numerator + sign * v.numerator)
         else:
+            nv = old + sign * v
+        if nv:
             out[k] = nv
+        else:
+            out.pop(k, None)
     return FrozenDict(out)
 
 

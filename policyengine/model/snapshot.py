@@ -3,7 +3,8 @@
 Every scheduling cycle reads one ``ClusterSnapshot`` and never sees it change. The scheduler's
 "assume" step and the watch loop's updates produce *new* snapshots by structural sharing: only
 the touched ``NodeInfo`` is rebuilt (its sums updated incrementally, not recomputed), the other
-``NodeInfo`` objects are shared, and the per-snapshot maps are shallow-copied. Each ``NodeInfo``
+``NodeInfo`` objects are shared, and so are the node and pod maps (``SharedMap``: the parent's
+map plus the few entries changed since, instead of a copy of thousands). Each ``NodeInfo``
 carries a ``generation`` so that callers can cache per-node results and recompute only nodes
 that changed.
 
@@ -26,7 +27,7 @@ from functools import cached_property
 from typing import Any
 
 from policyengine.model.errors import ModelError, object_ref
-from policyengine.model.frozen import EMPTY, FrozenDict, freeze
+from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.gpu_devices import GpuDemand, Grant, NodeGpus
 from policyengine.model.gpu_share import node_devices, pod_demand, pod_gpu_grants
 from policyengine.model.load import DEFAULT_MAX_AGE, NO_LOAD, NodeLoad, NodeMetrics, resolve_loads
@@ -44,8 +45,10 @@ from policyengine.model.resources import (
     pod_requests,
     to_units,
 )
+from policyengine.model.shared_map import SharedMap
 
 _generation = itertools.count(1)
+_new_object = object.__new__
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
@@ -99,33 +102,43 @@ class PodInfo:
         return pod_gpu_grants(self.pod)
 
 
-# What ``make_pod_info`` derives, by the pod fields it reads: pods of one template share it
-# (exact Fraction sums per assumed pod cost the assume step more than the rest of it).
-_POD_FACTS: dict[Any, tuple[Any, ...]] = {}
+# What ``make_pod_info`` derives from a pod's requests, by the identity of its request sum:
+# ``pod_requests`` hands pods of one template one object (found by the value of what it reads
+# of the pod), so pods sharing it share their non-zero sums and integer units too, derived
+# once per template. Each entry holds that object, so its id names it while the entry is kept.
+_POD_FACTS: dict[int, tuple[Any, ...]] = {}
 _POD_FACTS_KEPT = 4096
 
 
 def make_pod_info(pod: Pod) -> PodInfo:
-    key: Any = (pod.containers, pod.init_containers, pod.pod_requests, pod.overhead)
-    try:
-        facts = _POD_FACTS.get(key)
-    except TypeError:  # a field without value equality: derive it afresh
-        key, facts = None, None
-    if facts is None:
-        requests = pod_requests(pod)
+    requests = pod_requests(pod)
+    facts = _POD_FACTS.get(id(requests))
+    if facts is None or facts[0] is not requests:
         non_zero = pod_non_zero_requests(pod)
         facts = (
             requests,
             FrozenDict({k: u for k, v in requests.items() if (u := to_units(k, v)) != 0}),
             to_units(CPU, non_zero.get(CPU, 0)),
             to_units(MEMORY, non_zero.get(MEMORY, 0)),
-            pod_host_ports(pod),
         )
-        if key is not None:
-            if len(_POD_FACTS) >= _POD_FACTS_KEPT:
-                _POD_FACTS.clear()
-            _POD_FACTS[key] = facts
-    return PodInfo(pod, *facts)
+        if len(_POD_FACTS) >= _POD_FACTS_KEPT:
+            _POD_FACTS.clear()
+        _POD_FACTS[id(requests)] = facts
+    # Built without the frozen dataclass ``__init__`` (see ``NodeInfo._derived``).
+    info = _new_object(PodInfo)
+    object.__setattr__(
+        info,
+        "__dict__",
+        {
+            "pod": pod,
+            "requests": requests,
+            "units": facts[1],
+            "non_zero_cpu": facts[2],
+            "non_zero_memory": facts[3],
+            "host_ports": pod_host_ports(pod),
+        },
+    )
+    return info
 
 
 @dataclass(frozen=True)
@@ -228,21 +241,63 @@ class NodeInfo:
 
     # -- derivations (each returns a new NodeInfo) -------------------------------------
 
-    def with_pod(self, info: PodInfo) -> NodeInfo:
-        ports = dict(self.used_ports)
-        for hp in info.host_ports:
-            ports[hp] = ports.get(hp, 0) + 1
-        derived = NodeInfo(
-            node=self.node,
-            pods=(*self.pods, info),
-            requested=add_resources(self.requested, info.requests),
-            requested_units=add_units(self.requested_units, info.units),
-            non_zero_cpu=self.non_zero_cpu + info.non_zero_cpu,
-            non_zero_memory=self.non_zero_memory + info.non_zero_memory,
-            used_ports=FrozenDict(ports),
-            generation=next(_generation),
-            load=self.load,
+    def _derived(
+        self,
+        pods: tuple[PodInfo, ...],
+        requested: ResourceList,
+        requested_units: FrozenDict[str, int],
+        non_zero_cpu: int,
+        non_zero_memory: int,
+        used_ports: FrozenDict[HostPort, int],
+    ) -> NodeInfo:
+        """A NodeInfo of this node with other pods, built without the dataclass ``__init__``
+        (a frozen one sets each of its nine fields through ``object.__setattr__``: the assume
+        step's largest part after the sums). The same fields, in the same order."""
+        derived = _new_object(NodeInfo)
+        object.__setattr__(
+            derived,
+            "__dict__",
+            {
+                "node": self.node,
+                "pods": pods,
+                "requested": requested,
+                "requested_units": requested_units,
+                "non_zero_cpu": non_zero_cpu,
+                "non_zero_memory": non_zero_memory,
+                "used_ports": used_ports,
+                "generation": next(_generation),
+                "load": self.load,
+            },
         )
+        return derived
+
+    def with_pod(self, info: PodInfo) -> NodeInfo:
+        ports = self.used_ports
+        if info.host_ports:
+            counts = dict(ports)
+            for hp in info.host_ports:
+                counts[hp] = counts.get(hp, 0) + 1
+            ports = FrozenDict(counts)
+        derived = self._derived(
+            (*self.pods, info),
+            add_resources(self.requested, info.requests),
+            add_units(self.requested_units, info.units),
+            self.non_zero_cpu + info.non_zero_cpu,
+            self.non_zero_memory + info.non_zero_memory,
+            ports,
+        )
+        # The pod lists with (anti-)affinity, when known here, are these plus the new pod
+        # (``_carry_node_index`` reads them on every assume).
+        known = self.__dict__
+        extended = derived.__dict__
+        if "pods_with_affinity" in known:
+            more = (info,) if info.pod.has_pod_affinity_constraints else ()
+            extended["pods_with_affinity"] = known["pods_with_affinity"] + more
+        if "pods_with_required_anti_affinity" in known:
+            more = (info,) if info.pod.has_required_anti_affinity else ()
+            extended["pods_with_required_anti_affinity"] = (
+                known["pods_with_required_anti_affinity"] + more
+            )
         return self._carry_gpus(self._carry_node_facts(derived), info, None)
 
     def without_pod(self, key: str) -> NodeInfo:
@@ -250,23 +305,23 @@ class NodeInfo:
         if i < 0:
             raise KeyError(key)
         info = self.pods[i]
-        ports = dict(self.used_ports)
-        for hp in info.host_ports:
-            left = ports.get(hp, 0) - 1
-            if left > 0:
-                ports[hp] = left
-            else:
-                ports.pop(hp, None)
-        derived = NodeInfo(
-            node=self.node,
-            pods=self.pods[:i] + self.pods[i + 1 :],
-            requested=add_resources(self.requested, info.requests, -1),
-            requested_units=add_units(self.requested_units, info.units, -1),
-            non_zero_cpu=self.non_zero_cpu - info.non_zero_cpu,
-            non_zero_memory=self.non_zero_memory - info.non_zero_memory,
-            used_ports=FrozenDict(ports),
-            generation=next(_generation),
-            load=self.load,
+        ports = self.used_ports
+        if info.host_ports:
+            counts = dict(ports)
+            for hp in info.host_ports:
+                left = counts.get(hp, 0) - 1
+                if left > 0:
+                    counts[hp] = left
+                else:
+                    counts.pop(hp, None)
+            ports = FrozenDict(counts)
+        derived = self._derived(
+            self.pods[:i] + self.pods[i + 1 :],
+            add_resources(self.requested, info.requests, -1),
+            add_units(self.requested_units, info.units, -1),
+            self.non_zero_cpu - info.non_zero_cpu,
+            self.non_zero_memory - info.non_zero_memory,
+            ports,
         )
         return self._carry_gpus(self._carry_node_facts(derived), None, key)
 
@@ -296,16 +351,21 @@ def _carry_node_index(
         if known is None:
             continue
         wanted = bool(getattr(new, pods))
-        at = next((i for i, info in enumerate(known) if info is old), None)
-        if at is not None:
-            rest = known[at + 1 :]
-            edited = (*known[:at], new, *rest) if wanted else known[:at] + rest
-        elif wanted:
-            order = parent.node_positions
-            at = bisect.bisect(known, order[new.name], key=lambda info: order[info.name])
-            edited = (*known[:at], new, *known[at:])
+        had = bool(getattr(old, pods))
+        if not wanted and not had:
+            edited = known  # the usual assume: a pod without (anti-)affinity
         else:
-            edited = known
+            # The list is in node order: the node's place is found by bisection, not a scan
+            # of the list (thousands of nodes once many pods with affinity run).
+            order = parent.node_positions
+            at = bisect.bisect_left(known, order[new.name], key=lambda info: order[info.name])
+            if at < len(known) and known[at] is old:
+                rest = known[at + 1 :]
+                edited = (*known[:at], new, *rest) if wanted else known[:at] + rest
+            elif wanted:
+                edited = (*known[:at], new, *known[at:])
+            else:
+                edited = known
         derived.__dict__[listing] = edited  # as functools.cached_property stores it
     if "node_positions" in parent.__dict__:  # the same nodes, in the same order
         derived.__dict__["node_positions"] = parent.__dict__["node_positions"]
@@ -331,10 +391,11 @@ def _count_images(counts: dict[str, int], names: Iterable[str], sign: int) -> No
 class ClusterSnapshot:
     """Nodes by name (in insertion order) with their pods; immutable, cheap to derive from."""
 
-    node_infos: FrozenDict[str, NodeInfo] = field(default=EMPTY)
+    # A derived snapshot's maps are ``SharedMap``s sharing their parent's (``_replace_node``).
+    node_infos: FrozenDict[str, NodeInfo] | SharedMap[str, NodeInfo] = field(default=EMPTY)
     namespaces: FrozenDict[str, FrozenDict[str, str]] = field(default=EMPTY)
     image_node_counts: FrozenDict[str, int] = field(default=EMPTY)
-    pod_nodes: FrozenDict[str, str] = field(default=EMPTY)  # pod key -> node name
+    pod_nodes: FrozenDict[str, str] | SharedMap[str, str] = field(default=EMPTY)  # pod -> node
     generation: int = 0
     pod_groups: FrozenDict[str, PodGroup] = field(default=EMPTY)  # "ns/name" -> PodGroup
     pdbs: FrozenDict[str, PodDisruptionBudget] = field(default=EMPTY)  # "ns/name" -> budget
@@ -403,6 +464,15 @@ class ClusterSnapshot:
 
     @cached_property
     def nodes(self) -> tuple[NodeInfo, ...]:
+        # A snapshot derived by replacing one node of a parent whose tuple was built copies
+        # that tuple (a C copy of its pointers) instead of walking the node map, which reads
+        # every entry of a large dict: half the cost, paid once per assumed pod.
+        step = self.__dict__.pop("_nodes_from", None)
+        if step is not None:
+            parent_nodes, at, info = step
+            items = list(parent_nodes)
+            items[at] = info
+            return tuple(items)
         return tuple(self.node_infos.values())
 
     @property
@@ -420,7 +490,7 @@ class ClusterSnapshot:
         return len(self.node_infos)
 
     def pods(self) -> Iterator[Pod]:
-        for info in self.node_infos.values():
+        for info in self.nodes:
             for p in info.pods:
                 yield p.pod
 
@@ -472,24 +542,37 @@ class ClusterSnapshot:
     def _replace_node(
         self,
         info: NodeInfo,
-        pod_nodes: Mapping[str, str] | None = None,
+        pod_nodes: SharedMap[str, str] | None = None,
         images: Mapping[str, int] | None = None,
     ) -> ClusterSnapshot:
         old = self.node_infos.get(info.name)
-        infos = self.node_infos.with_item(info.name, info)
-        derived = ClusterSnapshot(
-            node_infos=infos,
-            namespaces=self.namespaces,
-            image_node_counts=self.image_node_counts if images is None else FrozenDict(images),
-            # ``with_item``/``without`` already made a new FrozenDict: not copied again.
-            pod_nodes=self.pod_nodes if pod_nodes is None else freeze(pod_nodes),
-            generation=next(_generation),
-            pod_groups=self.pod_groups,
-            pdbs=self.pdbs,
+        # Built without the frozen dataclass ``__init__`` (as ``NodeInfo._derived``): the same
+        # fields, in the same order.
+        derived = _new_object(ClusterSnapshot)
+        object.__setattr__(
+            derived,
+            "__dict__",
+            {
+                "node_infos": SharedMap.of(self.node_infos).with_item(info.name, info),
+                "namespaces": self.namespaces,
+                "image_node_counts": (
+                    self.image_node_counts if images is None else FrozenDict(images)
+                ),
+                "pod_nodes": self.pod_nodes if pod_nodes is None else pod_nodes,
+                "generation": next(_generation),
+                "pod_groups": self.pod_groups,
+                "pdbs": self.pdbs,
+            },
         )
         if old is not None:
             _carry_node_index(self, derived, old, info)
             derived.__dict__["_derivation"] = (self.generation, info.name)
+            known = self.__dict__
+            if "nodes" in known and "node_positions" in known:
+                at = known["node_positions"].get(info.name)
+                if at is not None and known["nodes"][at] is old:
+                    # Held only until ``nodes`` is read (see there).
+                    derived.__dict__["_nodes_from"] = (known["nodes"], at, info)
         return derived
 
     def with_pod(self, pod: Pod, node_name: str | None = None) -> ClusterSnapshot:
@@ -504,7 +587,8 @@ class ClusterSnapshot:
         if pod.node_name != target:
             pod = pod.with_node_name(target)
         info = self.node_infos[target].with_pod(make_pod_info(pod))
-        return self._replace_node(info, pod_nodes=self.pod_nodes.with_item(pod.key, target))
+        pod_nodes = SharedMap.of(self.pod_nodes).with_item(pod.key, target)
+        return self._replace_node(info, pod_nodes=pod_nodes)
 
     def without_pod(self, key: str) -> ClusterSnapshot:
         """Forget an assigned pod (deleted, or an assumption undone)."""
@@ -512,7 +596,7 @@ class ClusterSnapshot:
         if node is None:
             raise KeyError(f"pod {key} is not in the snapshot")
         info = self.node_infos[node].without_pod(key)
-        return self._replace_node(info, pod_nodes=self.pod_nodes.without(key))
+        return self._replace_node(info, pod_nodes=SharedMap.of(self.pod_nodes).without(key))
 
     def with_updated_pod(self, pod: Pod) -> ClusterSnapshot:
         """Add or replace an assigned pod (a watch ADDED/MODIFIED event)."""

@@ -6,7 +6,9 @@ are grouped by what the plugin reads of them (a taint list is shared by thousand
 so it is judged once per distinct list), and per-node facts the plugin derives from a
 ``NodeInfo`` are kept as long as that ``NodeInfo`` lives (it is immutable); the resource
 plugins (NodeResourcesFit's filter, LeastAllocated, BalancedAllocation) run as int64 numpy
-columns over those facts. Each form returns exactly what the plugin's own ``filter``/``score``
+columns over those facts, or, for the few changed nodes a pod class's later cycles ask
+about, as a plain Python loop over the same facts (numpy's fixed cost per call is more than
+that loop's for dozens of nodes). Each form returns exactly what the plugin's own ``filter``/``score``
 returns for each node: ``tests/schedlib/test_batch_forms.py`` compares them node for node, and
 the property test in ``tests/engine/test_fast_path.py`` holds whole decisions equal.
 
@@ -16,6 +18,7 @@ the property test in ``tests/engine/test_fast_path.py`` holds whole decisions eq
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 import threading
 from collections.abc import Callable, Sequence
@@ -24,16 +27,19 @@ from typing import Any
 import numpy as np
 
 from policyengine.lang.vector import ints
-from policyengine.model.normalize import MAX_NODE_SCORE
+from policyengine.model.normalize import MAX_NODE_SCORE, go_div
 from policyengine.model.plugins import PLUGINS_BY_NAME
+from policyengine.model.plugins.balanced_allocation import balanced_score
 from policyengine.model.plugins.node_resources_fit import (
     REASON_TOO_MANY_PODS,
+    allocatable_and_requested,
     insufficient,
+    least_requested_score,
 )
 from policyengine.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 from policyengine.model.snapshot import NodeInfo
 from policyengine.schedlib import topology_filters
-from policyengine.schedlib.resource_facts import LIMIT, STORE, Direct, Gathered
+from policyengine.schedlib.resource_facts import LIMIT, STORE, Direct, Gathered, facts_row
 
 Form = Callable[[Any, Sequence[NodeInfo], Any], list[Any]]
 
@@ -204,6 +210,11 @@ _KEPT = 4
 
 
 _FEW = 64  # calls about at most this many nodes compute their rows (``Direct``)
+# Calls about at most this many nodes compute in plain Python over each node's kept row
+# (``facts_row``): a class's later cycles ask about the few rows that changed, and the numpy
+# path's fixed cost (a table, masks, a reasons table) is some 50 us per call whatever the
+# rows, the Python loop about 1 us per node.
+_SMALL = 48
 
 
 def _facts(infos: Sequence[NodeInfo]) -> tuple[Gathered | Direct, np.ndarray] | None:
@@ -254,6 +265,8 @@ _BALANCED = PLUGINS_BY_NAME["NodeResourcesBalancedAllocation"]
 def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _FIT.filter
     assert run is not None
+    if len(infos) <= _SMALL and not state.overcommit:
+        return _fit_filter_few(state, infos)
     facts = _facts(infos)
     if (
         facts is None
@@ -285,6 +298,48 @@ def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
                 return [run(state, info) for info in infos]
             code |= np.where(units > columns[:, 1] - columns[:, 2], bit, 0)
     return _reasons_by_code(code, names)
+
+
+def _fit_filter_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
+    """``_fit_filter`` node by node over the kept rows (no overcommit): the plugin's own
+    comparisons on the same integers, one (shared, never mutated) reasons list per distinct
+    set of shortages."""
+    cpu, memory, ephemeral, scalars = state.cpu, state.memory, state.ephemeral, state.scalars
+    wanted = bool(cpu or memory or ephemeral or state.has_scalar_entries)
+    made: dict[int, list[str]] = {}
+    out = []
+    for info in infos:
+        row = facts_row(info)
+        code = 1 if row[_PODS] + 1 > row[_ALLOWED] else 0
+        if wanted:
+            if cpu > 0 and cpu > row[_A_CPU] - row[_U_CPU]:
+                code |= 2
+            if memory > 0 and memory > row[_A_MEM] - row[_U_MEM]:
+                code |= 4
+            if ephemeral > 0 and ephemeral > row[_A_EPH] - row[_U_EPH]:
+                code |= 8
+            if scalars:
+                alloc = info.allocatable_units
+                used = info.requested_units
+                bit = 16
+                for name, units in scalars:
+                    if units > alloc.get(name, 0) - used.get(name, 0):
+                        code |= bit
+                    bit <<= 1
+        reasons = made.get(code)
+        if reasons is None:
+            reasons = made[code] = _fit_reasons(code, scalars)
+        out.append(reasons)
+    return out
+
+
+def _fit_reasons(code: int, scalars: Sequence[tuple[str, int]]) -> list[str]:
+    """The reasons ``_fit_filter_few``'s ``code`` stands for, in the plugin's order."""
+    names = [REASON_TOO_MANY_PODS, *_FIXED_SHORTAGES, *(insufficient(n) for n, _ in scalars)]
+    return [name for i, name in enumerate(names) if code >> i & 1]
+
+
+_FIXED_SHORTAGES = tuple(insufficient(r) for r in (CPU, MEMORY, EPHEMERAL_STORAGE))
 
 
 def _reasons_by_code(code: np.ndarray, names: list[str]) -> list[Any]:
@@ -336,6 +391,8 @@ def _alloc_req(
 def _least_allocated(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _FIT.score
     assert run is not None
+    if len(infos) <= _SMALL and not state.overcommit:
+        return _least_allocated_few(state, infos)
     facts = _facts(infos)
     if (
         facts is None
@@ -362,9 +419,101 @@ def _least_allocated(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[An
     return ints(result)  # type: ignore[return-value]  # a sequence of ints, read lazily
 
 
+def _least_allocated_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
+    """The plugin's ``score`` (no overcommit) with cpu and memory read from the kept rows."""
+    # (column of the allocatable, of the non-zero sum; None: read through the plugin's own
+    # ``allocatable_and_requested``), the weight and the pod's request, per resource.
+    reads = [
+        (_NON_ZERO_COLUMNS.get(name), name, weight, request)
+        for name, weight, request in state.resources
+    ]
+    out = []
+    for info in infos:
+        row = facts_row(info)
+        total = weights = 0
+        for columns, name, weight, request in reads:
+            if columns is not None:
+                alloc, req = row[columns[0]], row[columns[1]] + request
+            else:
+                alloc, req = allocatable_and_requested(info, name, request, use_requested=False)
+            if alloc == 0:
+                continue
+            # ``least_requested_score``, with Go's division by a positive number inlined.
+            if req > alloc:
+                score = 0
+            elif alloc > 0:
+                score = (alloc - req) * MAX_NODE_SCORE // alloc
+            else:
+                score = least_requested_score(req, alloc)
+            total += score * weight
+            weights += weight
+        if not weights:
+            out.append(0)
+        elif total >= 0 and weights > 0:
+            out.append(total // weights)
+        else:
+            out.append(go_div(total, weights))
+    return out
+
+
+_NON_ZERO_COLUMNS = {CPU: (_A_CPU, _NZ_CPU), MEMORY: (_A_MEM, _NZ_MEM)}
+
+
+def _balanced_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
+    """The plugin's ``score`` (no overcommit) with cpu and memory read from the kept rows."""
+    resources = state.resources
+    if len(resources) == 2 and resources[0][0] == CPU and resources[1][0] == MEMORY:
+        return _balanced_cpu_memory(resources[0][1], resources[1][1], infos)
+    out = []
+    for info in infos:
+        row = facts_row(info)
+        requested = []
+        allocatable = []
+        for name, request in state.resources:
+            if name == CPU:
+                alloc, req = row[_A_CPU], row[_U_CPU] + request
+            elif name == MEMORY:
+                alloc, req = row[_A_MEM], row[_U_MEM] + request
+            else:
+                alloc, req = allocatable_and_requested(info, name, request, use_requested=True)
+            if alloc == 0:
+                alloc = req = 0
+            requested.append(req)
+            allocatable.append(alloc)
+        out.append(balanced_score(requested, allocatable))
+    return out
+
+
+def _balanced_cpu_memory(cpu: int, memory: int, infos: Sequence[NodeInfo]) -> list[Any]:
+    """``balanced_score`` of cpu and memory (the default resources), inlined: the same float
+    operations in the same order (``min(f, 1.0)`` is ``f`` unless ``f > 1.0``; one fraction
+    or none has no spread)."""
+    out = []
+    for info in infos:
+        row = facts_row(info)
+        alloc_cpu, alloc_mem = row[_A_CPU], row[_A_MEM]
+        if alloc_cpu and alloc_mem:
+            f0 = float(row[_U_CPU] + cpu) / float(alloc_cpu)
+            f1 = float(row[_U_MEM] + memory) / float(alloc_mem)
+            if f0 > 1.0:
+                f0 = 1.0
+            if f1 > 1.0:
+                f1 = 1.0
+            out.append(math.trunc((1 - abs((f0 - f1) / 2)) * _MAX_SCORE))
+        else:
+            out.append(_UNSPREAD)
+    return out
+
+
+_MAX_SCORE = float(MAX_NODE_SCORE)
+_UNSPREAD = math.trunc((1 - 0.0) * _MAX_SCORE)
+
+
 def _balanced(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _BALANCED.score
     assert run is not None
+    if len(infos) <= _SMALL and not state.overcommit:
+        return _balanced_few(state, infos)
     facts = _facts(infos)
     if (
         facts is None

@@ -288,6 +288,38 @@ def _summed(snapshot: ClusterSnapshot, part: Part) -> _Sums:
     return _Sums(snapshot.generation, nodes, counts, present)
 
 
+def relevant_changes(
+    snapshot: ClusterSnapshot,
+    generation: int,
+    known: tuple[NodeInfo, ...],
+    relevant: Relevant | None,
+    marks: Iterable[Hashable] | None = None,
+) -> list[int] | None:
+    """The rows of ``snapshot.nodes`` whose part may differ from the one taken of ``known``
+    (the nodes of the snapshot of ``generation``): the rows holding another ``NodeInfo``, but
+    for those whose node object stayed and whose added or removed pods are not ``relevant``
+    (``NodeSums.sums``). With ``marks``, only the steps that moved pods carrying one are looked
+    at (``marked_changes``). None when the rows are not the same or too many changed."""
+    if marks is not None:
+        marked = marked_changes(snapshot, generation, known, marks)
+        if marked is not None:
+            return marked
+    changes = changes_since(snapshot, generation, known)
+    if changes is None:
+        return None
+    if relevant is None:
+        return list(changes)
+    # A node whose object stayed and whose added or removed pods cannot count keeps its part:
+    # most replaced nodes got a pod of some other workload.
+    nodes = snapshot.nodes
+    rows = []
+    for row, stepped in changes.items():
+        moved = _moved_pods(known[row], nodes[row]) if stepped is None else stepped
+        if moved is None or any(map(relevant, moved)):
+            rows.append(row)
+    return rows
+
+
 def _corrected(
     known: _Sums,
     snapshot: ClusterSnapshot,
@@ -295,25 +327,8 @@ def _corrected(
     relevant: Relevant | None,
     marks: Iterable[Hashable] | None = None,
 ) -> _Sums | None:
-    nodes = snapshot.nodes
-    old = known.nodes
-    marked = None if marks is None else marked_changes(snapshot, known.generation, old, marks)
-    if marked is not None:
-        return _recounted(known, snapshot, part, marked)
-    changes = changes_since(snapshot, known.generation, known.nodes)
-    if changes is None:
-        return None
-    if relevant is None:
-        rows = list(changes)
-    else:
-        # A node whose object stayed and whose added or removed pods cannot count keeps its
-        # part: most replaced nodes got a pod of some other workload.
-        rows = []
-        for row, stepped in changes.items():
-            moved = _moved_pods(old[row], nodes[row]) if stepped is None else stepped
-            if moved is None or any(map(relevant, moved)):
-                rows.append(row)
-    return _recounted(known, snapshot, part, rows)
+    rows = relevant_changes(snapshot, known.generation, known.nodes, relevant, marks)
+    return None if rows is None else _recounted(known, snapshot, part, rows)
 
 
 def _recounted(known: _Sums, snapshot: ClusterSnapshot, part: Part, rows: list[int]) -> _Sums:
@@ -428,10 +443,10 @@ class LabelColumn:
     codes: np.ndarray
     values: dict[str, int]
 
-    def gather(self, by_value: dict[str, int], missing: int = 0) -> np.ndarray:
-        """Per row, ``by_value`` at the row's value (0 for values it lacks), ``missing``
-        where the row lacks the label."""
-        table = np.zeros(len(self.values) + 1, np.int64)
+    def gather(self, by_value: dict[str, int], missing: int = 0, default: int = 0) -> np.ndarray:
+        """Per row, ``by_value`` at the row's value (``default`` for values it lacks),
+        ``missing`` where the row lacks the label."""
+        table = np.full(len(self.values) + 1, default, np.int64)
         table[-1] = missing
         values = self.values
         for value, n in by_value.items():

@@ -20,7 +20,9 @@ from typing import Any
 from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import BOOL, INT, STRING, ListType, MapType, Nullable, Type
 from policyengine.lang.vector import Numbers
+from policyengine.model.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
+from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.taints import Taint, Toleration
 from policyengine.schedlib import topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
@@ -90,11 +92,33 @@ def _score_state(ctx: CycleContext, plugin: Plugin) -> Any:
     prepare = topology_filters.PREPARE_SCORES.get(plugin.name, plugin.prepare_score)
     assert prepare is not None
     key = (plugin.name, "score")
+    if prepare is _IMAGES.prepare_score:
+        return ctx.prepared(key, lambda: _image_state(ctx))
     return ctx.prepared(
         key,
         lambda: prepare(ctx.pod.pod, ctx.snapshot, ctx.feasible, ctx.config),
         key in _POD_ONLY,
     )
+
+
+_IMAGES = PLUGINS_BY_NAME["ImageLocality"]
+_IMAGE_STATE = object()  # the prepared key of pods alike's last ImageLocality state
+
+
+def _image_state(ctx: CycleContext) -> Any:
+    """ImageLocality's PreScore reads of the cluster only the node count and the counts of
+    nodes holding each image (``ClusterSnapshot.image_node_counts``, the very object while
+    no node's images change: the assume step keeps it). Pods alike keep their last state
+    with the two, and the cluster key made of it (``_image_key``)."""
+    snapshot = ctx.snapshot
+    counts, nodes = snapshot.image_node_counts, snapshot.num_nodes
+    kept: list[Any] = ctx.prepared(_IMAGE_STATE, list, pod_only=True)
+    if kept and kept[0] is counts and kept[1] == nodes:
+        return kept[2]
+    assert _IMAGES.prepare_score is not None
+    state = _IMAGES.prepare_score(ctx.pod.pod, snapshot, ctx.feasible, ctx.config)
+    kept[:] = (counts, nodes, state, (state.total_nodes, tuple(sorted(state.spread.items()))))
+    return state
 
 
 def _considered_names(ctx: CycleContext) -> frozenset[str] | None:
@@ -235,8 +259,65 @@ def _node_only(ctx: CycleContext) -> Hashable:
     return None
 
 
+# --- plugins idle for a pod, told without their PreFilter / PreScore ------------------------
+#
+# Spread and inter-pod affinity read the whole cluster in their per-pod step, yet for most
+# pods they do nothing: no constraint, no term of the pod's own, no pod in the cluster with
+# terms. These tests see that from the pod (kept per class), the configuration and a cached
+# fact of the snapshot, so the keys below need not prepare the state every cycle. Each is only
+# ever true where the state is idle (``_IDLE_FILTERS``, a None score state), by both the
+# incremental preparations and the plugins' own.
+
+
+def _constraints(ctx: CycleContext, action: str) -> bool:
+    """Whether the pod has spread constraints with ``action`` (its own or the defaults)."""
+    return ctx.prepared(
+        ("spread_constraints", action),
+        lambda: bool(spread.pod_constraints(ctx.pod.pod, action, ctx.config)),
+        pod_only=True,
+    )
+
+
+def _no_terms(ctx: CycleContext) -> bool:
+    """The pod has no (anti-)affinity stanza: no term of its own, required or preferred."""
+    pod = ctx.pod.pod
+    return pod.pod_affinity is None and pod.pod_anti_affinity is None
+
+
+_QUICK_IDLE: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
+    ("PodTopologySpread", "filter"): lambda ctx: not _constraints(ctx, DO_NOT_SCHEDULE),
+    ("PodTopologySpread", "score"): lambda ctx: not _constraints(ctx, SCHEDULE_ANYWAY),
+    # The existing pods' required anti-affinity is all that can reject a pod without terms.
+    ("InterPodAffinity", "filter"): lambda ctx: (
+        _no_terms(ctx) and not ctx.snapshot.nodes_with_required_anti_affinity_pods
+    ),
+    # Only existing pods' terms can score a pod without preferred terms of its own.
+    ("InterPodAffinity", "score"): lambda ctx: (
+        _no_terms(ctx)
+        and (
+            ctx.config.ignore_preferred_terms_of_existing_pods
+            or not ctx.snapshot.nodes_with_affinity_pods
+        )
+    ),
+}
+
+
+def _quick_idle(plugin_name: str, kind: str) -> Callable[[CycleContext], bool]:
+    return _QUICK_IDLE.get((plugin_name, kind), _never)
+
+
+def _never(ctx: CycleContext) -> bool:
+    return False
+
+
+_SPREAD_IDLE = _quick_idle("PodTopologySpread", "filter")
+_AFFINITY_IDLE = _quick_idle("InterPodAffinity", "filter")
+
+
 def _spread_filter_key(ctx: CycleContext) -> Hashable:
     # Per row: what the filter decides on at the node's domains (``topology_filters``).
+    if _SPREAD_IDLE(ctx):
+        return _IDLE
     state = _filter_state(ctx, PLUGINS_BY_NAME["PodTopologySpread"])
     if not state.constraints:
         return _IDLE
@@ -244,6 +325,8 @@ def _spread_filter_key(ctx: CycleContext) -> Hashable:
 
 
 def _affinity_filter_key(ctx: CycleContext) -> Hashable:
+    if _AFFINITY_IDLE(ctx):
+        return _IDLE
     state = _filter_state(ctx, PLUGINS_BY_NAME["InterPodAffinity"])
     if state.skip:
         return _IDLE
@@ -253,8 +336,11 @@ def _affinity_filter_key(ctx: CycleContext) -> Hashable:
 def _score_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
     # PreScore reads the whole snapshot and the feasible set; a skipped plugin scores no node.
     plugin = PLUGINS_BY_NAME[plugin_name]
+    idle = _quick_idle(plugin_name, "score")
 
     def key(ctx: CycleContext) -> Hashable:
+        if idle(ctx):
+            return _IDLE
         return _IDLE if _score_state(ctx, plugin) is None else _Same(ctx.snapshot)
 
     return key
@@ -264,6 +350,9 @@ def _image_key(ctx: CycleContext) -> Hashable:
     # ImageLocality reads of the cluster only the node count and how many nodes hold each of
     # the pod's images.
     state = _score_state(ctx, PLUGINS_BY_NAME["ImageLocality"])
+    kept: list[Any] = ctx.prepared(_IMAGE_STATE, list, pod_only=True)
+    if kept and kept[2] is state:
+        return kept[3]  # type: ignore[no-any-return]
     return state.total_nodes, tuple(sorted(state.spread.items()))
 
 
@@ -303,10 +392,14 @@ def _filter_pod_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
     plugin = PLUGINS_BY_NAME[plugin_name]
     restricts = plugin_name == "NodeAffinity"
     idle = _IDLE_FILTERS.get(plugin_name)
+    quick = _quick_idle(plugin_name, "filter")
 
     def key(ctx: CycleContext) -> Hashable:
-        state = _filter_state(ctx, plugin)
-        part = _IDLE if idle is not None and idle(state) else _hashed(state)
+        if quick(ctx):
+            part: Hashable = _IDLE
+        else:
+            state = _filter_state(ctx, plugin)
+            part = _IDLE if idle is not None and idle(state) else _hashed(state)
         return part if restricts else (part, _considered_names(ctx))
 
     return key
@@ -315,8 +408,11 @@ def _filter_pod_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
 def _score_pod_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
     plugin = PLUGINS_BY_NAME[plugin_name]
     images = plugin_name == "ImageLocality"
+    quick = _quick_idle(plugin_name, "score")
 
     def key(ctx: CycleContext) -> Hashable:
+        if quick(ctx):
+            return None  # the state is None
         state = _score_state(ctx, plugin)
         if state is None:
             return None
@@ -358,6 +454,8 @@ def _no_host_ports(ctx: CycleContext) -> bool:
     return not _filter_state(ctx, PLUGINS_BY_NAME["NodePorts"]).wanted
 
 
+_ALIKE_STABLE: frozenset[Callable[[CycleContext], bool]] = frozenset({_always, _no_host_ports})
+
 _STABLE: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
     ("TaintToleration", "filter"): _always,
     ("NodePorts", "filter"): _no_host_ports,
@@ -372,9 +470,29 @@ _STABLE: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
 }
 
 
+def _nothing_outside(ctx: CycleContext) -> bool:
+    # Spread's and inter-pod affinity's filters decide on what their row keys hold
+    # (``topology_filters``) but for the nodes NodeAffinity's PreFilter left out, which pass.
+    return _considered_names(ctx) is None
+
+
+# Builtins whose result at a node is decided by their row key (``Function.row_determined``).
+_ROW_DETERMINED: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
+    ("PodTopologySpread", "filter"): _nothing_outside,
+    ("InterPodAffinity", "filter"): _nothing_outside,
+}
+
+
+def _keys_alike(cluster_key: Callable[..., Any], stable_only: Any) -> bool:
+    """``Function.keys_alike``: a constant cluster key, and a stable test that is constant or
+    reads only a state kept per class of pods (NodePorts' PreFilter)."""
+    return cluster_key is _node_only and (stable_only is None or stable_only in _ALIKE_STABLE)
+
+
 def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
     cluster_key = _CLUSTER_KEYS.get((plugin, kind), _node_only)
     stable_only = _STABLE.get((plugin, kind))
+    keys_alike = _keys_alike(cluster_key, stable_only)
     if kind == "filter":
         return Function(
             name,
@@ -390,6 +508,8 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
             pod_key=_filter_pod_key(plugin),
             stable_only=stable_only,
             pod_key_alike=(plugin, kind) in _POD_ONLY,
+            row_determined=_ROW_DETERMINED.get((plugin, kind)),
+            keys_alike=keys_alike,
         )
     return Function(
         name,
@@ -404,7 +524,9 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
         cluster_key=cluster_key,
         pod_key=_score_pod_key(plugin),
         stable_only=stable_only,
-        pod_key_alike=(plugin, kind) in _POD_ONLY,
+        # ImageLocality's key is the pod's images (its state also reads the cluster).
+        pod_key_alike=(plugin, kind) in _POD_ONLY or plugin == "ImageLocality",
+        keys_alike=keys_alike,
     )
 
 
@@ -437,6 +559,7 @@ def _fn(
         pod_key,
         stable_only,
         pod_key_alike,
+        keys_alike=cluster_key is not None and _keys_alike(cluster_key, stable_only),
     )
 
 

@@ -41,6 +41,7 @@ from policyengine.schedlib.domains import (
     POD_AFFINITY,
     NodeSums,
     label_column,
+    relevant_changes,
     rows_by_id,
 )
 from policyengine.schedlib.rowkeys import RowKeyed
@@ -52,7 +53,8 @@ Pair = tuple[str, str]
 _KEPT = 512
 SPREAD_SUMS = NodeSums(_KEPT)
 TERM_SUMS = NodeSums(_KEPT)
-# Existing pods' terms, for every incoming pod: keys "existing" (filter), "score" (PreScore).
+# Existing pods' terms that can score an incoming pod, for every such pod (key "score"; their
+# required anti-affinity for the filter is ``_EXISTING``).
 EXISTING_SUMS = NodeSums(2)
 _LOCK = threading.Lock()
 
@@ -137,46 +139,129 @@ def _presence(node: NodeInfo, key: spread.CountKey) -> dict[Any, int]:
     }
 
 
+class _Interned:
+    """A key whose hash is computed once and which equals itself by identity first: pods alike
+    look their kept sums up with the very same object cycle after cycle, instead of hashing
+    and comparing constraints, selectors and node affinity again each time."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: Hashable):
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or (
+            type(other) is _Interned and other._hash == self._hash and other.value == self.value
+        )
+
+
+class _SpreadInputs:
+    """What ``prepare_spread_filter`` derives from the pod alone: its constraints, the kept
+    sums' key (``_Interned``) and how to read and correct them."""
+
+    __slots__ = ("base", "constraints", "counts", "key", "marks", "part")
+
+    def __init__(self, pod: Pod, constraints: tuple[spread.Constraint, ...]):
+        key = spread.count_key(pod, constraints)
+        self.constraints = constraints
+        self.key = _Interned(key)
+
+        def part(node: NodeInfo) -> dict[Any, int]:
+            return spread.node_counts(node, key)
+
+        namespace = pod.namespace
+        selectors = [c.selector for c in constraints]
+        gate = _label_gate(selectors)
+
+        def counts(info: PodInfo) -> bool:  # what ``spread.count_matching`` may count
+            other = info.pod
+            if gate is not None and not gate(other.labels):
+                return False
+            return (
+                other.deletion_timestamp is None
+                and other.namespace == namespace
+                and any(s.matches(other.labels) for s in selectors)
+            )
+
+        def presence(node: NodeInfo) -> dict[Any, int]:  # ``part`` of a node with no such pod
+            return _presence(node, key)
+
+        included = (
+            tuple(
+                (c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c in constraints
+            ),
+            key[1],
+            key[2],
+        )
+        self.part = part
+        self.counts = counts
+        self.base: tuple[Hashable, Callable[[NodeInfo], dict[Any, int]]] = (included, presence)
+        self.marks = _label_marks(selectors)
+
+
+# Pods alike (by what their constraints and count key read) share their ``_SpreadInputs``.
+_SPREAD_INPUTS: OrderedDict[Hashable, _SpreadInputs] = OrderedDict()
+_SPREAD_INPUTS_KEPT = 1024
+
+
+def _spread_inputs(pod: Pod, config: SchedulerConfig) -> _SpreadInputs | None:
+    """The pod's ``_SpreadInputs``; None when it has no constraints of its own (the defaults
+    of ``config`` apply, rarely met) or they cannot be hashed."""
+    if not pod.topology_spread_constraints:
+        return None
+    # Everything ``pod_constraints`` (the pod's own) and ``count_key`` read of the pod.
+    alike = (
+        pod.namespace,
+        pod.topology_spread_constraints,
+        pod.labels,
+        pod.node_selector,
+        pod.affinity,
+        pod.tolerations,
+    )
+    if not _hashable(alike):
+        return None
+    with _LOCK:
+        found = _SPREAD_INPUTS.get(alike)
+        if found is not None:
+            _SPREAD_INPUTS.move_to_end(alike)
+            return found
+    constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
+    if not constraints or not _hashable(spread.count_key(pod, constraints)):
+        return None
+    found = _SpreadInputs(pod, constraints)
+    with _LOCK:
+        _SPREAD_INPUTS[alike] = found
+        while len(_SPREAD_INPUTS) > _SPREAD_INPUTS_KEPT:
+            _SPREAD_INPUTS.popitem(last=False)
+    return found
+
+
 def prepare_spread_filter(
     pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig
 ) -> spread.FilterState:
     """``pod_topology_spread.prepare_filter``, from sums kept per ``count_key``."""
-    constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
-    if not constraints:
-        return spread.filter_state((), pod, {})
-    key = spread.count_key(pod, constraints)
-    if not _hashable(key):
-        return spread.prepare_filter(pod, snapshot, config)
-
-    def part(node: NodeInfo) -> dict[Any, int]:
-        return spread.node_counts(node, key)
-
-    namespace = pod.namespace
-    selectors = [c.selector for c in constraints]
-    gate = _label_gate(selectors)
-
-    def counts(info: PodInfo) -> bool:  # what ``spread.count_matching`` may count
-        other = info.pod
-        if gate is not None and not gate(other.labels):
-            return False
-        return (
-            other.deletion_timestamp is None
-            and other.namespace == namespace
-            and any(s.matches(other.labels) for s in selectors)
-        )
-
-    def presence(node: NodeInfo) -> dict[Any, int]:  # ``part`` of a node with no such pod
-        return _presence(node, key)
-
-    included = (
-        tuple((c.topology_key, c.node_affinity_policy, c.node_taints_policy) for c in constraints),
-        key[1],
-        key[2],
-    )
+    inputs = _spread_inputs(pod, config)
+    if inputs is None:
+        constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
+        if not constraints:
+            return spread.filter_state((), pod, {})
+        key = spread.count_key(pod, constraints)
+        if not _hashable(key):
+            return spread.prepare_filter(pod, snapshot, config)
+        inputs = _SpreadInputs(pod, constraints)
     sums = SPREAD_SUMS.sums(
-        key, snapshot, part, counts, base=(included, presence), marks=_label_marks(selectors)
+        inputs.key,
+        snapshot,
+        inputs.part,
+        inputs.counts,
+        base=inputs.base,
+        marks=inputs.marks,
     )
-    return spread.filter_state(constraints, pod, sums)
+    return spread.filter_state(inputs.constraints, pod, sums)
 
 
 # Existing pods' terms, each interned as a small integer so the sums' keys hash fast.
@@ -221,21 +306,80 @@ def _has_terms(info: PodInfo) -> bool:
     return info.pod.has_pod_affinity_constraints
 
 
-_GROUPED: list[tuple[dict[Any, int], dict[int, list[tuple[Pair, int]]]]] = []
 _MATCHED: OrderedDict[Hashable, dict[int, bool]] = OrderedDict()
 _MATCHED_KEPT = 1024
+# Per term index, ``_label_gate`` of its selector (None: no gate). Pods alike are told apart
+# by every label (a job name, a template hash), so each new label set meets every term once:
+# the gate turns most of those matches into one dict lookup.
+_TERM_GATES: dict[int, Callable[[Any], bool] | None] = {}
 
 
-def _by_term(sums: dict[Any, int]) -> dict[int, list[tuple[Pair, int]]]:
-    """The kept sums grouped by term, regrouped only when they changed (an anti-affinity pod
-    placed or removed)."""
-    if _GROUPED and _GROUPED[0][0] is sums:
-        return _GROUPED[0][1]
-    groups: dict[int, list[tuple[Pair, int]]] = {}
-    for (index, key, value), n in sums.items():
-        groups.setdefault(index, []).append(((key, value), n))
-    _GROUPED[:] = [(sums, groups)]
-    return groups
+def _term_matches(index: int, pod: Pod, own_ns: Any) -> bool:
+    """``_TERM_LIST[index].matches(pod, own_ns)``, its label gate first."""
+    try:
+        gate = _TERM_GATES[index]
+    except KeyError:
+        gate = _TERM_GATES[index] = _label_gate((_TERM_LIST[index].selector,))
+    if gate is not None and not gate(pod.labels):
+        return False
+    return bool(_TERM_LIST[index].matches(pod, own_ns))
+
+
+class _ExistingAnti:
+    """Per term (its index), the existing pods holding it per domain of their node, over the
+    nodes of the last snapshot followed (``_existing_anti_part`` summed), corrected in place
+    for the rows whose anti-affinity pods came or went since. A pod asks only about the terms
+    matching it, so the sums are kept grouped by term (regrouping thousands of pairs at every
+    placement of an anti-affinity pod cost more than the rest of the PreFilter)."""
+
+    __slots__ = ("by_term", "generation", "nodes")
+
+    def __init__(self) -> None:
+        self.generation = -1
+        self.nodes: tuple[NodeInfo, ...] = ()
+        self.by_term: dict[int, dict[Pair, int]] = {}
+
+    def clear(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def follow(self, snapshot: ClusterSnapshot) -> dict[int, dict[Pair, int]]:
+        nodes = snapshot.nodes
+        if nodes is not self.nodes:
+            rows = None
+            if len(self.nodes) == len(nodes):
+                rows = relevant_changes(
+                    snapshot, self.generation, self.nodes, _has_anti, (ANTI_AFFINITY,)
+                )
+            if rows is None:
+                self.by_term = {}
+                for node in snapshot.nodes_with_required_anti_affinity_pods:
+                    self._add(_existing_anti_part(node), 1)
+            else:
+                old = self.nodes
+                for row in rows:
+                    self._add(_existing_anti_part(old[row]), -1)
+                    self._add(_existing_anti_part(nodes[row]), 1)
+            self.nodes = nodes
+            self.generation = snapshot.generation
+        return self.by_term
+
+    def _add(self, part: dict[Any, int], sign: int) -> None:
+        by_term = self.by_term
+        for (index, key, value), n in part.items():
+            pairs = by_term.get(index)
+            if pairs is None:
+                pairs = by_term[index] = {}
+            pair = (key, value)
+            left = pairs.get(pair, 0) + sign * n
+            if left:
+                pairs[pair] = left
+            else:
+                del pairs[pair]
+                if not pairs:
+                    del by_term[index]
+
+
+_EXISTING = _ExistingAnti()
 
 
 def _bound_term_caches() -> None:
@@ -244,8 +388,10 @@ def _bound_term_caches() -> None:
     if len(_TERM_LIST) > _TERMS_KEPT:
         _TERMS.clear()
         _TERM_LIST.clear()
+        _TERM_GATES.clear()
         _MATCHED.clear()
         EXISTING_SUMS.clear()
+        _EXISTING.clear()
 
 
 def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> dict[Pair, int]:
@@ -256,11 +402,7 @@ def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> d
         return {}  # no pod anywhere has required anti-affinity: nothing to sum
     with _LOCK:
         _bound_term_caches()
-        sums = EXISTING_SUMS.sums(
-            "existing", snapshot, _existing_anti_part, _has_anti, False, marks=(ANTI_AFFINITY,)
-        )
-        groups = _by_term(sums)
-        terms = _TERM_LIST
+        groups = _EXISTING.follow(snapshot)
         alike = (pod.namespace, pod.labels, snapshot.namespaces)
         matched = _MATCHED.pop(alike, None) if _hashable(alike) else None
         if matched is None:
@@ -269,9 +411,9 @@ def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> d
         for index, pairs in groups.items():
             hit = matched.get(index)
             if hit is None:
-                hit = matched[index] = terms[index].matches(pod, own_ns)
+                hit = matched[index] = _term_matches(index, pod, own_ns)
             if hit:
-                for pair, n in pairs:
+                for pair, n in pairs.items():
                     out[pair] = out.get(pair, 0) + n
         if _hashable(alike):
             _MATCHED[alike] = matched
@@ -421,20 +563,30 @@ def _counts_by_value(counts: dict[Pair, int], key: str) -> dict[str, int]:
 def _held(snapshot: ClusterSnapshot, key: str, counts: dict[Pair, int]) -> np.ndarray:
     """Per row: -1 when the node lacks label ``key``, else whether ``counts`` at the node's
     domain is above 0."""
-    column = label_column(snapshot, key)
-    return np.where(column.codes < 0, -1, column.gather(_counts_by_value(counts, key)) > 0)
+    held = {value: 1 for (k, value), n in counts.items() if k == key and n > 0}
+    return label_column(snapshot, key).gather(held, missing=-1)
 
 
 def spread_filter_key(state: spread.FilterState, snapshot: ClusterSnapshot) -> RowKeyed:
     """What ``pod_topology_spread.filter`` decides on, per row and constraint."""
     columns = []
     for c in state.constraints:
-        column = label_column(snapshot, c.topology_key)
-        counts = column.gather(_counts_by_value(state.pair_counts, c.topology_key))
+        # Whether the skew is over, per domain (a domain no node counts for holds 0 pods),
+        # then per row through its domain: one gather over the rows.
         self_match = 1 if c.selector.matches(state.pod_labels) else 0
-        over = counts + self_match - spread.global_minimum(state, c) > c.max_skew
-        columns.append(np.where(column.codes < 0, -1, over))
-    return RowKeyed(("spread", len(columns)), np.stack(columns, axis=1).astype(np.int64))
+        floor = self_match - spread.global_minimum(state, c)
+        over = {
+            value: int(n + floor > c.max_skew)
+            for value, n in _counts_by_value(state.pair_counts, c.topology_key).items()
+        }
+        column = label_column(snapshot, c.topology_key)
+        columns.append(column.gather(over, missing=-1, default=int(floor > c.max_skew)))
+    return RowKeyed(("spread", len(columns)), _side_by_side(columns))
+
+
+def _side_by_side(columns: list[np.ndarray]) -> np.ndarray:
+    """Row key columns (int64) as one (rows, columns) array."""
+    return columns[0].reshape(-1, 1) if len(columns) == 1 else np.column_stack(columns)
 
 
 def affinity_filter_key(state: affinity.FilterState, snapshot: ClusterSnapshot) -> RowKeyed:
@@ -460,7 +612,7 @@ def affinity_filter_key(state: affinity.FilterState, snapshot: ClusterSnapshot) 
     )
     if not columns:
         return RowKeyed(whole, np.zeros((snapshot.num_nodes, 0), np.int64))
-    return RowKeyed(whole, np.stack(columns, axis=1).astype(np.int64))
+    return RowKeyed(whole, _side_by_side(columns))
 
 
 _MAKERS: dict[str, Callable[[Any, ClusterSnapshot], RowKeyed]] = {
@@ -480,6 +632,7 @@ def filter_key(ctx: Any, plugin_name: str, state: Any) -> RowKeyed:
 
 _BASE = 3  # each row key column holds -1, 0 or 1
 _MAX_COLUMNS = 39  # 3**39 < 2**63
+_FEW_ROWS = 32  # up to this many rows are grouped in a dict rather than by ``np.unique``
 
 
 def _rows_of(ctx: Any, infos: Sequence[NodeInfo]) -> list[int] | None:
@@ -513,9 +666,21 @@ def by_pattern(
     rows = _rows_of(ctx, infos)
     if rows is None:
         return None
-    codes = (rows_key + 1) @ (_BASE ** np.arange(rows_key.shape[1], dtype=np.int64))
-    if len(rows) != len(codes):
-        codes = codes[rows]
+    # Only the rows asked about are folded (the engine mostly asks about a few changed ones).
+    picked = rows_key if len(rows) == len(rows_key) else rows_key[rows]
+    if picked.shape[1] == 1:
+        codes = picked[:, 0]
+    else:
+        codes = (picked + 1) @ (_BASE ** np.arange(picked.shape[1], dtype=np.int64))
+    if len(rows) <= _FEW_ROWS:
+        found: dict[int, Any] = {}
+        out = []
+        for code, info in zip(codes.tolist(), infos, strict=True):
+            answer = found.get(code, found)
+            if answer is found:
+                answer = found[code] = run(state, info)
+            out.append(answer)
+        return out
     _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
     answers = np.empty(len(first), object)
     for at, row in enumerate(first.tolist()):

@@ -12,17 +12,23 @@ depend on other nodes' pods, guarded by their cluster keys).
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
+from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine import cycle
-from policyengine.engine.classcache import CACHE, pod_class, policy_plan
+from policyengine.engine import classcache, cycle
+from policyengine.engine.classcache import CACHE, ScoreColumn, pod_class, policy_plan
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.normalize import apply_stats, column_stats
 from policyengine.engine.reference_cycle import differences, reference_decision
+from policyengine.lang.runtime import ScoreValue
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Pod
@@ -509,3 +515,161 @@ def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch
         assert decision.node is not None
         snap = snap.with_pod(pod, decision.node)
     assert len(whole) == 2  # each template's first pod; the rest score from kept states
+
+
+def test_pods_of_one_class_hash_alike() -> None:
+    # A class's hash reads a few cheap fields (``pod_class``): equal classes still hash alike,
+    # and classes differing only elsewhere (the containers) still compare apart.
+    a = make_pod("a", labels={"app": "web"}, requests={"cpu": "1"})
+    b = dataclasses.replace(a, name="b", uid="u-b", creation_timestamp="2024-01-01T00:00:00Z")
+    bigger = make_pod("c", labels={"app": "web"}, requests={"cpu": "2"})
+    assert pod_class(a) == pod_class(b) and hash(pod_class(a)) == hash(pod_class(b))
+    assert pod_class(a) != pod_class(bigger)
+    assert hash(pod_class(a)) == hash(pod_class(bigger))  # equal cheap fields: one bucket
+    assert len({pod_class(a): 1, pod_class(bigger): 2, pod_class(b): 3}) == 2
+
+
+def _frame(size: int) -> Any:
+    """What a column's store reads of a frame: the rows' identities and objects."""
+    return SimpleNamespace(
+        ids=np.arange(1, size + 1, dtype=np.int64),
+        oids=np.arange(101, size + 101, dtype=np.int64),
+        nodes=[object() for _ in range(size)],
+    )
+
+
+SCORE_VALUES = st.one_of(
+    st.none(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.fractions(max_denominator=1000),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), size=st.integers(1, 24))
+def test_a_few_scores_store_as_many_do(data: st.DataObject, size: int) -> None:
+    # ``ScoreColumn.store`` takes up to ``_FEW_RESULTS`` results value by value: the column
+    # must hold what grouping equal results first gives, lent arrays left as they were.
+    frame = _frame(size)
+    fast, grouped = ScoreColumn.empty(size), ScoreColumn.empty(size)
+    for _ in range(data.draw(st.integers(1, 3))):
+        rows = np.array(
+            data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=16, unique=True)),
+            np.int64,
+        )
+        rows.sort()
+        values = data.draw(st.lists(SCORE_VALUES, min_size=len(rows), max_size=len(rows)))
+        results = [ScoreValue(value) for value in values]
+        lent = fast.values, fast.values.copy()
+        fast.lend()
+        fast.store(rows, results, frame)
+        with mock.patch.object(classcache, "_FEW_RESULTS", 0):
+            grouped.store(rows, results, frame)
+        assert fast.values.tobytes() == grouped.values.tobytes()
+        assert fast.scored.tobytes() == grouped.scored.tobytes()
+        assert fast.ids.tobytes() == grouped.ids.tobytes()
+        assert fast.oids.tobytes() == grouped.oids.tobytes()
+        assert fast.errors == grouped.errors == 0
+        assert lent[0].tobytes() == lent[1].tobytes()  # a decision still reads the old ones
+        assert fast.stamp == int(fast.stamps.max())
+
+
+def _old_choose(
+    feasible: np.ndarray, rows: np.ndarray, totals: np.ndarray, entry: Any, rng: random.Random
+) -> tuple[str | None, float]:
+    """The choice as kube-scheduler makes it: the best feasible total, ties broken by ``rng``
+    among the tied nodes in name order (the sorted ranking's prefix)."""
+    if not len(rows):
+        return None, 0
+    if len(rows) == 1:
+        return str(entry.names[rows[0]]), float(totals[rows[0]])
+    ranking = cycle._ranking(entry.names, rows, totals, entry.ranks)
+    order = np.lexsort((entry.ranks[rows], -totals[rows]))
+    ordered = totals[rows[order]]
+    best = float(np.where(feasible, totals, -math.inf).max())
+    return cycle._select(ranking, ordered, rng), best if math.isfinite(best) else float(ordered[0])
+
+
+TOTALS = st.one_of(
+    st.sampled_from([0.0, -0.0, 50.0, 100.0, -3.0]),  # ties, mostly
+    st.sampled_from([50.0, 100.0]),
+    st.floats(-200, 400, allow_nan=False),
+    st.sampled_from([math.nan, math.inf, -math.inf]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data(), size=st.integers(1, 30), seed=st.integers(0, 9))
+def test_the_choice_without_masking_is_the_ranking_s(
+    data: st.DataObject, size: int, seed: int
+) -> None:
+    # ``_choose`` skips masking the infeasible rows when only feasible ones reach the best
+    # total; whatever the infeasible rows hold, it picks what the sorted ranking gives.
+    totals = np.array(data.draw(st.lists(TOTALS, min_size=size, max_size=size)))
+    feasible = np.array(data.draw(st.lists(st.booleans(), min_size=size, max_size=size)))
+    # Rows in name order (the choice then skips ranking them), partly or not at all.
+    in_order = list(range(size))
+    cut = data.draw(st.integers(0, size))
+    order = data.draw(
+        st.one_of(
+            st.just(in_order),
+            st.permutations(in_order[cut:]).map(lambda rest: in_order[:cut] + list(rest)),
+            st.permutations(in_order),
+        )
+    )
+    names = np.array([f"n{i:02}" for i in order], object)
+    ranks = np.empty(size, np.int64)
+    ranks[np.argsort(names.astype(str), kind="stable")] = np.arange(size)
+    entry = SimpleNamespace(names=names, ranks=ranks)
+    rows = np.flatnonzero(feasible)
+    fast_rng, old_rng = random.Random(seed), random.Random(seed)
+
+    def outcome(choose: Any, rng: random.Random) -> Any:
+        try:  # every feasible total NaN: nothing ranks first, and both refuse alike
+            chosen, best = choose(feasible, rows, totals, entry, rng)
+        except IndexError as error:
+            return "raised", str(error)
+        return chosen, repr(best)
+
+    assert outcome(cycle._choose, fast_rng) == outcome(_old_choose, old_rng)
+    assert fast_rng.getstate() == old_rng.getstate()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    kind=st.sampled_from(["none", "max", "reverse", "minmax", "pod_topology_spread"]),
+    size=st.integers(1, 30),
+)
+def test_rows_normalised_from_a_whole_column_are_the_rows_normalised(
+    data: st.DataObject, kind: str, size: int
+) -> None:
+    # ``cycle._normalised`` keeps a column normalised whole while no store touches it; read at
+    # any rows it must give what normalising those rows alone gives, before and after stores.
+    frame = _frame(size)
+    column = ScoreColumn.empty(size)
+    numbers = st.one_of(st.integers(-50, 150), st.floats(-50, 150))
+    every = np.arange(size)
+
+    def store(rows: np.ndarray) -> None:
+        values = data.draw(
+            st.lists(st.one_of(st.none(), numbers), min_size=len(rows), max_size=len(rows))
+        )
+        column.store(rows, [ScoreValue(v) for v in values], frame)
+
+    store(every)
+    for _ in range(data.draw(st.integers(1, 6))):
+        # Another class's feasible set: other facts over the very same column.
+        feasible = np.array(data.draw(st.lists(st.booleans(), min_size=size, max_size=size)))
+        facts = column_stats(kind, column.values, column.scored & feasible)
+        assert facts is not None
+        rows = np.flatnonzero(feasible)
+        seen = column.stamp - data.draw(st.integers(0, 1))
+        for _ in range(2):
+            got = cycle._normalised(column, kind, facts, rows, column.scored[rows], seen)
+            want = apply_stats(kind, column.values[rows], column.scored[rows], facts)
+            assert got.tobytes() == want.tobytes()
+        if data.draw(st.booleans()):
+            changed = data.draw(st.lists(st.integers(0, size - 1), min_size=1, unique=True))
+            store(np.array(sorted(changed), np.int64))

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import pytest
 
+from policyengine.model import resources
 from policyengine.model.resources import (
     is_compressible,
     is_extended_resource,
@@ -137,3 +139,22 @@ def test_resource_kinds(
     assert is_scalar_resource(name) is scalar
     assert is_gpu_resource(name) is gpu
     assert is_compressible(name) is compressible
+
+
+def test_requests_kept_on_the_pod_follow_its_containers() -> None:
+    # ``pod_requests`` keeps its results on the pod: a pod placed by ``with_node_name`` shares
+    # them (same containers), a pod rebuilt with other containers computes its own, and each
+    # variant (non-zero, without overhead, without pod-level requests) is kept apart.
+    pod = make_pod("p", containers=[container("c", {"cpu": "1"})], overhead={"cpu": "250m"})
+    assert pod_requests(pod) == {"cpu": Fraction(5, 4)}
+    assert pod_requests(pod, include_overhead=False) == {"cpu": Fraction(1)}
+    assert pod_non_zero_requests(pod) == {"cpu": Fraction(5, 4), "memory": 200 * 1024 * 1024}
+    placed = pod.with_node_name("n1")
+    assert pod_requests(placed) is pod_requests(pod)
+    resized = dataclasses.replace(
+        placed, containers=make_pod("q", containers=[container("c", {"cpu": "2"})]).containers
+    )
+    assert pod_requests(resized) == {"cpu": Fraction(9, 4)}
+    assert pod_requests(pod) == {"cpu": Fraction(5, 4)}
+    resources._REQUESTS.clear()  # the memo alone answers for a pod that asked before
+    assert pod_requests(placed, include_overhead=False) == {"cpu": Fraction(1)}

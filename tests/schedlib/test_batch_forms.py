@@ -23,7 +23,7 @@ from policyengine.model.objects import Pod
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot
-from policyengine.schedlib import topology_filters
+from policyengine.schedlib import batch, topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.domain_counts import (
@@ -165,9 +165,30 @@ configs = st.builds(
 )
 
 
+def every_path() -> Iterator[str]:
+    """Run the loop body once per way the resource forms compute (the tests' clusters are
+    small): plain Python over kept rows (calls about at most ``_SMALL`` nodes), numpy over
+    rows computed for the call (at most ``_FEW``), numpy over the shared store."""
+    small, few = batch._SMALL, batch._FEW
+    try:
+        for batch._SMALL, batch._FEW, path in (
+            (small, few, "python"),
+            (0, few, "direct"),
+            (0, 0, "store"),
+        ):
+            yield path
+    finally:
+        batch._SMALL, batch._FEW = small, few
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster=clusters(), data=st.data(), config=configs)
 def test_batch_forms_equal_the_plugins(cluster, data, config) -> None:  # type: ignore[no-untyped-def]
+    for path in every_path():
+        _batch_forms_equal_the_plugins(cluster, data, config, path)
+
+
+def _batch_forms_equal_the_plugins(cluster, data, config, path) -> None:  # type: ignore[no-untyped-def]
     pod = make_pod(
         "p",
         containers=[
@@ -182,7 +203,7 @@ def test_batch_forms_equal_the_plugins(cluster, data, config) -> None:  # type: 
         assert plugin.prepare_filter is not None and plugin.filter is not None
         state = plugin.prepare_filter(pod, cluster, config)
         expected = [plugin.filter(state, info) for info in infos]
-        assert form(state, infos, None) == expected, name
+        assert form(state, infos, None) == expected, (name, path)
     for name, form in SCORES.items():
         plugin = PLUGINS_BY_NAME[name]
         assert plugin.prepare_score is not None and plugin.score is not None
@@ -191,8 +212,11 @@ def test_batch_forms_equal_the_plugins(cluster, data, config) -> None:  # type: 
             continue
         expected_scores = [plugin.score(state, info) for info in infos]
         got = form(state, infos, None)
-        assert got == expected_scores, name
-        assert all(type(v) is type(e) for v, e in zip(got, expected_scores, strict=True)), name
+        assert got == expected_scores, (name, path)
+        assert all(type(v) is type(e) for v, e in zip(got, expected_scores, strict=True)), (
+            name,
+            path,
+        )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

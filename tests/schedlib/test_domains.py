@@ -130,6 +130,8 @@ def test_label_column_gathers_per_value_counts_and_marks_missing_labels() -> Non
     column = label_column(cluster, "zone")
     assert column.gather({"b": 3, "a": 1, "gone": 9}, missing=-7).tolist() == [3, -7, 1, 3]
     assert column.gather({}).tolist() == [0, 0, 0, 0]
+    # Values it lacks read ``default`` (spread's verdict at a domain holding no matching pod).
+    assert column.gather({"b": 1}, missing=-1, default=5).tolist() == [1, -1, 5, 1]
 
 
 def test_sums_started_from_the_base_drop_a_domain_its_last_node_leaves() -> None:

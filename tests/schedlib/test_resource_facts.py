@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
-from policyengine.schedlib import batch
 from policyengine.schedlib.batch import FILTERS, SCORES
 from policyengine.schedlib.resource_facts import (
     LIMIT,
@@ -23,7 +22,7 @@ from policyengine.schedlib.resource_facts import (
     facts_row,
 )
 from tests.model.builders import container, make_node, make_pod, snapshot
-from tests.schedlib.test_batch_forms import GPU, HUGE, clusters, requests
+from tests.schedlib.test_batch_forms import GPU, HUGE, clusters, every_path, requests
 
 RESOURCE_FORMS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")
 CONFIG = SchedulerConfig(
@@ -64,14 +63,11 @@ def test_rows_follow_the_nodes_through_assumes_subsets_and_resets(cluster, data)
 
 
 def _assert_forms_equal_plugins(cluster: Any, pod: Any, infos: list[Any]) -> None:
-    # Both ways the forms read facts: a few nodes' rows computed for the call, and the store
-    # (the tests' clusters are small; the store serves calls about more nodes than ``_FEW``).
-    few = batch._FEW
-    try:
-        for batch._FEW in (few, 0):
-            _assert_forms_equal_plugins_once(cluster, pod, infos)
-    finally:
-        batch._FEW = few
+    # Every way the forms read facts: kept rows in plain Python, a few nodes' rows computed for
+    # the call, and the store (the tests' clusters are small; ``every_path`` lowers the
+    # thresholds).
+    for _ in every_path():
+        _assert_forms_equal_plugins_once(cluster, pod, infos)
 
 
 def _assert_forms_equal_plugins_once(cluster: Any, pod: Any, infos: list[Any]) -> None:

@@ -1,0 +1,101 @@
+"""Rules decided by their row key: evaluated once per distinct row key, not once per row.
+
+A row-keyed cluster key (``schedlib.rowkeys``) tells a column which rows a cluster change
+invalidates. PodTopologySpread's moves for every node of a zone whenever that zone's count
+crosses the global minimum: a thousand rows to compute again after one placement, where the
+rule can only give two or three answers. A function that declares ``row_determined``
+(``lang.schema.Function``) promises that, for this cycle's pod, its result at a node is
+decided by the row part of its cluster key at that node's row; a rule that reads the node only
+through such functions (``row_functions``) then gives equal results on rows whose row keys are
+equal. Such a rule is evaluated on one row of each distinct row key (``groups``) and the result
+copied to the others: exactly the results of evaluating every row. The copies travel as
+``Copied`` (the few results and each row's index), which a column stores without looking at
+each row's object. A result carrying an error is not copied (its message may name its node):
+the rows are then evaluated one by one. ``tests/engine/test_rowgroups.py`` holds decisions
+equal to the reference evaluator's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from policyengine.lang.reads import RuleReads
+from policyengine.lang.schema import Function
+
+POD_ROOT = "pod"
+
+# Fewer rows than this are evaluated one by one: grouping them costs more than it saves.
+_FEW = 4
+
+
+def row_functions(reads: RuleReads) -> tuple[Function, ...] | None:
+    """The functions whose ``row_determined`` must hold for the rule's result at a row to be
+    decided by its row key; None when the rule reads the node some other way (an attribute,
+    the node used whole, a function that reads it and does not say)."""
+    if reads.bare_roots - {POD_ROOT}:
+        return None
+    if any(path[0] != POD_ROOT for path in reads.paths):
+        return None
+    if any(root != POD_ROOT for root, _ in reads.attributes):
+        return None
+    if any(root != POD_ROOT for root, _, _ in reads.entries):
+        return None
+    wanted: dict[int, Function] = {}
+    for function in reads.functions:
+        if function.needs_context and function.cluster_key is None:
+            return None  # the rule has no row keys at all (``RulePlan.always``)
+        if function.needs_context and function.varies_per_node:
+            wanted[id(function)] = function
+    for function, root in reads.root_args:
+        if root != POD_ROOT:
+            wanted[id(function)] = function
+    if not wanted or any(f.row_determined is None for f in wanted.values()):
+        return None
+    return tuple(wanted.values())
+
+
+def determined_now(functions: Sequence[Function] | None, context: Any) -> bool:
+    """Whether every one of ``functions`` is decided by its row key for this cycle's pod."""
+    return functions is not None and all(f.row_determined(context) for f in functions)  # type: ignore[misc]
+
+
+def groups(row_keys: np.ndarray | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For ``rows`` of a column whose row keys are ``row_keys`` (None: no row part, one key
+    for every row): the positions in ``rows`` of one row per distinct key, and each row's
+    group (an index into those). None when there are too few rows or keys repeat too little
+    for one evaluation per key to pay."""
+    count = len(rows)
+    if count < _FEW:
+        return None
+    if row_keys is None or row_keys.shape[1] == 0:
+        return np.zeros(1, np.int64), np.zeros(count, np.int64)
+    keys = row_keys[rows]
+    if keys.shape[1] == 1:
+        _, first, inverse = np.unique(keys[:, 0], return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    if 2 * len(first) > count:
+        return None
+    return first, inverse.reshape(-1)
+
+
+class Copied(Sequence[Any]):
+    """Each row's result, its group's (``groups``): ``results[inverse[i]]``. A column storing
+    it reads the two (``classcache._distinct``) rather than thousands of copies."""
+
+    __slots__ = ("inverse", "results")
+
+    def __init__(self, results: Sequence[Any], inverse: np.ndarray):
+        self.results = list(results)
+        self.inverse = inverse
+
+    def __len__(self) -> int:
+        return len(self.inverse)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self.results[i] for i in self.inverse[index].tolist()]
+        return self.results[int(self.inverse[index])]

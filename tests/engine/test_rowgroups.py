@@ -1,0 +1,254 @@
+"""Rules decided by their row key are evaluated once per distinct key and decide as the reference.
+
+``engine.rowgroups`` lets a cycle evaluate a rule that reads the node only through functions
+declaring ``row_determined`` (spread's and inter-pod affinity's filters) on one row of each
+distinct row key and copy the verdict to the other rows: after one placement under zone spread
+a thousand rows of a zone move at once. The tables pin which rules qualify and how rows are
+grouped; the property places spread and anti-affinity pods on zoned clusters large enough for
+groups to form, forgets some and relabels nodes, holding every decision equal to the reference
+evaluator's, with pods whose node affinity names nodes (then the filters pass the other nodes
+and are not decided by their row keys) among them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policyengine.engine import cycle, rowgroups
+from policyengine.engine.classcache import policy_plan
+from policyengine.lang.compiler import Program, compile_texts
+from policyengine.schedlib import default_schema
+from tests.engine.test_class_cache import decide_as_the_reference
+from tests.model.builders import make_node, make_pod, snapshot
+
+KUBE_DEFAULT = (Path(__file__).parents[2] / "policies" / "kube-default.sched").read_text()
+
+
+def _program(*rules: str) -> Program:
+    source = (
+        'import "kube-default.sched"\npolicy "p" {\n  use kube\n  '
+        + "\n  ".join(rules)
+        + '\n}\nprofile "policyengine" {\n  policies "p"\n}\n'
+    )
+    result = compile_texts(
+        {"p.sched": source, "kube-default.sched": KUBE_DEFAULT}, default_schema()
+    )
+    assert result.program is not None, result.diagnostics
+    return result.program
+
+
+RULES = [
+    # The kube filter as shipped, and others reading the node only through such builtins.
+    ("kube.pod_topology_spread", None, ["topology_spread_reasons"]),
+    ("kube.inter_pod_affinity", None, ["inter_pod_affinity_reasons"]),
+    (
+        "guarded",
+        'filter guarded when pod.labels["app"] == "web" { inter_pod_affinity_reasons(pod, node) }',
+        ["inter_pod_affinity_reasons"],
+    ),
+    (
+        "both",
+        "filter both { inter_pod_affinity_reasons(pod, node) == []"
+        " or topology_spread_reasons(pod, node) == [] }",
+        ["inter_pod_affinity_reasons", "topology_spread_reasons"],
+    ),
+    # Rules reading the node some other way: a reason naming it, an attribute, a builtin
+    # that reads its name, one that does not declare itself decided by row keys.
+    (
+        "named",
+        'filter named { topology_spread_reasons(pod, node) == [] } reason "on {node.name}"',
+        None,
+    ),
+    (
+        "zoned",
+        'filter zoned { topology_spread_reasons(pod, node) == [] and node.labels["zone"] == "a" }',
+        None,
+    ),
+    (
+        "considered_only",
+        "filter considered_only when considered(pod, node) { topology_spread_reasons(pod, node) }",
+        None,
+    ),
+    ("kube.node_resources_fit", None, None),
+    ("kube.taint_toleration", None, None),
+]
+
+
+@pytest.mark.parametrize(("name", "rule", "functions"), RULES, ids=[r[0] for r in RULES])
+def test_rules_reading_the_node_only_through_row_determined_builtins_are_grouped(
+    name: str, rule: str | None, functions: list[str] | None
+) -> None:
+    program = _program(*([rule] if rule else []))
+    plans = {
+        plan.rule.qualified_name: plan
+        for policy in program.policies
+        for plan in policy_plan(policy).filters
+    }
+    plan = plans[name]
+    found = None if plan.by_rows is None else sorted(f.name for f in plan.by_rows)
+    assert found == (None if functions is None else sorted(functions))
+
+
+def _rows(*keys: list[int]) -> np.ndarray:
+    return np.array(keys, np.int64)
+
+
+GROUPS = [
+    # (row keys, rows asked about, expected (first positions, groups) or None)
+    (None, [0, 1, 2, 3], ([0], [0, 0, 0, 0])),  # no row part: one key for every row
+    (_rows([1], [0], [1], [-1], [0], [1]), [0, 1, 2, 4, 5], ([1, 0], [1, 0, 1, 0, 1])),
+    (_rows([1, 0], [1, 1], [1, 0], [1, 1], [-1, 0]), [0, 1, 2, 3], ([0, 1], [0, 1, 0, 1])),
+    (_rows([1], [0], [1]), [0, 1, 2], None),  # too few rows to pay
+    (_rows([1], [2], [3], [4], [5], [6]), [0, 1, 2, 3, 4, 5], None),  # keys hardly repeat
+    (np.zeros((5, 0), np.int64), [0, 2, 4, 1], ([0], [0, 0, 0, 0])),  # an idle key
+]
+
+
+@pytest.mark.parametrize(("keys", "rows", "expected"), GROUPS)
+def test_rows_are_grouped_by_their_row_keys(
+    keys: np.ndarray | None, rows: list[int], expected: tuple[list[int], list[int]] | None
+) -> None:
+    found = rowgroups.groups(keys, np.array(rows, np.int64))
+    if expected is None:
+        assert found is None
+        return
+    assert found is not None
+    first, inverse = found
+    assert (first.tolist(), inverse.tolist()) == expected
+    if keys is not None and keys.shape[1]:
+        # Each row's group holds its own key.
+        asked = keys[np.array(rows)]
+        assert (asked[first][inverse] == asked).all()
+
+
+def test_copied_results_read_as_the_list_they_stand_for() -> None:
+    copied = rowgroups.Copied(["x", "y"], np.array([1, 0, 1, 1], np.int64))
+    assert list(copied) == ["y", "x", "y", "y"]
+    assert len(copied) == 4 and copied[2] == "y" and copied[1:3] == ["x", "y"]
+
+
+SPREAD_ZONE = {
+    "maxSkew": 1,
+    "topologyKey": "zone",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "web"}},
+}
+ONLY_NAMED = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {
+                    "matchFields": [
+                        {"key": "metadata.name", "operator": "In", "values": ["n0", "n1", "n5"]}
+                    ]
+                }
+            ]
+        }
+    }
+}
+
+
+def _anti(key: str) -> dict[str, Any]:
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": key}
+            ]
+        }
+    }
+
+
+@st.composite
+def templates(draw: st.DrawFn, index: int) -> Any:
+    kind = draw(st.sampled_from(["spread", "spread", "anti", "both", "plain"]))
+    extra: dict[str, Any] = {}
+    affinity: dict[str, Any] = {}
+    if kind in ("anti", "both"):
+        affinity.update(_anti(draw(st.sampled_from(["zone", "kubernetes.io/hostname"]))))
+    if kind in ("spread", "both"):
+        extra["spread"] = [{**SPREAD_ZONE, "maxSkew": draw(st.integers(1, 2))}]
+    if draw(st.integers(0, 4)) == 0:
+        affinity.update(ONLY_NAMED)
+    if affinity:
+        extra["affinity"] = affinity
+    app = draw(st.sampled_from(["web", "web", "db"]))
+    return make_pod(f"t{index}", labels={"app": app}, requests={"cpu": "100m"}, **extra)
+
+
+def _node(index: int, zone: str | None) -> Any:
+    labels = {"kubernetes.io/hostname": f"n{index}"}
+    if zone is not None:
+        labels["zone"] = zone
+    return make_node(f"n{index}", labels=labels, pods=8)
+
+
+def _zoned(count: int, zone_of: Any) -> list[Any]:
+    return [_node(index, zone_of(index)) for index in range(count)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_spread_and_anti_affinity_pods_on_zoned_clusters_decide_as_the_reference(
+    data: st.DataObject,
+) -> None:
+    program = _program()
+    count = data.draw(st.integers(8, 24))
+    zones = st.sampled_from(["a", "b", "c", "a", "b", None])
+    drawn = [data.draw(zones) for _ in range(count)]
+    snap = snapshot(_zoned(count, drawn.__getitem__))
+    shapes = [data.draw(templates(i)) for i in range(data.draw(st.integers(1, 3)))]
+    rng = random.Random(data.draw(st.integers(0, 5)))
+    placed: list[str] = []
+    for index in range(data.draw(st.integers(4, 14))):
+        action = data.draw(st.sampled_from(["place"] * 5 + ["forget", "relabel"]))
+        if action == "forget" and placed:
+            snap = snap.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+            continue
+        if action == "relabel":
+            at = data.draw(st.integers(0, count - 1))
+            snap = snap.with_node(_node(at, data.draw(zones)))
+            continue
+        template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
+        pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
+        decision = decide_as_the_reference(program, pod, snap, rng)
+        if decision.node is not None:
+            snap = snap.with_pod(pod, decision.node)
+            placed.append(pod.key)
+
+
+def test_a_zone_moving_under_spread_is_evaluated_once_per_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Two zones of ten nodes: each placement moves one zone's verdicts (or both), and the
+    # filter runs on one row per distinct row key, never on every moved row.
+    program = _program()
+    snap = snapshot(_zoned(20, lambda i: "ab"[i % 2]))
+    grouped: list[int] = []
+    real = rowgroups.groups
+
+    def watched(keys: Any, rows: np.ndarray) -> Any:
+        found = real(keys, rows)
+        if found is not None:
+            grouped.append(len(rows) - len(found[0]))
+        return found
+
+    monkeypatch.setattr(cycle, "groups", watched)
+    template = make_pod("t", labels={"app": "web"}, requests={"cpu": "100m"}, spread=[SPREAD_ZONE])
+    rng = random.Random(3)
+    zones = []
+    for index in range(6):
+        pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
+        decision = decide_as_the_reference(program, pod, snap, rng)
+        assert decision.node is not None
+        zones.append(snap.node(decision.node).labels["zone"])
+        snap = snap.with_pod(pod, decision.node)
+    assert sorted(zones) == ["a"] * 3 + ["b"] * 3
+    assert grouped and max(grouped) >= 8  # a zone's rows took one evaluation, not ten
