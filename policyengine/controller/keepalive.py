@@ -4,8 +4,11 @@ A bind and its ``Scheduled`` Event are two small requests per pod. Through the g
 client's ``RESTClientObject`` and urllib3's ``PoolManager`` each costs about 0.7 ms of CPU
 before and after the network (header merging, URL parsing, pool lookup, retry and timeout
 objects, the response wrapper); the same request on a plain ``http.client`` connection costs
-about a third of that (measured against the loopback server). At hundreds of pods a second
-that difference is a large part of the scheduler's CPU, so ``RawAPI``'s writes go here:
+about a third of that (measured against the loopback server), and with the request written
+and the answer read by ``http1`` (``http.client``'s bytes and reading, without its per-header
+checks and e-mail parsing of every answer) about half of that again. At hundreds of pods a
+second that difference is a large part of the scheduler's CPU, so ``RawAPI``'s writes go
+here:
 
 * each thread (the bind workers, the event poster) keeps one connection to the API server,
   made by the urllib3 pool the ``ApiClient`` already configured, so TLS (CA, client
@@ -35,6 +38,7 @@ from kubernetes import client as k8s
 from urllib3.util.connection import is_connection_dropped
 
 from policyengine.controller.connection import GATE
+from policyengine.controller.http1 import Response, host_header, read_response, request_bytes
 
 
 class WireResponse:
@@ -42,16 +46,20 @@ class WireResponse:
     urllib3 response (``status``, ``reason``, ``data``, ``headers``, ``release_conn()``),
     and what ``ApiException.from_response`` reads (``getheaders()``)."""
 
-    __slots__ = ("data", "headers", "reason", "status")
+    __slots__ = ("_answer", "data", "reason", "status")
 
-    def __init__(self, status: int, reason: str, data: bytes, headers: http.client.HTTPMessage):
-        self.status = status
-        self.reason = reason
-        self.data = data
-        self.headers = headers
+    def __init__(self, answer: Response):
+        self._answer = answer
+        self.status = answer.status
+        self.reason = answer.reason
+        self.data = answer.data
+
+    @property
+    def headers(self) -> http.client.HTTPMessage:
+        return self._answer.headers
 
     def getheaders(self) -> http.client.HTTPMessage:
-        return self.headers
+        return self._answer.headers
 
     def read(self) -> bytes:
         return self.data
@@ -73,18 +81,20 @@ class KeepAliveSender:
         self._client = api_client
         self._local = threading.local()
 
-    def _connection(self, origin: str) -> tuple[Any, Any]:
-        pool = getattr(self._local, "pool", None)
-        conn = getattr(self._local, "conn", None)
-        if pool is None or getattr(self._local, "origin", None) != origin:
+    def _connection(self, origin: str) -> tuple[Any, Any, bytes]:
+        local = self._local
+        pool = getattr(local, "pool", None)
+        conn = getattr(local, "conn", None)
+        if pool is None or getattr(local, "origin", None) != origin:
             pool = self._client.rest_client.pool_manager.connection_from_url(origin)
             conn = None
         if conn is None:
             conn = pool._new_conn()  # configured as the pool configures its own (TLS included)
+            local.host = host_header(conn)
         elif conn.sock is not None and is_connection_dropped(conn):
             conn.close()  # the server closed it while idle: reconnect rather than fail
-        self._local.pool, self._local.conn, self._local.origin = pool, conn, origin
-        return pool, conn
+        local.pool, local.conn, local.origin = pool, conn, origin
+        return pool, conn, local.host
 
     def send(
         self, method: str, url: str, headers: Mapping[str, str], body: Any, timeout: Any
@@ -99,15 +109,19 @@ class KeepAliveSender:
         origin = f"{scheme}://{rest[:slash] if slash >= 0 else rest}"
         target = url[len(origin) :] or "/"
         data = None if body is None else json.dumps(body).encode("utf-8")
-        pool, conn = self._connection(origin)
+        pool, conn, host = self._connection(origin)
         seconds = _seconds(timeout)
         conn.timeout = seconds
         if conn.sock is not None:
             conn.sock.settimeout(seconds)
         try:
-            http.client.HTTPConnection.request(conn, method, target, body=data, headers=headers)
-            response = http.client.HTTPConnection.getresponse(conn)
-            payload = response.read()
+            # What http.client.HTTPConnection.request and getresponse do, minus their
+            # overhead (http1); connecting is still the urllib3 connection's.
+            wire = request_bytes(method, target, host, headers, data)
+            if conn.sock is None:
+                conn.connect()
+            conn.sock.sendall(wire)
+            response = read_response(conn.sock, method)
         except urllib3.exceptions.HTTPError as error:  # connecting: refused, TLS, name
             conn.close()
             raise urllib3.exceptions.MaxRetryError(pool, target, error) from error
@@ -128,7 +142,7 @@ class KeepAliveSender:
             raise urllib3.exceptions.MaxRetryError(pool, target, cut) from error
         if response.will_close:
             conn.close()
-        return WireResponse(response.status, response.reason, payload, response.headers)
+        return WireResponse(response)
 
 
 def _seconds(timeout: Any) -> float | None:

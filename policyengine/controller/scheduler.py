@@ -44,6 +44,7 @@ from kubernetes import client as k8s
 
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
 from policyengine.controller.cache import NODE_ADDED, NODE_CHANGED, AssumeError, ClusterCache
+from policyengine.controller.echo import reparsed
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.gangs import DEFAULT_GANG_TIMEOUT, GangCoordinator
 from policyengine.controller.hooks import call_hook
@@ -168,6 +169,8 @@ class Scheduler:
         self._options = options or SchedulerOptions()
         opts = self._options
         self._rng = random.Random(seed)
+        # pending pods of ours: key -> (the object as the watch gave it, its parse)
+        self._parsed: dict[str, tuple[JSON, Pod]] = {}
         self.cache = ClusterCache(assume_ttl=opts.assume_ttl)
         self.queue = SchedulingQueue(
             initial_backoff=opts.initial_backoff,
@@ -476,14 +479,21 @@ class Scheduler:
     def _pod_added(self, obj: JSON) -> None:
         self._pod_updated(None, obj)
 
-    def _pod_updated(self, _old: JSON | None, obj: JSON) -> None:
+    def _pod_updated(self, old: JSON | None, obj: JSON) -> None:
         key = object_key(obj)
-        try:
-            pod = parse_pod(obj)
-        except ModelError as exc:
-            log.warning("ignoring unreadable pod", pod=key, error=str(exc))
-            self.queue.delete(key)
-            return
+        # The pending pod's last parse, reused when this event is only the echo of a
+        # binding (controller/echo.py); any other event parses the object.
+        known = self._parsed.pop(key, None)
+        pod = None
+        if known is not None and known[0] is old and old is not None:
+            pod = reparsed(old, known[1], obj)
+        if pod is None:
+            try:
+                pod = parse_pod(obj)
+            except ModelError as exc:
+                log.warning("ignoring unreadable pod", pod=key, error=str(exc))
+                self.queue.delete(key)
+                return
         if pod.phase in TERMINAL_PHASES:
             self._pod_deleted(obj)
             return
@@ -503,6 +513,7 @@ class Scheduler:
             self.queue.delete(key)
             self.gangs.removed(key)
             return
+        self._parsed[key] = (obj, pod)
         if self.cache.is_assumed(key, pod.uid):
             return  # our bind is in flight or awaits the watch; not pending any more
         created = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
@@ -520,6 +531,7 @@ class Scheduler:
 
     def _pod_deleted(self, obj: JSON) -> None:
         key = object_key(obj)
+        self._parsed.pop(key, None)
         self.preemptor.forget(key)
         self.queue.delete(key)
         self.gangs.removed(key)
