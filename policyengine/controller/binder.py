@@ -13,6 +13,11 @@ answer, and hands it to a callback that owns the consequences (confirm, forget, 
 * anything else (5xx, 429, 403, 404, connection errors, timeouts) → ``FAILED``: the caller
   forgets the assumption and requeues the pod with backoff.
 
+The GPU devices chosen (HAMi's assignment annotations) ride on the Binding's
+``metadata.annotations``, which the API server copies onto the pod in the same update that sets
+its node: one request instead of HAMi's PATCH-then-bind, and no device annotations left on a pod
+whose bind failed.
+
 At most one bind per pod is ever in flight: ``bind`` refuses a second one.
 """
 
@@ -54,17 +59,23 @@ class BindResult:
     seconds: float
 
 
-def binding_body(pod: Pod, node: str) -> dict[str, Any]:
-    """The Binding exactly as kube-scheduler v1.28 posts it."""
+def binding_body(
+    pod: Pod, node: str, annotations: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The Binding exactly as kube-scheduler v1.28 posts it, with ``annotations`` (for the pod)
+    in its metadata when given."""
+    metadata: dict[str, Any] = {
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "uid": pod.uid,
+        "creationTimestamp": None,
+    }
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     return {
         "kind": "Binding",
         "apiVersion": "v1",
-        "metadata": {
-            "name": pod.name,
-            "namespace": pod.namespace,
-            "uid": pod.uid,
-            "creationTimestamp": None,
-        },
+        "metadata": metadata,
         "target": {"kind": "Node", "name": node},
     }
 
@@ -98,9 +109,9 @@ class Binder:
     ) -> bool:
         """Start binding ``pod`` to ``node``; ``callback`` gets the result on a worker thread.
         False (and nothing happens) when a bind of this pod is in flight or the binder is
-        shut down. ``annotations`` (the GPU devices chosen, in HAMi's annotations) are patched
-        onto the pod first, as HAMi's scheduler does, so the device plugin finds them when
-        the kubelet starts the pod; a failed patch fails the bind."""
+        shut down. ``annotations`` (the GPU devices chosen, in HAMi's annotations) travel on
+        the Binding: the pod has them from the moment it has its node, so the device plugin
+        finds them when the kubelet starts it."""
         with self._lock:
             if self._closed or pod.key in self._in_flight:
                 return False
@@ -142,9 +153,7 @@ class Binder:
     ) -> None:
         start = time.perf_counter()
         try:
-            result = self._annotate(pod, node, annotations, start) if annotations else None
-            if result is None:
-                result = self._post(pod, node, start)
+            result = self._post(pod, node, annotations, start)
         except Exception as exc:  # a bug here must not leave the pod in flight forever
             log.exception("bind crashed", pod=pod.key, node=node)
             result = BindResult(pod, node, BindOutcome.FAILED, None, str(exc), 0.0)
@@ -162,12 +171,14 @@ class Binder:
             with self._lock:
                 self._idle.notify_all()
 
-    def _post(self, pod: Pod, node: str, start: float) -> BindResult:
+    def _post(
+        self, pod: Pod, node: str, annotations: Mapping[str, str], start: float
+    ) -> BindResult:
         try:
             response = self._core.create_namespaced_pod_binding(
                 pod.name,
                 pod.namespace,
-                binding_body(pod, node),
+                binding_body(pod, node, annotations),
                 _preload_content=False,
                 _request_timeout=self._timeout,
             )
@@ -186,36 +197,6 @@ class Binder:
                 BindOutcome.FAILED,
                 None,
                 f"{type(exc).__name__}: {exc}",
-                time.perf_counter() - start,
-            )
-
-    def _annotate(
-        self, pod: Pod, node: str, annotations: Mapping[str, str], start: float
-    ) -> BindResult | None:
-        """PATCH the annotations onto the pod; None when that worked, else the failed bind."""
-        try:
-            response = self._core.patch_namespaced_pod(
-                pod.name,
-                pod.namespace,
-                {"metadata": {"annotations": dict(annotations)}},
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            )
-            _ = response.data
-            response.release_conn()
-            return None
-        except ApiException as exc:
-            message = f"annotating the pod's GPU devices: {_message(exc)}"
-            return BindResult(
-                pod, node, BindOutcome.FAILED, exc.status, message, time.perf_counter() - start
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            return BindResult(
-                pod,
-                node,
-                BindOutcome.FAILED,
-                None,
-                f"annotating the pod's GPU devices: {type(exc).__name__}: {exc}",
                 time.perf_counter() - start,
             )
 

@@ -1,4 +1,4 @@
-"""The binder writes the chosen GPU devices (HAMi's assignment annotations) before the Binding."""
+"""The binder writes the chosen GPU devices (HAMi's assignment annotations) with the Binding."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from tests.controller.builders import Results, RunningScheduler, node_obj, pod_o
 GRANTS = (Grant("GPU-aaa", 25, 10240),)
 
 
-def test_bind_patches_device_annotations_before_the_binding(
+def test_the_binding_carries_the_device_annotations_onto_the_pod(
     apiserver: LoopbackAPIServer, kube_api_client: Any
 ) -> None:
     apiserver.create(node_obj("n1"))
     pod = parse_pod(apiserver.create(pod_obj("p")))
     binder = Binder(kube_api_client, workers=1)
     results = Results()
-    assert binder.bind(pod, "n1", results, gpu_annotations(GRANTS, "n1", 1700000000))
+    wanted = gpu_annotations(GRANTS, "n1", 1700000000)
+    assert binder.bind(pod, "n1", results, wanted)
     (result,) = results.wait(1)
     binder.shutdown()
     assert result.outcome is BindOutcome.BOUND
@@ -34,24 +35,28 @@ def test_bind_patches_device_annotations_before_the_binding(
     assert annotations[BIND_PHASE] == "allocating"
     assert pod_grants(annotations) == GRANTS
     assert apiserver.bound_nodes() == {"default/p": "n1"}
-    methods = [r.verb for r in apiserver.requests(resource="pods", name="p")]
-    assert methods.index("patch") < methods.index("create")
+    # One request: the Binding, whose metadata holds the annotations; no PATCH of the pod.
+    (binding,) = apiserver.requests(resource="pods", name="p", subresource="binding")
+    assert binding.body["metadata"]["annotations"] == wanted
+    assert apiserver.count(verb="patch") == 0
 
 
-def test_failed_annotation_patch_fails_the_bind(
+def test_a_failed_binding_leaves_no_device_annotations(
     apiserver: LoopbackAPIServer, kube_api_client: Any
 ) -> None:
     apiserver.create(node_obj("n1"))
     pod = parse_pod(apiserver.create(pod_obj("p")))
-    apiserver.fail_next(1, code=500, verb="patch")
+    apiserver.fail_next(1, code=500, subresource="binding")
     binder = Binder(kube_api_client, workers=1)
     results = Results()
     assert binder.bind(pod, "n1", results, gpu_annotations(GRANTS, "n1", 1))
     (result,) = results.wait(1)
     binder.shutdown()
     assert result.outcome is BindOutcome.FAILED
-    assert result.message.startswith("annotating the pod's GPU devices: ")
     assert apiserver.bound_nodes() == {}
+    assert TO_ALLOCATE not in (
+        apiserver.get("Pod", "default", "p")["metadata"].get("annotations") or {}
+    )
 
 
 def test_no_devices_no_patch(apiserver: LoopbackAPIServer, kube_api_client: Any) -> None:
