@@ -43,7 +43,13 @@ from policyengine.engine.decision import Decision, Names, Rejection, RejectionTa
 from policyengine.engine.gpu_placement import choose_devices
 from policyengine.engine.histogram import histogram_line
 from policyengine.engine.nodeviews import Frame, NodeViews, node_frame
-from policyengine.engine.normalize import Stats, apply_stats, column_stats, normalize
+from policyengine.engine.normalize import (
+    Stats,
+    apply_stats,
+    column_stats,
+    normalize,
+    unscored_stats,
+)
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.rowgroups import Copied, determined_now, groups
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
@@ -52,6 +58,7 @@ from policyengine.model.gpu_devices import Grant
 from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
+from policyengine.model.resources import share_requests
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
@@ -120,6 +127,10 @@ def schedule(
     refs = CACHE.refs(program, policy, topology, config)
     klass = pod_class(pod)
     context.alike = CACHE.alike(klass, config)
+    if context.alike is not None:
+        # A class's pods have equal containers, init containers, pod-level requests and
+        # overhead (``pod_class`` compares them): their effective requests are computed once.
+        share_requests(pod, context.alike.setdefault(_REQUESTS_MEMO, {}))
     entry = CACHE.checkout(refs, plan, pod, pod_view, context, frame, klass)
     errors: list[str] = []
     batch = NodeBatch(pod_env, {"node": frame.views})
@@ -135,14 +146,15 @@ def schedule(
     if options.all_filters:
         feasible_mask, infeasible = _filter_all(entry, batch, context, errors)
     else:
+        prepared: list[bool] = []  # columns the incremental attempt brought to their keys
         if state is not None:
             changed = _changed_rows(state, entry)
             if changed is not None:
-                dead_at = _filter_rows(entry, batch, context, state, changed)
+                dead_at = _filter_rows(entry, batch, context, state, changed, prepared)
                 if dead_at is None:
                     changed = None
         if dead_at is None:
-            dead_at = _filter_first(entry, batch, context, errors)
+            dead_at = _filter_first(entry, batch, context, errors, prepared)
         feasible_mask = dead_at < 0
         infeasible = _first_rejections(entry, dead_at, int(np.count_nonzero(feasible_mask)))
     inside: np.ndarray | None = None
@@ -454,6 +466,8 @@ def _pick(nodes: Sequence[NodeInfo], rows: np.ndarray) -> tuple[NodeInfo, ...]:
 
 # --- keys ------------------------------------------------------------------------------------
 
+_REQUESTS_MEMO = object()  # where ``CycleContext.alike`` keeps its pods' ``pod_requests``
+
 _STALE_KEY = object()
 
 
@@ -493,10 +507,13 @@ def _same_keys(
     epochs: Sequence[int],
     context: CycleContext,
     fresh: Sequence[bool] | None = None,
+    prepared: list[bool] | None = None,
 ) -> list[bool] | None:
     """Each rule's stable flag when every column still holds what the class's last cycle read
     (same key, same epoch once the row keys are applied); None otherwise. A ``fresh`` column
-    (not the one the last cycle read) is only brought to this cycle's key."""
+    (not the one the last cycle read) is only brought to this cycle's key. ``prepared`` gets
+    the stable flags of the first columns brought to this cycle's key (as ``_prepare`` would
+    bring them), so that a full pass after a refusal need not take their keys again."""
     stables = []
     for index, (plan, column, epoch) in enumerate(zip(plans, columns, epochs, strict=True)):
         if plan.always:
@@ -515,25 +532,47 @@ def _same_keys(
             return None
         if by_row is not None or column.row_keys is not None:
             column.by_row(by_row)
+        if prepared is not None:
+            prepared.append(stable)
         if column.epoch != epoch:
             return None
         stables.append(stable)
     return stables
 
 
-def _dropped(columns: Sequence[Column], seen: int, rows: set[int]) -> set[int] | None:
+def _dropped(
+    columns: Sequence[Column], seen: int, rows: set[int], limit: int | None = None
+) -> set[int] | None:
+    """``rows`` with the rows the columns' row keys dropped since stamp ``seen``; None when a
+    drop log does not reach back, or (given ``limit``) when that makes more than ``limit``
+    rows: counted before any set is built (a zone's count moving drops thousands)."""
+    found = []
     for column in columns:
         dropped = column.dropped_since(seen)
         if dropped is None:
             return None
         if len(dropped):
-            rows = rows | set(dropped.tolist())
-    return rows
+            found.append(dropped)
+    if limit is not None and len(rows) > limit:
+        return None
+    if not found:
+        return rows
+    if limit is not None:
+        if any(len(dropped) > limit for dropped in found):
+            return None
+        if len(rows) + sum(len(dropped) for dropped in found) > limit:  # they may overlap
+            union = np.unique(np.concatenate([np.fromiter(rows, np.int64, len(rows)), *found]))
+            return None if len(union) > limit else set(union.tolist())
+    return rows.union(*(dropped.tolist() for dropped in found))
 
 
 def _too_many(rows: set[int], frame: Frame) -> bool:
     """Whether so many rows changed that one pass over every row is the cheaper way."""
-    return len(rows) > max(frame.size // 8, _FEW)
+    return len(rows) > _limit(frame)
+
+
+def _limit(frame: Frame) -> int:
+    return max(frame.size // 8, _FEW)
 
 
 _FEW = 32
@@ -564,15 +603,17 @@ def _filter_rows(
     context: CycleContext,
     state: _State,
     changed: set[int],
+    prepared: list[bool] | None = None,
 ) -> np.ndarray | None:
     """First rejections with ``state``'s for every row but ``changed`` (to which the rows
-    the columns' row keys dropped are added); None when that cannot be trusted."""
+    the columns' row keys dropped are added); None when that cannot be trusted, or is not
+    worth it (``_too_many``). ``prepared``: as ``_same_keys``."""
     plans = entry.plan.filters
     columns = entry.filters
-    stables = _same_keys(plans, columns, state.filter_epochs, context)
+    stables = _same_keys(plans, columns, state.filter_epochs, context, prepared=prepared)
     if stables is None:
         return None
-    found = _dropped(columns, state.seen, changed)
+    found = _dropped(columns, state.seen, changed, _limit(entry.frame))
     if found is None or _too_many(found, entry.frame):
         return None
     changed.update(found)
@@ -626,10 +667,16 @@ class _Rows:
 
 
 def _filter_first(
-    entry: ClassEntry, batch: NodeBatch, context: CycleContext, errors: list[str]
+    entry: ClassEntry,
+    batch: NodeBatch,
+    context: CycleContext,
+    errors: list[str],
+    prepared: Sequence[bool] = (),
 ) -> np.ndarray:
     """Each filter over the nodes still in the running, re-evaluating only the rows whose
     cached verdict is not valid (``classcache``); each row's first rejecting rule (-1: none).
+    The first columns may have been brought to this cycle's keys already (``prepared``: their
+    stable flags, from ``_same_keys``).
 
     A node leaves the running at its first rejection, so every node sees exactly the rules it
     would see node by node. Errors are reported in node order, then rule order, as a
@@ -643,7 +690,7 @@ def _filter_first(
     for index, (plan, column) in enumerate(zip(entry.plan.filters, entry.filters, strict=True)):
         if not alive.any():
             break
-        stable = _prepare(plan, column, context)
+        stable = prepared[index] if index < len(prepared) else _prepare(plan, column, context)
         rows = np.flatnonzero(alive & ~column.valid(frame, stable))
         if len(rows):
             column.store(rows, plan.rule, _filter_at(plan, column, rows, batch, context), frame)
@@ -766,6 +813,7 @@ def _score_all(
     totals = np.zeros(size)
     stats: list[Stats | None] = []
     normalisers: list[Callable[[np.ndarray], np.ndarray]] = []
+    unscored: np.ndarray | None = None  # what a rule scoring no feasible row normalises to
     for plan, column in zip(entry.plan.scores, entry.scores, strict=True):
         rule = plan.rule
         stable = _prepare(plan, column, context)
@@ -778,6 +826,14 @@ def _score_all(
             errors.extend(column.error[feasible & column.errored].tolist())
         kind = rule.normalize or "none"
         mask = column.scored & feasible
+        if abs(rule.weight) <= _EXACT_WEIGHT and not mask.any():
+            # Scoring no feasible row, the rule normalises every row to +0.0 and adds exactly
+            # nothing to the totals (they start at +0.0, and a sum never makes -0.0 of them).
+            if unscored is None:
+                unscored = np.zeros(size)
+            stats.append(unscored_stats(kind))
+            normalisers.append(unscored.__getitem__)
+            continue
         facts = column_stats(kind, column.values, mask)
         if facts is None:
             norm = np.zeros(size)
@@ -793,6 +849,10 @@ def _score_all(
         stats.append(facts)
         normalisers.append(norm.__getitem__)
     return totals, stats, normalisers
+
+
+# Weights a float64 holds exactly: ``weight * 0.0`` is then a zero, never NaN or an overflow.
+_EXACT_WEIGHT = 2**53
 
 
 def _score_rows(
@@ -824,7 +884,8 @@ def _score_rows(
     frame = entry.frame
     if any(fresh) and int(np.count_nonzero(feasible)) > max(frame.size // 8, _FEW):
         return None  # every feasible row would be looked at: one pass is as cheap
-    found = _dropped([c for c, f in zip(columns, fresh, strict=True) if not f], state.seen, changed)
+    kept = [c for c, f in zip(columns, fresh, strict=True) if not f]
+    found = _dropped(kept, state.seen, changed, _limit(frame))
     if found is not None and any(fresh):
         found = found | set(np.flatnonzero(feasible).tolist())
     if found is None or _too_many(found, frame):

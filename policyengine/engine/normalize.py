@@ -217,6 +217,18 @@ def column_stats(kind: str, values: np.ndarray, scored: np.ndarray) -> Stats | N
     return _KINDS[kind][0](v, scored)
 
 
+def unscored_stats(kind: str) -> Stats:
+    """``column_stats`` of a column that scores no row (every kind reads scored rows alone,
+    so these are the facts of an empty column); applying them gives +0.0 at every row."""
+    found = _UNSCORED.get(kind)
+    if found is None:
+        found = _UNSCORED[kind] = _KINDS[kind][0](np.zeros(0), np.zeros(0, bool))
+    return found
+
+
+_UNSCORED: dict[str, Stats] = {}
+
+
 def apply_stats(kind: str, values: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray:
     """The normalised values of some rows of a column whose ``column_stats`` are ``stats``:
     exactly the rows of normalising the whole column."""

@@ -202,6 +202,16 @@ def pod_requests(
 _MEMO = "_requests_memo"  # the pod's own ``pod_requests`` results, by variant
 
 
+def share_requests(pod: Pod, memo: dict[Any, ResourceList]) -> None:
+    """Let ``pod`` keep its ``pod_requests`` results in ``memo``, the memo of pods whose
+    containers, init containers, pod-level requests and overhead all equal its own (one pod
+    class): the first of them computes each variant, the others read it without hashing their
+    containers for the lookup by value. A pod that already keeps results keeps its own."""
+    held = getattr(pod, "__dict__", None)
+    if held is not None and _MEMO not in held:
+        held[_MEMO] = memo
+
+
 # ``pod_requests`` by what it reads of the pod: pods of one template ask alike, and the exact
 # Fraction sums were a good part of every cycle (the assume step, PreFilters, views).
 _REQUESTS: dict[Any, ResourceList] = {}

@@ -29,11 +29,13 @@ from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.normalize import apply_stats, column_stats
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.lang.runtime import ScoreValue
+from policyengine.model import resources
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Pod
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import DEFAULT_CONFIG
+from policyengine.model.resources import pod_requests
 from policyengine.schedlib.batch import PREPARE_FILTERS
 from tests.engine.test_fast_path import compiled, nodes, pods, policies
 from tests.model.builders import container, make_node, make_pod, snapshot
@@ -403,8 +405,8 @@ def test_a_class_s_next_cycle_looks_again_only_at_changed_rows(monkeypatch: Any)
     looked: list[int | None] = []
     real = cycle._filter_rows
 
-    def spy(entry: Any, batch: Any, context: Any, state: Any, changed: set[int]) -> Any:
-        result = real(entry, batch, context, state, changed)
+    def spy(entry: Any, batch: Any, context: Any, state: Any, changed: set[int], *rest: Any) -> Any:
+        result = real(entry, batch, context, state, changed, *rest)
         looked.append(None if result is None else len(changed))
         return result
 
@@ -673,3 +675,41 @@ def test_rows_normalised_from_a_whole_column_are_the_rows_normalised(
         if data.draw(st.booleans()):
             changed = data.draw(st.lists(st.integers(0, size - 1), min_size=1, unique=True))
             store(np.array(sorted(changed), np.int64))
+
+
+def test_only_pods_of_one_class_share_their_requests() -> None:
+    # A class's pods keep ``pod_requests`` in one memo (``cycle.schedule``): templates that
+    # differ only in what the requests read (containers, init containers, pod-level requests,
+    # overhead) are other classes, so each pod reads its own requests and decides as the
+    # reference evaluator deciding a fresh copy of it (one holding no memo).
+    program = compiled(
+        KUBE_ONLY.replace("use kube", 'use kube\n  score cpu { pod.requests["cpu"] * 10 }')
+    )
+    snap = snapshot([make_node(f"n{i}", cpu="16", memory="32Gi") for i in range(6)])
+    shapes = [
+        make_pod("t", containers=[container("c", {"cpu": "1"})]),
+        make_pod("t", containers=[container("c", {"cpu": "2"})]),
+        make_pod("t", containers=[container("c", {"cpu": "1"})], overhead={"cpu": "500m"}),
+        make_pod(
+            "t",
+            containers=[container("c", {"cpu": "1"})],
+            init_containers=[container("i", {"cpu": "3"})],
+        ),
+    ]
+    CACHE.clear()
+    rng = random.Random(5)
+    memos: list[Any] = []
+    for index in range(12):
+        pod = dataclasses.replace(shapes[index % len(shapes)], name=f"pod-{index}")
+        fresh = dataclasses.replace(pod)
+        replay = random.Random()
+        replay.setstate(rng.getstate())
+        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+        assert differences(decision, reference_decision(program, fresh, snap, replay)) == []
+        assert pod_requests(pod) == pod_requests(fresh)
+        memos.append(pod.__dict__[resources._MEMO])
+        assert decision.node is not None
+        snap = snap.with_pod(pod, decision.node)
+    # Each class's pods share one memo, and no two classes do.
+    assert all(memos[i] is memos[i % len(shapes)] for i in range(len(memos)))
+    assert len({id(memo) for memo in memos}) == len(shapes)

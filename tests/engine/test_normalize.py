@@ -13,6 +13,7 @@ from policyengine.engine.normalize import (
     column_stats,
     normalize,
     normalize_array,
+    unscored_stats,
 )
 
 CASES = [
@@ -74,3 +75,21 @@ def test_values_outside_the_exact_range_have_no_facts() -> None:
     raw = np.array([1.0, float(2**60)])
     assert column_stats("max", raw, np.array([True, True])) is None
     assert column_stats("max", raw, np.array([True, False])) is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from(sorted(NORMALIZERS)),
+    values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=0, max_size=12),
+)
+def test_a_column_scoring_no_row_has_the_facts_of_none_and_normalises_to_plus_zero(
+    kind: str, values: list[float]
+) -> None:
+    # ``engine.cycle._score_all`` takes these facts instead of reading such a column.
+    raw = np.array(values, np.float64)
+    none = np.zeros(len(values), bool)
+    facts = column_stats(kind, raw, none)
+    assert facts == unscored_stats(kind) and repr(facts) == repr(unscored_stats(kind))
+    out = apply_stats(kind, raw, none, unscored_stats(kind))
+    assert out.tobytes() == np.zeros(len(values)).tobytes()  # +0.0, never -0.0
+    assert normalize(kind, [None] * len(values)) == [0.0] * len(values)

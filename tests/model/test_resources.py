@@ -158,3 +158,23 @@ def test_requests_kept_on_the_pod_follow_its_containers() -> None:
     assert pod_requests(pod) == {"cpu": Fraction(5, 4)}
     resources._REQUESTS.clear()  # the memo alone answers for a pod that asked before
     assert pod_requests(placed, include_overhead=False) == {"cpu": Fraction(1)}
+
+
+def test_pods_sharing_a_memo_read_the_first_s_requests() -> None:
+    # ``share_requests``: pods of one class (equal containers and overhead) keep their results
+    # in one memo, so the second reads the very result the first computed; a pod that already
+    # keeps results of its own keeps them.
+    memo: dict[object, object] = {}
+    first = make_pod("a", containers=[container("c", {"cpu": "1"})], overhead={"cpu": "250m"})
+    second = make_pod("b", containers=[container("c", {"cpu": "1"})], overhead={"cpu": "250m"})
+    resources.share_requests(first, memo)  # type: ignore[arg-type]
+    resources.share_requests(second, memo)  # type: ignore[arg-type]
+    found = pod_requests(first)
+    assert found == {"cpu": Fraction(5, 4)}
+    resources._REQUESTS.clear()  # only the shared memo can answer alike now
+    assert pod_requests(second) is found
+    assert pod_non_zero_requests(second) == {"cpu": Fraction(5, 4), "memory": 200 * Mi}
+    own = make_pod("c", containers=[container("c", {"cpu": "2"})])
+    assert pod_requests(own) == {"cpu": Fraction(2)}
+    resources.share_requests(own, memo)  # type: ignore[arg-type]
+    assert pod_requests(own) == {"cpu": Fraction(2)}
