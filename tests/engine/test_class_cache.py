@@ -38,7 +38,7 @@ from policyengine.model.plugins.config import DEFAULT_CONFIG
 from policyengine.model.resources import pod_requests
 from policyengine.schedlib.batch import PREPARE_FILTERS
 from tests.engine.test_fast_path import compiled, nodes, pods, policies
-from tests.model.builders import container, make_node, make_pod, snapshot
+from tests.model.builders import container, make_node, make_pod, snapshot, zoned_node
 
 NAME_RULES = [
     "",
@@ -184,14 +184,7 @@ def test_spread_and_anti_affinity_pods_decide_as_the_reference_through_forgets_a
     count = data.draw(st.integers(2, 7))
     zones = st.sampled_from(["a", "b", "c", None])
 
-    def node(index: int) -> Any:
-        labels = {"kubernetes.io/hostname": f"n{index}"}
-        zone = data.draw(zones)
-        if zone is not None:
-            labels["zone"] = zone
-        return make_node(f"n{index}", labels=labels, pods=6)
-
-    snap = snapshot([node(i) for i in range(count)])
+    snap = snapshot([zoned_node(i, data.draw(zones), pods=6) for i in range(count)])
     shapes = [data.draw(topology_templates(i)) for i in range(data.draw(st.integers(1, 3)))]
     rng = random.Random(data.draw(st.integers(0, 5)))
     placed: list[str] = []
@@ -203,7 +196,7 @@ def test_spread_and_anti_affinity_pods_decide_as_the_reference_through_forgets_a
         if action == "relabel":
             at = data.draw(st.integers(0, count - 1))
             pods_there = snap.node(f"n{at}").pods
-            snap = snap.with_node(node(at))
+            snap = snap.with_node(zoned_node(at, data.draw(zones), pods=6))
             assert snap.node(f"n{at}").pods == pods_there
             continue
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]

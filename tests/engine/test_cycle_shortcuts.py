@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import random
 from types import SimpleNamespace
-from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -21,7 +20,7 @@ from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
 from tests.engine.test_class_cache import ANTI_AFFINITY, SPREAD
 from tests.engine.test_fast_path import compiled
-from tests.model.builders import make_node, make_pod, snapshot
+from tests.model.builders import make_pod, snapshot, zoned_node
 
 ROWS = st.sets(st.integers(0, 60), max_size=40)
 
@@ -101,14 +100,7 @@ def test_cycles_giving_up_on_many_rows_decide_as_the_reference(data: st.DataObje
     count = data.draw(st.integers(2, 9))
     zones = st.sampled_from(["a", "b", "c", None])
 
-    def node(index: int) -> Any:
-        labels = {"kubernetes.io/hostname": f"n{index}"}
-        zone = data.draw(zones)
-        if zone is not None:
-            labels["zone"] = zone
-        return make_node(f"n{index}", labels=labels, pods=6)
-
-    snap = snapshot([node(i) for i in range(count)])
+    snap = snapshot([zoned_node(i, data.draw(zones), pods=6) for i in range(count)])
     shapes = []
     for index in range(data.draw(st.integers(1, 3))):
         extra = data.draw(st.sampled_from(["plain", "anti", "spread"]))
@@ -128,7 +120,7 @@ def test_cycles_giving_up_on_many_rows_decide_as_the_reference(data: st.DataObje
         for index in range(data.draw(st.integers(3, 14))):
             if data.draw(st.integers(0, 5)) == 0:
                 at = data.draw(st.integers(0, count - 1))
-                snap = snap.with_node(node(at))
+                snap = snap.with_node(zoned_node(at, data.draw(zones), pods=6))
                 continue
             template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
             pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")

@@ -50,6 +50,14 @@ def make_node(name: str = "n1", **kwargs: Any) -> Node:
     return parse_node(node_dict(name, **kwargs))
 
 
+def zoned_node(index: int, zone: str | None, **kwargs: Any) -> Node:
+    """Node ``n<index>`` with its hostname label and, unless None, a ``zone`` label."""
+    labels = {HOSTNAME: f"n{index}"}
+    if zone is not None:
+        labels["zone"] = zone
+    return make_node(f"n{index}", labels=labels, **kwargs)
+
+
 def node_with_taints(name: str, *taints: tuple[str, str, str], **kwargs: Any) -> Node:
     return make_node(name, taints=taints, **kwargs)
 
