@@ -631,6 +631,8 @@ def run_score(rule: CompiledRule, evaluation: Evaluation) -> RuleRun:
         if value is None:
             return RuleRun("body", NOT_SCORED)
         if type(value) is float:
+            if value - value != 0:  # NaN or an infinity (x - x is NaN for both)
+                raise EvalError(span, f"a score is a finite number, not {format_value(value)}")
             return RuleRun("body", ScoreValue(value))
         if type(value) is int or type(value) is Fraction:
             return RuleRun("body", ScoreValue(float(value)))

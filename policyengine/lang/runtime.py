@@ -343,7 +343,10 @@ def _score_of(rule: str, span: Span, value: Any) -> ScoreValue:
             return NOT_SCORED
         kind = type(value)
         if kind is float:
-            return ScoreValue(value)
+            if math.isfinite(value):
+                return ScoreValue(value)
+            # NaN ranks nowhere and an infinity normalises to NaN: no node could be chosen.
+            raise EvalError(span, f"a score is a finite number, not {_format_float(value)}")
         if kind is int or kind is Fraction:
             return ScoreValue(float(value))
         raise EvalError(span, f"a score is a number, not {type_name(value)}")

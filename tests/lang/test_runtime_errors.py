@@ -206,6 +206,14 @@ SCORE_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     ("score boom { explode() }", {}, "explode() raised RuntimeError: boom", "explode()"),
     ('score text { probe("high") }', {}, "a score is a number, not string", 'probe("high")'),
+    # Floats overflow to infinities, whose difference is NaN: neither can rank a node.
+    ("score huge { 1e308 * 10.0 }", {}, "a score is a finite number, not inf", "1e308 * 10.0"),
+    (
+        "score nan { 1e308 * 10.0 - 1e308 * 10.0 }",
+        {},
+        "a score is a finite number, not NaN",
+        "1e308 * 10.0 - 1e308 * 10.0",
+    ),
     (
         "score guarded when widget.count / 0 > 1 { 1 }",
         {},
