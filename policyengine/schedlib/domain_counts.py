@@ -35,7 +35,7 @@ import numpy as np
 
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.domains import LabelColumn, changed_rows, label_column
+from policyengine.schedlib.domains import LabelColumn, add_nested, changed_rows, label_column
 from policyengine.schedlib.rowkeys import RowKeyed
 from policyengine.schedlib.views import NodeView, PodView
 
@@ -134,18 +134,8 @@ class _Index:
         self.version += 1
         if self.dirty is not None:
             self.dirty.add(domain)
-        counts = self.counts
         for values, n in part.items():
-            by_domain = counts.get(values)
-            if by_domain is None:
-                by_domain = counts[values] = {}
-            left = by_domain.get(domain, 0) + sign * n
-            if left:
-                by_domain[domain] = left
-            else:
-                del by_domain[domain]
-                if not by_domain:
-                    del counts[values]
+            add_nested(self.counts, values, domain, sign * n)
 
     def follow(self, snapshot: ClusterSnapshot) -> None:
         """Make the index count ``snapshot``'s nodes."""

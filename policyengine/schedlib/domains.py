@@ -261,6 +261,21 @@ def _never(info: PodInfo) -> bool:
     return False
 
 
+def add_nested(counts: dict[Any, dict[Any, int]], outer: Any, inner: Any, delta: int) -> None:
+    """``counts[outer][inner] += delta``, keeping no zero count and no empty inner map (the
+    kept sums compare equal to ones summed afresh)."""
+    found = counts.get(outer)
+    if found is None:
+        found = counts[outer] = {}
+    left = found.get(inner, 0) + delta
+    if left:
+        found[inner] = left
+    else:
+        del found[inner]
+        if not found:
+            del counts[outer]
+
+
 def _add(counts: dict[Any, int], present: dict[Any, int], part: dict[Any, int]) -> None:
     for pair, n in part.items():
         counts[pair] = counts.get(pair, 0) + n

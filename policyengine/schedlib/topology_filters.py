@@ -40,6 +40,7 @@ from policyengine.schedlib.domains import (
     ANTI_AFFINITY,
     POD_AFFINITY,
     NodeSums,
+    add_nested,
     label_column,
     relevant_changes,
     rows_by_id,
@@ -67,9 +68,9 @@ def _hashable(key: Hashable) -> bool:
     return True
 
 
-def _label_gate(selectors: Sequence[Selector]) -> Callable[[Any], bool] | None:
-    """A quick test that labels can match one of ``selectors``: each must hold an ``In``
-    requirement (a matchLabels entry) the labels meet; None when a selector has none."""
+def _gates(selectors: Sequence[Selector]) -> list[tuple[str, frozenset[str]]] | None:
+    """Each selector's first ``In`` requirement (a matchLabels entry) as (key, values), one of
+    which labels must meet to match; None when a selector has none."""
     gates: list[tuple[str, frozenset[str]]] = []
     for selector in selectors:
         if selector.nothing:
@@ -78,6 +79,15 @@ def _label_gate(selectors: Sequence[Selector]) -> Callable[[Any], bool] | None:
         if found is None:
             return None
         gates.append((found.key, found.values))
+    return gates
+
+
+def _label_gate(selectors: Sequence[Selector]) -> Callable[[Any], bool] | None:
+    """A quick test that labels can match one of ``selectors`` (``_gates``); None when a
+    selector has no gate."""
+    gates = _gates(selectors)
+    if gates is None:
+        return None
     if len(gates) == 1:
         key, values = gates[0]
         return lambda labels: labels.get(key) in values
@@ -87,15 +97,10 @@ def _label_gate(selectors: Sequence[Selector]) -> Callable[[Any], bool] | None:
 def _label_marks(selectors: Sequence[Selector]) -> tuple[Pair, ...] | None:
     """The step log's marks (``domains.marked_changes``) of ``_label_gate``: the label pairs
     one of which labels must carry to pass it; None when there is no gate."""
-    marks: list[Pair] = []
-    for selector in selectors:
-        if selector.nothing:
-            continue
-        found = next((r for r in selector.requirements if r.operator == IN), None)
-        if found is None:
-            return None
-        marks.extend((found.key, value) for value in sorted(found.values))
-    return tuple(marks)
+    gates = _gates(selectors)
+    if gates is None:
+        return None
+    return tuple((key, value) for key, values in gates for value in sorted(values))
 
 
 _COMPILED: OrderedDict[Hashable, PodAffinityTerms] = OrderedDict()
@@ -364,19 +369,8 @@ class _ExistingAnti:
         return self.by_term
 
     def _add(self, part: dict[Any, int], sign: int) -> None:
-        by_term = self.by_term
         for (index, key, value), n in part.items():
-            pairs = by_term.get(index)
-            if pairs is None:
-                pairs = by_term[index] = {}
-            pair = (key, value)
-            left = pairs.get(pair, 0) + sign * n
-            if left:
-                pairs[pair] = left
-            else:
-                del pairs[pair]
-                if not pairs:
-                    del by_term[index]
+            add_nested(self.by_term, index, (key, value), sign * n)
 
 
 _EXISTING = _ExistingAnti()
