@@ -295,12 +295,7 @@ class _Search:
         self.topology = topology
         self.config = config
         self.allows = self._rule()
-        self.groups: dict[str, list[tuple[Pod, str]]] = {}
-        for info in snapshot.nodes:
-            for member in info.pods:
-                group = _group(member.pod)
-                if group is not None:
-                    self.groups.setdefault(group, []).append((member.pod, info.name))
+        self._groups: dict[str, list[tuple[Pod, str]]] | None = None
         self._eligible: dict[str, bool] = {}
         # Each budget with the disruptions it allows now, computed once per preemption.
         running = list(snapshot.pods()) if snapshot.pdbs else []
@@ -333,6 +328,19 @@ class _Search:
             ok = self.allows(Env({**roots, "victim": PodView(victim)}, context))
         self._eligible[victim.key] = ok
         return ok
+
+    @property
+    def groups(self) -> dict[str, list[tuple[Pod, str]]]:
+        """Each gang's members with their nodes; gathered (a walk over every pod) only once a
+        node with an evictable gang member is looked at."""
+        if self._groups is None:
+            self._groups = {}
+            for info in self.snapshot.nodes:
+                for member in info.pods:
+                    group = _group(member.pod)
+                    if group is not None:
+                        self._groups.setdefault(group, []).append((member.pod, info.name))
+        return self._groups
 
     def units(self, node: str) -> list[tuple[tuple[Pod, str], ...]]:
         """The evictable units with a pod on ``node``: single pods, and whole gangs whose
@@ -371,7 +379,10 @@ class _Search:
 
     def on_node(self, node: str) -> Candidate | tuple[str, ...]:
         """kube's SelectVictimsOnNode: the candidate, or why ``node`` is none."""
-        units = self.units(node)
+        lowest = self.snapshot.node(node).lowest_priority
+        # Only lower priorities are evictable (and a gang only when all its members are):
+        # a node without one has no unit, whatever the preempt rules say.
+        units = [] if lowest is None or lowest >= self.pod.priority else self.units(node)
         if not units:
             return (NO_VICTIMS,)
         # The node's own pods come and go on its NodeInfo; gang members on other nodes leave

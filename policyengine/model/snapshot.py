@@ -188,6 +188,12 @@ class NodeInfo:
         return tuple(p for p in self.pods if p.pod.has_required_anti_affinity)
 
     @cached_property
+    def lowest_priority(self) -> int | None:
+        """The lowest priority among the node's pods (None: no pods): preemption finds no
+        victim on a node whose pods all rank at or above the preemptor, without a dry run."""
+        return min((p.pod.priority for p in self.pods), default=None)
+
+    @cached_property
     def image_names(self) -> frozenset[str]:
         return frozenset(n for img in self.node.images for n in img.names)
 
@@ -298,6 +304,10 @@ class NodeInfo:
             extended["pods_with_required_anti_affinity"] = (
                 known["pods_with_required_anti_affinity"] + more
             )
+        if "lowest_priority" in known:
+            lowest = known["lowest_priority"]
+            priority = info.pod.priority
+            extended["lowest_priority"] = priority if lowest is None else min(lowest, priority)
         return self._carry_gpus(self._carry_node_facts(derived), info, None)
 
     def without_pod(self, key: str) -> NodeInfo:

@@ -96,3 +96,31 @@ def test_snapshot_from_objects_splits_and_warns() -> None:
 def test_namespace_labels_default() -> None:
     snap = snapshot([make_node("a")])
     assert snap.namespace_labels("team-a") == {"kubernetes.io/metadata.name": "team-a"}
+
+
+@pytest.mark.parametrize(
+    ("priorities", "added", "lowest"),
+    [
+        ((), None, None),
+        ((), 5, 5),
+        ((3, 7), None, 3),
+        ((3, 7), 1, 1),
+        ((3, 7), 9, 3),
+        ((-2,), 0, -2),
+    ],
+)
+def test_lowest_priority_known_and_carried_by_with_pod(
+    priorities: tuple[int, ...], added: int | None, lowest: int | None
+) -> None:
+    pods = [pod_on("a", f"p{i}", priority=p) for i, p in enumerate(priorities)]
+    base = snapshot([make_node("a")], pods)
+    before = base.node("a").lowest_priority  # computed first: with_pod carries it on
+    assert before == min(priorities, default=None)
+    if added is not None:
+        base = base.with_pod(make_pod("new", priority=added), "a")
+    assert base.node("a").lowest_priority == lowest
+    fresh = snapshot(
+        [make_node("a")],
+        [*pods, *([pod_on("a", "new", priority=added)] if added is not None else [])],
+    )
+    assert fresh.node("a").lowest_priority == lowest
