@@ -39,7 +39,14 @@ from policyengine.engine.classcache import (
     pod_class,
     policy_plan,
 )
-from policyengine.engine.decision import Decision, Names, Rejection, RejectionTable, ScoreTable
+from policyengine.engine.decision import (
+    Decision,
+    Names,
+    Rejection,
+    RejectionGroup,
+    RejectionTable,
+    ScoreTable,
+)
 from policyengine.engine.gpu_placement import choose_devices
 from policyengine.engine.histogram import histogram_line
 from policyengine.engine.nodeviews import Frame, NodeViews, node_frame
@@ -761,7 +768,21 @@ def _first_rejections(
             out[name] = (rejection,)
         return out
 
-    return RejectionTable(build, dead)
+    def groups() -> list[RejectionGroup]:
+        rows = np.flatnonzero(dead_at >= 0)
+        at_filter = dead_at[rows]
+        out: list[RejectionGroup] = []
+        for index in np.unique(at_filter).tolist():
+            where = rows[at_filter == index]
+            codes, made = columns[index]
+            found = codes[where]
+            for code in np.unique(found).tolist():
+                rejection = made[code]
+                assert rejection is not None
+                out.append((rejection, names[where[found == code]].tolist()))
+        return out
+
+    return RejectionTable(build, dead, groups)
 
 
 def _filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:

@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from policyengine.engine.decision import Rejection
+from policyengine.engine.decision import Rejection, first_rejection_groups
 
 
 def reason_histogram(infeasible: Mapping[str, Sequence[Rejection]]) -> Counter[str]:
     counts: Counter[str] = Counter()
-    for rejections in infeasible.values():
-        if rejections:
-            for reason in dict.fromkeys(rejections[0].reasons):
-                counts[reason] += 1
+    for rejection, names in first_rejection_groups(infeasible):
+        for reason in dict.fromkeys(rejection.reasons):
+            counts[reason] += len(names)
     return counts
 
 

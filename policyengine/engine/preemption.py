@@ -46,11 +46,12 @@ are searched whole, so there the choice does not depend on the offset.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from policyengine.engine.cycle import CycleOptions, profile_for, schedule
-from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.decision import Decision, Rejection, first_rejection_groups
 from policyengine.engine.gpu_placement import choose_devices
 from policyengine.engine.overcommit import policy_config
 from policyengine.lang.compiler import CompiledPolicy, Program
@@ -167,24 +168,21 @@ def preempt(
         return PreemptionDecision(pod.key, None, message=decision.message)
     if pod.preemption_policy == NEVER:
         return PreemptionDecision(pod.key, None, message=NOT_ELIGIBLE_NEVER)
-    first = {name: rejections[0] for name, rejections in decision.infeasible.items() if rejections}
+    groups = first_rejection_groups(decision.infeasible)
     nominated_to = pod.nominated_node_name
     if nominated_to and nominated_to in snapshot:
-        rejection = first.get(nominated_to)
-        if rejection is None or _resolvable(rejection):
+        first = decision.infeasible.get(nominated_to, ())
+        if not first or _resolvable(first[0]):
             for info in snapshot.node(nominated_to).pods:
                 if info.pod.is_terminating and info.pod.priority < pod.priority:
                     return PreemptionDecision(pod.key, None, message=NOT_ELIGIBLE_TERMINATING)
     search = _Search(policy, pod, snapshot, nominated, topology, policy_config(policy, pod, config))
     candidates: list[Candidate] = []
     statuses: dict[str, tuple[str, ...]] = {}
-    potential: list[str] = []
-    for name in sorted(snapshot.node_names):
-        rejection = first.get(name)
-        if rejection is not None and not _resolvable(rejection):
-            statuses[name] = (NOT_HELPFUL,)
-        else:
-            potential.append(name)
+    for first_rejection, names in groups:
+        if not _resolvable(first_rejection):
+            statuses.update(dict.fromkeys(names, (NOT_HELPFUL,)))
+    potential = sorted(set(snapshot.node_names).difference(statuses))
     wanted = num_candidates(len(potential), config)
     offset = rng.randrange(len(potential)) if rng is not None and potential else 0
     keeping = 0  # candidates that break no budget
@@ -242,9 +240,9 @@ def _resolvable(rejection: Rejection) -> bool:
 
 def _histogram(num_nodes: int, statuses: Mapping[str, tuple[str, ...]]) -> str:
     counts: dict[str, int] = {}
-    for reasons in statuses.values():
+    for reasons, nodes in Counter(statuses.values()).items():
         for reason in dict.fromkeys(reasons):
-            counts[reason] = counts.get(reason, 0) + 1
+            counts[reason] = counts.get(reason, 0) + nodes
     entries = sorted(f"{count} {reason}" for reason, count in counts.items())
     return f"0/{num_nodes} nodes are available: {', '.join(entries)}."
 

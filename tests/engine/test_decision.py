@@ -7,7 +7,13 @@ import pickle
 
 import pytest
 
-from policyengine.engine.decision import Names, Rejection, RejectionTable
+from policyengine.engine.decision import (
+    Names,
+    Rejection,
+    RejectionGroup,
+    RejectionTable,
+    first_rejection_groups,
+)
 
 
 def _names(items: tuple[str, ...], built: list[int]) -> Names:
@@ -66,3 +72,41 @@ def test_a_rejection_table_reads_as_its_dict_built_once() -> None:
     assert list(rejections.items()) == list(table.items())
     assert dict(rejections) == table and rejections["n1"] == table["n1"] and "n2" in rejections
     assert built == [1]
+
+
+_FIT = Rejection("p/fit", ("Insufficient cpu",))
+_TAINT = Rejection("p/taint", ("node(s) had untolerated taint {a: b}",))
+
+
+@pytest.mark.parametrize(
+    ("infeasible", "groups"),
+    [
+        ({}, []),
+        ({"n1": ()}, []),
+        (
+            {"n1": (_FIT,), "n2": (_TAINT, _FIT), "n3": (_FIT,)},
+            [(_FIT, ["n1", "n3"]), (_TAINT, ["n2"])],
+        ),
+        # equal rejections group together whatever object holds them
+        (
+            {"n1": (_FIT,), "n2": (Rejection("p/fit", ("Insufficient cpu",)),)},
+            [(_FIT, ["n1", "n2"])],
+        ),
+    ],
+)
+def test_first_rejection_groups_of_a_plain_table(
+    infeasible: dict[str, tuple[Rejection, ...]], groups: list[RejectionGroup]
+) -> None:
+    assert first_rejection_groups(infeasible) == groups
+    assert (
+        first_rejection_groups(RejectionTable(lambda: dict(infeasible), len(infeasible))) == groups
+    )
+
+
+def test_a_rejection_table_groups_itself_until_its_table_is_built() -> None:
+    table = {"n1": (_FIT,), "n2": (_TAINT,)}
+    own = [(_TAINT, ["n2"]), (_FIT, ["n1"])]
+    rejections = RejectionTable(lambda: dict(table), 2, lambda: own)
+    assert first_rejection_groups(rejections) == own
+    assert dict(rejections) == table  # built now: read from the table, in its order
+    assert first_rejection_groups(rejections) == [(_FIT, ["n1"]), (_TAINT, ["n2"])]

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.decision import Rejection, RejectionGroup, first_rejection_groups
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.load import NodeLoad
@@ -197,6 +198,20 @@ def test_fast_path_decides_as_the_reference(data: st.DataObject) -> None:
         replay = random.Random()
         replay.setstate(state)
         reference = reference_decision(program, pod, snap, replay)
+        # Read before the per-node table exists: the cycle groups its rows itself.
+        assert _by_rejection(first_rejection_groups(decision.infeasible)) == _by_rejection(
+            [
+                (Rejection(rule, reference.first_reasons[name]), [name])
+                for name, rule in reference.first_rejection.items()
+            ]
+        )
         assert differences(decision, reference) == []
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
+
+
+def _by_rejection(groups: list[RejectionGroup]) -> dict[tuple[str, tuple[str, ...]], list[str]]:
+    merged: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for rejection, names in groups:
+        merged.setdefault((rejection.rule, rejection.reasons), []).extend(names)
+    return {key: sorted(names) for key, names in merged.items()}
