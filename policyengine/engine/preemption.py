@@ -185,6 +185,10 @@ def preempt(
     potential = sorted(set(snapshot.node_names).difference(statuses))
     wanted = num_candidates(len(potential), config)
     offset = rng.randrange(len(potential)) if rng is not None and potential else 0
+    if not any(_lower_ranked(snapshot.node(name), pod) for name in potential):
+        # Pods of one priority (the common case): no node has a victim, told in one pass.
+        statuses.update(dict.fromkeys(potential, (NO_VICTIMS,)))
+        potential = []
     keeping = 0  # candidates that break no budget
     for i in range(len(potential)):
         name = potential[(offset + i) % len(potential)]
@@ -377,10 +381,7 @@ class _Search:
 
     def on_node(self, node: str) -> Candidate | tuple[str, ...]:
         """kube's SelectVictimsOnNode: the candidate, or why ``node`` is none."""
-        lowest = self.snapshot.node(node).lowest_priority
-        # Only lower priorities are evictable (and a gang only when all its members are):
-        # a node without one has no unit, whatever the preempt rules say.
-        units = [] if lowest is None or lowest >= self.pod.priority else self.units(node)
+        units = self.units(node) if _lower_ranked(self.snapshot.node(node), self.pod) else []
         if not units:
             return (NO_VICTIMS,)
         # The node's own pods come and go on its NodeInfo; gang members on other nodes leave
@@ -420,6 +421,14 @@ class _Search:
                 pdb_violations += len(unit)
         victims.sort(key=_importance)
         return Candidate(node, tuple(victims), pdb_violations)
+
+
+def _lower_ranked(info: NodeInfo, pod: Pod) -> bool:
+    """Whether ``info`` holds a pod of lower priority than ``pod``. Only those are evictable
+    (and a gang only when all its members are): a node without one has no victim, whatever
+    the preempt rules say."""
+    lowest = info.lowest_priority
+    return lowest is not None and lowest < pod.priority
 
 
 def _group(pod: Pod) -> str | None:

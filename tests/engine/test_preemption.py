@@ -175,6 +175,27 @@ def test_no_lower_priority_pods_means_no_victims(kube: Program) -> None:
     )
 
 
+NONE_FOUND = ("No preemption victims found for incoming pod",)
+
+
+@pytest.mark.parametrize(
+    ("small", "statuses"),
+    [
+        # every pod ranks at or above the preemptor: every node is told in one pass
+        (300, {"n1": NONE_FOUND, "n2": NONE_FOUND, "n3": NONE_FOUND}),
+        # one lower-ranked pod, but too small to make room: the dry run says why
+        (1, {"n1": NONE_FOUND, "n2": NONE_FOUND, "n3": ("Insufficient cpu",)}),
+    ],
+)
+def test_nodes_without_lower_ranked_pods_have_no_victims(
+    kube: Program, small: int, statuses: dict[str, tuple[str, ...]]
+) -> None:
+    pods = [running(n, f"big-{n}", "3", p) for n, p in (("n1", 100), ("n2", 300), ("n3", 300))]
+    pods.append(running("n3", "small", "1", small))  # n3: 3 + 1 CPUs of 4
+    decision = preempt(kube, pending("2"), cluster(*pods, nodes=3))
+    assert decision.node is None and decision.statuses == statuses
+
+
 def test_a_node_still_too_small_without_its_victims_is_no_candidate(kube: Program) -> None:
     pods = [running("n1", "a", "1", 1), running("n2", "b", "1", 1)]
     decision = preempt(kube, pending("8"), cluster(*pods))
