@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -810,7 +810,7 @@ def _filter_at(
 
 # --- scores ----------------------------------------------------------------------------------
 
-Scored = tuple[np.ndarray, list[Stats | None], list[Callable[[np.ndarray], np.ndarray]]]
+Scored = tuple[np.ndarray, list[Stats | None], Sequence[Callable[[np.ndarray], np.ndarray]]]
 
 
 def _score_many(rule: CompiledRule, batch: NodeBatch) -> Sequence[Any]:
@@ -946,10 +946,7 @@ def _score_rows(
         if facts != stats[index] or repr(facts) != repr(stats[index]):
             stats[index] = facts
             whole = True
-    normalisers = [
-        _normaliser(plan, column, feasible, facts)
-        for plan, column, facts in zip(plans, columns, stats, strict=True)
-    ]
+    normalisers = _Normalisers(plans, columns, feasible, stats)
     if whole:
         # Only the feasible rows (a gang's domain: a few) hold anything but 0.
         totals = np.zeros(frame.size)
@@ -1014,19 +1011,48 @@ def _normalised(
     return apply_stats(kind, column.values[rows], scored, facts)
 
 
-def _normaliser(
-    plan: RulePlan, column: ScoreColumn, feasible: np.ndarray, facts: Stats | None
-) -> Callable[[np.ndarray], np.ndarray]:
-    """A rule's normalised values at some rows, read later (the column is lent by then)."""
-    kind = plan.rule.normalize or "none"
-    values = column.values
-    scored = column.scored
-    assert facts is not None
+class _Normalisers(Sequence[Callable[[np.ndarray], np.ndarray]]):
+    """Each rule's normalised values at some rows, read later (the columns are lent by then:
+    their arrays are taken now). Made when read: most decisions never read one."""
 
-    def at(rows: np.ndarray) -> np.ndarray:
-        return apply_stats(kind, values[rows], scored[rows] & feasible[rows], facts)
+    __slots__ = ("_feasible", "_plans", "_scored", "_stats", "_values")
 
-    return at
+    def __init__(
+        self,
+        plans: Sequence[RulePlan],
+        columns: Sequence[ScoreColumn],
+        feasible: np.ndarray,
+        stats: Sequence[Stats | None],
+    ):
+        self._plans = plans
+        self._values = [column.values for column in columns]
+        self._scored = [column.scored for column in columns]
+        self._feasible = feasible
+        self._stats = stats
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    @overload
+    def __getitem__(self, index: int) -> Callable[[np.ndarray], np.ndarray]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Callable[[np.ndarray], np.ndarray]]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        kind = self._plans[index].rule.normalize or "none"
+        values = self._values[index]
+        scored = self._scored[index]
+        feasible = self._feasible
+        facts = self._stats[index]
+        assert facts is not None
+
+        def at(rows: np.ndarray) -> np.ndarray:
+            return apply_stats(kind, values[rows], scored[rows] & feasible[rows], facts)
+
+        return at
 
 
 def _select(ranking: Sequence[str], totals: np.ndarray, rng: random.Random) -> str | None:

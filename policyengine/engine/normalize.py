@@ -118,7 +118,16 @@ def _stats_none(v: np.ndarray, scored: np.ndarray) -> Stats:
 
 
 def _apply_none(v: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray:
-    return np.where(scored, np.clip(v, 0.0, float(MAX_NODE_SCORE)), 0.0)
+    return np.where(scored, clip_score(v), 0.0)
+
+
+_TOP = float(MAX_NODE_SCORE)
+
+
+def clip_score(v: np.ndarray) -> np.ndarray:
+    """``np.clip(v, 0.0, 100.0)``, bit for bit (NaN and -0.0 kept), by the two ufuncs:
+    ``np.clip``'s Python wrapper cost twice its work on a cycle's few rows."""
+    return np.minimum(np.maximum(0.0, v), _TOP)  # type: ignore[no-any-return]
 
 
 def _stats_by_max(v: np.ndarray, scored: np.ndarray) -> Stats:

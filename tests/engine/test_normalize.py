@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from policyengine.engine.normalize import (
     NORMALIZERS,
     apply_stats,
+    clip_score,
     column_stats,
     normalize,
     normalize_array,
@@ -93,3 +94,10 @@ def test_a_column_scoring_no_row_has_the_facts_of_none_and_normalises_to_plus_ze
     out = apply_stats(kind, raw, none, unscored_stats(kind))
     assert out.tobytes() == np.zeros(len(values)).tobytes()  # +0.0, never -0.0
     assert normalize(kind, [None] * len(values)) == [0.0] * len(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=12))
+def test_clip_score_is_np_clip_bit_for_bit(values: list[float]) -> None:
+    v = np.array([*values, -0.0, 0.0, 100.0], np.float64)
+    assert clip_score(v).tobytes() == np.clip(v, 0.0, 100.0).tobytes()
