@@ -78,6 +78,8 @@ def test_e2e_binds_pods_through_policyengine_run() -> None:
     assert "40 nodes, 5 pods: start to last binding" in metrics
     assert "40 nodes, 5 pods: scheduler CPU per bound pod" in metrics
     assert "40 nodes, 5 pods: API server CPU per bound pod" in metrics
+    assert "40 nodes, 5 pods: pods bound (the others told FailedScheduling)" in metrics
+    assert not [m for m in metrics if "neither bound nor told" in m]
 
 
 def test_reload_times_a_configmap_update_through_policyengine_run() -> None:
