@@ -772,11 +772,13 @@ def _first_rejections(
         rows = np.flatnonzero(dead_at >= 0)
         at_filter = dead_at[rows]
         out: list[RejectionGroup] = []
-        for index in np.unique(at_filter).tolist():
+        # Filter indexes and rejection codes are small counts: bincount finds the distinct
+        # ones in one pass (``np.unique`` sorts or hashes).
+        for index in np.flatnonzero(np.bincount(at_filter)).tolist():
             where = rows[at_filter == index]
             codes, made = columns[index]
             found = codes[where]
-            for code in np.unique(found).tolist():
+            for code in np.flatnonzero(np.bincount(found)).tolist():
                 rejection = made[code]
                 assert rejection is not None
                 out.append((rejection, names[where[found == code]].tolist()))

@@ -198,14 +198,19 @@ class RejectionTable(Mapping[str, tuple[Rejection, ...]]):
         self._build = build
         self._size = size
         self._groups = groups
+        self._grouped: list[RejectionGroup] | None = None
         self._table: dict[str, tuple[Rejection, ...]] | None = None
 
     def grouped(self) -> list[RejectionGroup]:
         """The nodes by their first rejection (``first_rejection_groups``), without the
-        per-node table when the cycle can group them itself."""
-        if self._groups is None or self._table is not None:
-            return _group_nodes(self._get())
-        return self._groups()
+        per-node table when the cycle can group them itself; built once (the failed cycle's
+        message and preemption both read them)."""
+        if self._grouped is None:
+            if self._groups is None or self._table is not None:
+                self._grouped = _group_nodes(self._get())
+            else:
+                self._grouped = self._groups()
+        return self._grouped
 
     def _get(self) -> dict[str, tuple[Rejection, ...]]:
         if self._table is None:

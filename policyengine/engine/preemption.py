@@ -185,8 +185,10 @@ def preempt(
     potential = sorted(set(snapshot.node_names).difference(statuses))
     wanted = num_candidates(len(potential), config)
     offset = rng.randrange(len(potential)) if rng is not None and potential else 0
-    if not any(_lower_ranked(snapshot.node(name), pod) for name in potential):
-        # Pods of one priority (the common case): no node has a victim, told in one pass.
+    lowest = snapshot.lowest_priority
+    if lowest is None or lowest >= pod.priority:
+        # No pod in the cluster ranks below the preemptor (pods of one priority, the common
+        # case): no node has a victim, told without looking at any.
         statuses.update(dict.fromkeys(potential, (NO_VICTIMS,)))
         potential = []
     keeping = 0  # candidates that break no budget

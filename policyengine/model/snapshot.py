@@ -533,6 +533,13 @@ class ClusterSnapshot:
     def nodes_with_required_anti_affinity_pods(self) -> tuple[NodeInfo, ...]:
         return tuple(n for n in self.nodes if n.pods_with_required_anti_affinity)
 
+    @cached_property
+    def lowest_priority(self) -> int | None:
+        """The lowest priority of any pod on a node (None: no pods): a preemptor ranking at or
+        below it finds no victim anywhere. Carried on by ``with_pod``."""
+        found = [n.lowest_priority for n in self.nodes if n.pods]
+        return min((p for p in found if p is not None), default=None)
+
     @property
     def derivation(self) -> tuple[int, str] | None:
         """``(parent's generation, node name)`` when this snapshot is its parent with that one
@@ -598,7 +605,14 @@ class ClusterSnapshot:
             pod = pod.with_node_name(target)
         info = self.node_infos[target].with_pod(make_pod_info(pod))
         pod_nodes = SharedMap.of(self.pod_nodes).with_item(pod.key, target)
-        return self._replace_node(info, pod_nodes=pod_nodes)
+        derived = self._replace_node(info, pod_nodes=pod_nodes)
+        if "lowest_priority" in self.__dict__:  # a pod added can only lower it
+            lowest = self.__dict__["lowest_priority"]
+            priority = pod.priority
+            derived.__dict__["lowest_priority"] = (
+                priority if lowest is None else min(lowest, priority)
+            )
+        return derived
 
     def without_pod(self, key: str) -> ClusterSnapshot:
         """Forget an assigned pod (deleted, or an assumption undone)."""

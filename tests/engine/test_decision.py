@@ -103,10 +103,28 @@ def test_first_rejection_groups_of_a_plain_table(
     )
 
 
-def test_a_rejection_table_groups_itself_until_its_table_is_built() -> None:
+def test_a_rejection_table_groups_itself_once_without_building_its_table() -> None:
     table = {"n1": (_FIT,), "n2": (_TAINT,)}
     own = [(_TAINT, ["n2"]), (_FIT, ["n1"])]
-    rejections = RejectionTable(lambda: dict(table), 2, lambda: own)
+    calls: list[str] = []
+
+    def build() -> dict[str, tuple[Rejection, ...]]:
+        calls.append("table")
+        return dict(table)
+
+    def groups() -> list[RejectionGroup]:
+        calls.append("groups")
+        return own
+
+    rejections = RejectionTable(build, 2, groups)
     assert first_rejection_groups(rejections) == own
-    assert dict(rejections) == table  # built now: read from the table, in its order
-    assert first_rejection_groups(rejections) == [(_FIT, ["n1"]), (_TAINT, ["n2"])]
+    assert first_rejection_groups(rejections) == own
+    assert calls == ["groups"]
+    assert dict(rejections) == table and calls == ["groups", "table"]
+
+
+def test_a_rejection_table_built_first_groups_its_table() -> None:
+    table = {"n1": (_FIT,), "n2": (_TAINT,), "n3": (_FIT,)}
+    rejections = RejectionTable(lambda: dict(table), 3, lambda: [])
+    assert dict(rejections) == table
+    assert first_rejection_groups(rejections) == [(_FIT, ["n1", "n3"]), (_TAINT, ["n2"])]

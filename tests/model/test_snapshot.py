@@ -115,12 +115,22 @@ def test_lowest_priority_known_and_carried_by_with_pod(
     pods = [pod_on("a", f"p{i}", priority=p) for i, p in enumerate(priorities)]
     base = snapshot([make_node("a")], pods)
     before = base.node("a").lowest_priority  # computed first: with_pod carries it on
+    assert base.lowest_priority == before
     assert before == min(priorities, default=None)
     if added is not None:
         base = base.with_pod(make_pod("new", priority=added), "a")
     assert base.node("a").lowest_priority == lowest
+    assert base.lowest_priority == lowest  # the snapshot's, carried by with_pod too
     fresh = snapshot(
         [make_node("a")],
         [*pods, *([pod_on("a", "new", priority=added)] if added is not None else [])],
     )
     assert fresh.node("a").lowest_priority == lowest
+
+
+def test_a_snapshots_lowest_priority_is_recomputed_once_a_pod_leaves() -> None:
+    pods = [pod_on("a", "low", priority=1), pod_on("b", "high", priority=9)]
+    base = snapshot([make_node("a"), make_node("b")], pods)
+    assert base.lowest_priority == 1
+    assert base.without_pod("default/low").lowest_priority == 9
+    assert base.without_pod("default/low").without_pod("default/high").lowest_priority is None
