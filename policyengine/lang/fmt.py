@@ -154,9 +154,27 @@ def _quote_template(template: n.Template) -> str:
             for char in part:
                 out.append("{{" if char == "{" else "}}" if char == "}" else _escape_char(char))
         else:
-            # Inside a hole a quote is written \" (the parser reads it back as a quote).
-            out.append("{" + print_expr(part).replace('"', '\\"') + "}")
+            out.append("{" + _hole_text(print_expr(part)) + "}")
     out.append('"')
+    return "".join(out)
+
+
+def _hole_text(expr: str) -> str:
+    """``expr`` written inside a reason's hole, where the parser reads an escaped quote back
+    as a quote and keeps every other escape for the hole's own string literals. A quote escaped
+    inside one of those literals is written as the \\u0022 escape: as a backslash pair and a
+    quote it would end the reason's string."""
+    out = []
+    index = 0
+    while index < len(expr):
+        char = expr[index]
+        if char == "\\":  # an escape inside a string literal: kept whole
+            pair = expr[index : index + 2]
+            out.append("\\u0022" if pair == '\\"' else pair)
+            index += 2
+            continue
+        out.append('\\"' if char == '"' else char)
+        index += 1
     return "".join(out)
 
 

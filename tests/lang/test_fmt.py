@@ -53,6 +53,19 @@ CASES: list[tuple[str, str, str]] = [
         """,
     ),
     (
+        "a quote inside a reason hole's string literal is written as an escape code",
+        """
+        policy "p" {
+          filter f { true } reason "x {pod.labels[\\"a\\u0022b\\"] ?? \\"c\\\\d\\"} y"
+        }
+        """,
+        """
+        policy "p" {
+          filter f { true } reason "x {pod.labels[\\"a\\u0022b\\"] ?? \\"c\\\\d\\"} y"
+        }
+        """,
+    ),
+    (
         "imports stay together, items one blank line apart",
         """
         import   "a.sched"
@@ -697,3 +710,22 @@ def test_print_expr_parenthesises_to_the_requested_level() -> None:
     expr = n.Binary("+", n.Name("a"), n.Name("b"))
     assert print_expr(expr) == "a + b"
     assert print_expr(expr, fmt.POSTFIX) == "(a + b)"
+
+
+@pytest.mark.parametrize(
+    ("spelled", "value", "printed"),
+    [
+        ('"\\""', '"', '"\\u0022"'),  # a quote escaped the usual way would end the reason
+        ('"a\\\\"', "a\\", '"a\\\\"'),  # an escaped backslash before the closing quote stays
+        ('"\\u0022}"', '"}', '"\\u0022}"'),
+    ],
+)
+def test_a_reason_hole_prints_its_string_literals_so_they_read_back(
+    spelled: str, value: str, printed: str
+) -> None:
+    template = n.Template(("x ", n.Literal("string", value, spelled)))
+    source = f'policy "p" {{\n  filter f {{ true }} reason {fmt._quote_template(template)}\n}}\n'
+    result = parse(source, "<test>")
+    assert result.ok, render(result.diagnostics, {"<test>": source})
+    hole = result.file.items[0].body[0].reason.parts[1]  # type: ignore[union-attr]
+    assert (hole.value, hole.text) == (value, printed)

@@ -47,12 +47,13 @@ text_values = st.text(
 
 
 @st.composite
-def string_literals(draw: st.DrawFn) -> n.Literal:
-    """A string literal with a random — not necessarily canonical — spelling of its value."""
+def string_literals(draw: st.DrawFn, in_hole: bool = False) -> n.Literal:
+    """A string literal with a random — not necessarily canonical — spelling of its value
+    (in a reason's hole a quote can only be spelled as its escape code)."""
     value = draw(text_values)
     spelled = []
     for char in value:
-        choices = [quote(char)[1:-1]]
+        choices = [] if in_hole and char == '"' else [quote(char)[1:-1]]
         if ord(char) <= 0xFFFF:
             choices.append(f"\\u{ord(char):04x}")
         if char in "{}":
@@ -84,10 +85,8 @@ BINARY_OPS += ["+", "-", "*", "/", "%"]
 
 
 def expressions(depth: int, in_hole: bool = False) -> st.SearchStrategy[n.Expr]:
-    """Any expression up to ``depth`` deep; a reason's hole may hold no strings or braces."""
-    leaves = [ints, floats, quantities, constants, names.map(n.Name)]
-    if not in_hole:
-        leaves.append(string_literals())
+    """Any expression up to ``depth`` deep; a reason's hole holds no map or set (braces)."""
+    leaves = [ints, floats, quantities, constants, names.map(n.Name), string_literals(in_hole)]
     leaf = st.one_of(*leaves)
     if depth == 0:
         return leaf
