@@ -39,6 +39,7 @@ from policyengine.engine.preemption import (
     PreemptionDecision,
     _group,
     _importance,
+    _lower_ranked,
     _rank,
     _Search,
     _violations,
@@ -222,6 +223,8 @@ def _on_domain(
     units: list[Unit] = []
     seen: set[str] = set()
     for node in domain.nodes:
+        if not _lower_ranked(search.snapshot.node(node), search.pod):
+            continue  # nothing on it ranks below the gang
         for unit in search.units(node):
             key = _group(unit[0][0]) or unit[0][0].key
             if key in seen or key == gang.key:
