@@ -37,6 +37,7 @@ from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import DEFAULT_CONFIG
 from policyengine.model.resources import pod_requests
 from policyengine.schedlib.batch import PREPARE_FILTERS
+from tests.engine.agreement import decide_as_the_reference, decide_beside_the_reference
 from tests.engine.test_fast_path import compiled, nodes, pods, policies
 from tests.model.builders import container, make_node, make_pod, snapshot, zoned_node
 
@@ -70,15 +71,6 @@ KUBE_ONLY = (
     'import "kube-default.sched"\npolicy "p" {\n  use kube\n}\n'
     'profile "policyengine" {\n  policies "p"\n}\n'
 )
-
-
-def decide_as_the_reference(program: Any, pod: Pod, snap: Any, rng: random.Random) -> Any:
-    """One fast-path cycle, held equal to the reference cycle run from the same rng state."""
-    replay = random.Random()
-    replay.setstate(rng.getstate())
-    decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
-    assert differences(decision, reference_decision(program, pod, snap, replay)) == []
-    return decision
 
 
 @st.composite
@@ -119,12 +111,8 @@ def test_pods_of_templates_decide_as_the_reference(data: st.DataObject) -> None:
     for index in range(data.draw(st.integers(3, 8))):
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        state = rng.getstate()
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=all_filters))
-        replay = random.Random()
-        replay.setstate(state)
-        reference = reference_decision(program, pod, snap, replay)
-        assert differences(decision, reference) == []
+        options = CycleOptions(all_filters=all_filters)
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
 
@@ -291,9 +279,7 @@ def test_pods_of_different_classes_share_the_rules_that_read_them_alike() -> Non
     CACHE.clear()
     seen = []
     for pod in pods:
-        decision = schedule(program, pod, snap, random.Random(1), CycleOptions(all_filters=False))
-        reference = reference_decision(program, pod, snap, random.Random(1))
-        assert differences(decision, reference) == []
+        decide_as_the_reference(program, pod, snap, random.Random(1))
         seen.append(_columns_by_rule(rules))
     assert seen == [
         {"zone_ok": 1, "node_resources_fit": 1},
@@ -372,12 +358,7 @@ def test_states_follow_every_change_and_decide_as_the_reference(data: st.DataObj
             template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
             pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
             target = data.draw(st.sampled_from(seen)) if step == "older" else snap
-            state = rng.getstate()
-            decision = schedule(program, pod, target, rng, CycleOptions(all_filters=False))
-            replay = random.Random()
-            replay.setstate(state)
-            reference = reference_decision(program, pod, target, replay)
-            assert differences(decision, reference) == []
+            decision, reference = decide_beside_the_reference(program, pod, target, rng)
             assert tuple(decision.ranking) == _reference_ranking(reference)
             if decision.node is not None and step == "place":
                 snap = snap.with_pod(pod, decision.node)

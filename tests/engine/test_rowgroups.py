@@ -26,7 +26,7 @@ from policyengine.engine import cycle, rowgroups
 from policyengine.engine.classcache import policy_plan
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.schedlib import default_schema
-from tests.engine.test_class_cache import decide_as_the_reference
+from tests.engine.agreement import decide_as_the_reference
 from tests.model.builders import make_node, make_pod, snapshot
 
 KUBE_DEFAULT = (Path(__file__).parents[2] / "policies" / "kube-default.sched").read_text()

@@ -1,0 +1,52 @@
+"""One fast-path cycle held equal to the reference evaluator's, for the engine's tests.
+
+The reference cycle runs from the rng state the fast cycle started from (and with the same gang
+candidates), so ties break alike; every test that walks pods through changing snapshots asks
+this after each pod.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.decision import Decision
+from policyengine.engine.reference_cycle import ReferenceDecision, differences, reference_decision
+from policyengine.model.objects import Pod
+
+INCREMENTAL = CycleOptions(all_filters=False)
+
+
+def decide_beside_the_reference(
+    program: Any,
+    pod: Pod,
+    snap: Any,
+    rng: random.Random,
+    options: CycleOptions = INCREMENTAL,
+) -> tuple[Decision, ReferenceDecision]:
+    """The fast cycle's decision and the reference's, asserted to have no difference."""
+    replay = random.Random()
+    replay.setstate(rng.getstate())
+    decision = schedule(program, pod, snap, rng, options)
+    reference = reference_decision(
+        program,
+        pod,
+        snap,
+        replay,
+        candidates=options.candidates,
+        candidates_reason=options.candidates_reason,
+    )
+    assert differences(decision, reference) == []
+    return decision, reference
+
+
+def decide_as_the_reference(
+    program: Any,
+    pod: Pod,
+    snap: Any,
+    rng: random.Random,
+    options: CycleOptions = INCREMENTAL,
+) -> Decision:
+    """The fast cycle's decision, asserted equal to the reference's."""
+    return decide_beside_the_reference(program, pod, snap, rng, options)[0]
