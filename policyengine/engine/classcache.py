@@ -60,7 +60,7 @@ from policyengine.engine.rowgroups import Copied, row_functions
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule
 from policyengine.lang.reads import RuleReads, rule_reads
 from policyengine.lang.schema import Function
-from policyengine.model.frozen import FrozenDict
+from policyengine.model.frozen import FrozenDict, HashedKey
 from policyengine.model.objects import Pod
 from policyengine.schedlib.records import NODE_STABLE_PATHS, POD
 from policyengine.schedlib.rowkeys import RowKeyed, split_keys
@@ -660,31 +660,15 @@ class ClassEntry:
         return self._class[0]
 
 
-class ColumnKey:
+class ColumnKey(HashedKey):
     """A key (a column's, a pod class's) with its hash computed once: pods of a class look
     their columns up by the same key object cycle after cycle (``CycleContext.alike``), and
     equal keys are interned (``ClassCache._intern``) so lookups mostly compare identities."""
 
-    __slots__ = ("_hash", "value")
-
-    def __init__(self, value: tuple[Any, ...], hashed: int | None = None):
-        """``hashed``: the hash of a part of ``value`` (equal values have equal parts)."""
-        self.value = value
-        self._hash = hash(value) if hashed is None else hashed
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is ColumnKey and (
-            other is self or (other._hash == self._hash and other.value == self.value)
-        )
+    __slots__ = ()
 
     def __getitem__(self, index: int) -> Any:
         return self.value[index]
-
-    def __repr__(self) -> str:
-        return f"ColumnKey{self.value!r}"
 
 
 def _same_refs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:

@@ -2,7 +2,8 @@
 
 Model objects are frozen dataclasses, but ``frozen`` is shallow: a plain ``dict`` field could
 still be mutated behind the snapshot's back. ``FrozenDict`` is a real ``dict`` (fast lookups,
-``json.dumps`` works, ``==`` with plain dicts works) whose mutators raise.
+``json.dumps`` works, ``==`` with plain dicts works) whose mutators raise. ``HashedKey`` wraps a
+frozen value used as a cache key cycle after cycle, its hash computed once.
 """
 
 from __future__ import annotations
@@ -67,3 +68,30 @@ def freeze(mapping: Mapping[K, V] | Iterable[tuple[K, V]] | None) -> FrozenDict[
     if isinstance(mapping, FrozenDict):
         return mapping
     return FrozenDict(mapping)
+
+
+class HashedKey:
+    """A hashable value as a cache key whose hash is computed once and which equals itself by
+    identity first: callers that look their entries up with the very same key object cycle
+    after cycle skip hashing and comparing a deep value each time. Keys of different
+    subclasses never compare equal."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: Any, hashed: int | None = None):
+        """``hashed``: the hash of a part of ``value`` (equal values have equal parts)."""
+        self.value = value
+        self._hash = hash(value) if hashed is None else hashed
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or (
+            type(other) is type(self)
+            and other._hash == self._hash  # type: ignore[attr-defined]
+            and other.value == self.value  # type: ignore[attr-defined]
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from policyengine.model.frozen import HashedKey
 from policyengine.model.labels import IN, Selector
 from policyengine.model.objects import DO_NOT_SCHEDULE, Pod
 from policyengine.model.plugins import inter_pod_affinity as affinity
@@ -144,36 +145,16 @@ def _presence(node: NodeInfo, key: spread.CountKey) -> dict[Any, int]:
     }
 
 
-class _Interned:
-    """A key whose hash is computed once and which equals itself by identity first: pods alike
-    look their kept sums up with the very same object cycle after cycle, instead of hashing
-    and comparing constraints, selectors and node affinity again each time."""
-
-    __slots__ = ("_hash", "value")
-
-    def __init__(self, value: Hashable):
-        self.value = value
-        self._hash = hash(value)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return other is self or (
-            type(other) is _Interned and other._hash == self._hash and other.value == self.value
-        )
-
-
 class _SpreadInputs:
     """What ``prepare_spread_filter`` derives from the pod alone: its constraints, the kept
-    sums' key (``_Interned``) and how to read and correct them."""
+    sums' key (``HashedKey``) and how to read and correct them."""
 
     __slots__ = ("base", "constraints", "counts", "key", "marks", "part")
 
     def __init__(self, pod: Pod, constraints: tuple[spread.Constraint, ...]):
         key = spread.count_key(pod, constraints)
         self.constraints = constraints
-        self.key = _Interned(key)
+        self.key = HashedKey(key)
 
         def part(node: NodeInfo) -> dict[Any, int]:
             return spread.node_counts(node, key)
