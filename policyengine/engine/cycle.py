@@ -49,6 +49,7 @@ from policyengine.engine.decision import (
 )
 from policyengine.engine.gpu_placement import choose_devices
 from policyengine.engine.histogram import histogram_line
+from policyengine.engine.idle import EXACT_WEIGHT, Listed, idle_tests, unscored, zero_at
 from policyengine.engine.nodeviews import Frame, NodeViews, node_frame
 from policyengine.engine.normalize import (
     Stats,
@@ -129,7 +130,7 @@ def schedule(
             message=f"no policy of profile {profile} matches the pod",
         )
     config = context.config = policy_config(policy, pod, config)
-    plan = policy_plan(policy)
+    whole = policy_plan(policy)
     frame = node_frame(snapshot, topology)
     refs = CACHE.refs(program, policy, topology, config)
     klass = pod_class(pod)
@@ -138,6 +139,8 @@ def schedule(
         # A class's pods have equal containers, init containers, pod-level requests and
         # overhead (``pod_class`` compares them): their effective requests are computed once.
         share_requests(pod, context.alike.setdefault(_REQUESTS_MEMO, {}))
+    tests = idle_tests(whole)
+    plan = tests.active(pod_env)
     entry = CACHE.checkout(refs, plan, pod, pod_view, context, frame, klass)
     errors: list[str] = []
     batch = NodeBatch(pod_env, {"node": frame.views})
@@ -181,14 +184,21 @@ def schedule(
     totals, stats, normalisers = scored
     rows = np.flatnonzero(feasible_mask)
     names = entry.names
+    values: Sequence[np.ndarray] = [column.values for column in entry.scores]
+    scored_at: Sequence[np.ndarray] = [column.scored for column in entry.scores]
+    if plan is not whole:  # the idle rules are listed with no score anywhere
+        at = tests.positions(plan)
+        raw, none = unscored(frame.size)
+        normalisers = Listed(normalisers, at, zero_at)
+        values, scored_at = Listed(values, at, raw), Listed(scored_at, at, none)
     table = ScoreTable(
         Names(lambda: tuple(names[rows].tolist()), count),
         rows,
         totals,
-        [plan.rule.qualified_name for plan in entry.plan.scores],
+        [rule.rule.qualified_name for rule in whole.scores],
         normalisers,
-        [column.values for column in entry.scores],
-        [column.scored for column in entry.scores],
+        values,
+        scored_at,
     )
     for column in entry.scores:
         column.lend()
@@ -849,7 +859,7 @@ def _score_all(
             errors.extend(column.error[feasible & column.errored].tolist())
         kind = rule.normalize or "none"
         mask = column.scored & feasible
-        if abs(rule.weight) <= _EXACT_WEIGHT and not mask.any():
+        if abs(rule.weight) <= EXACT_WEIGHT and not mask.any():
             # Scoring no feasible row, the rule normalises every row to +0.0 and adds exactly
             # nothing to the totals (they start at +0.0, and a sum never makes -0.0 of them).
             if unscored is None:
@@ -872,10 +882,6 @@ def _score_all(
         stats.append(facts)
         normalisers.append(norm.__getitem__)
     return totals, stats, normalisers
-
-
-# Weights a float64 holds exactly: ``weight * 0.0`` is then a zero, never NaN or an overflow.
-_EXACT_WEIGHT = 2**53
 
 
 def _score_rows(

@@ -73,6 +73,11 @@ class CompiledRule:
     # equal to ``filter``/``score`` on each node's env. None for rules built by hand.
     filter_many: Callable[[NodeBatch], list[FilterVerdict]] | None = field(default=None, repr=False)
     score_many: Callable[[NodeBatch], list[ScoreValue]] | None = field(default=None, repr=False)
+    # ``idle(pod_env)`` true: for this pod the rule passes every node (a filter) or scores
+    # none (a score), raising nothing: its guard reads false without reading a node, or its
+    # body is a call that does nothing for the pod (``Function.idle``). It may raise (then
+    # it tells nothing). None: never told.
+    idle: Callable[[Env], bool] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,7 +269,7 @@ class _ProgramBuilder:
         self.sources: Mapping[str, str] = MappingProxyType(dict(self.unit.sources))
         self.problems: list[Diagnostic] = []
         # A library rule used by several policies is planned once.
-        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any]] = {}
+        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any, Any]] = {}
 
     def build(self) -> Program:
         policies = []
@@ -341,7 +346,7 @@ class _ProgramBuilder:
         key = (id(rule), linked.qualified_name)
         if key not in self._evaluators:
             self._evaluators[key] = self._evaluate(linked)
-        filter_fn, score_fn, per_node, filter_many, score_many = self._evaluators[key]
+        filter_fn, score_fn, per_node, filter_many, score_many, idle = self._evaluators[key]
         normalize = getattr(rule, "normalize", None) or DEFAULT_NORMALIZE
         return CompiledRule(
             kind=linked.kind,
@@ -361,15 +366,17 @@ class _ProgramBuilder:
             sources=self.sources,
             filter_many=filter_many,
             score_many=score_many,
+            idle=idle,
         )
 
-    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any]:
+    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any, Any]:
         rule, owner, name = linked.rule, linked.owner, linked.qualified_name
         planner = self.planner
         guard = planner.expression(rule.guard, owner) if rule.guard is not None else None
         body = planner.expression(rule.body, owner)
         body_span = getattr(rule.body, "span", rule.span)
         guard_fn = _guard_fn(guard)
+        off = _guard_off(planner, rule.guard, guard, owner)
         if isinstance(rule, n.Filter):
             reason = planner.template(rule.reason, owner) if rule.reason is not None else None
             if reason is None:
@@ -399,7 +406,10 @@ class _ProgramBuilder:
                 guard_body=batch_form(guard) if guard is not None and guard.per_node else None,
                 reason_body=batch_form(reason) if reason is not None and not reason.const else None,
             )
-            return filter_fn, _not_a(name, "score"), per_node, filter_many, None
+            # A filter's body passes a node with an empty list, never with a null.
+            empty = body.idle if isinstance(non_null(body.type), ListType) else None
+            idle = _idle_rule(guard, off, empty)
+            return filter_fn, _not_a(name, "score"), per_node, filter_many, None, idle
         score_fn = score_evaluator(name, body_span, guard_fn, body.fn)
         per_node = any(p.per_node for p in (guard, body) if p is not None)
         score_many = score_batch_evaluator(
@@ -412,7 +422,9 @@ class _ProgramBuilder:
             batch_form(body),
             guard_body=batch_form(guard) if guard is not None and guard.per_node else None,
         )
-        return _not_a(name, "filter"), score_fn, per_node, None, score_many
+        empty = body.idle if not isinstance(non_null(body.type), ListType) else None
+        idle = _idle_rule(guard, off, empty)
+        return _not_a(name, "filter"), score_fn, per_node, None, score_many, idle
 
     def _cost(self, linked: LinkedRule) -> int | None:
         cost = self.costs.get(id(linked.rule))
@@ -505,6 +517,48 @@ def _guard_fn(guard: Plan | None) -> Callable[[Env], Any] | None:
     if guard is None or (guard.const and guard.value is True):
         return None
     return guard.fn
+
+
+def _guard_off(
+    planner: Planner, expr: n.Expr | None, guard: Plan | None, owner: n.Policy | None
+) -> Callable[[Env], bool] | None:
+    """A test true when the guard is false at every node for the env's pod: the guard itself
+    when it reads nothing per node, else the leftmost operand of its ``and`` chain that reads
+    nothing per node (evaluated first, it decides alone when false)."""
+    if guard is None or expr is None:
+        return None
+    found = None if guard.per_node else guard
+    while found is None and isinstance(expr, n.Binary) and expr.op == "and":
+        left = planner.expression(expr.left, owner)
+        if not left.per_node:
+            found = left
+        expr = expr.left
+    if found is None:
+        return None
+    fn = found.fn
+
+    def off(env: Env) -> bool:
+        return not fn(env)
+
+    return off
+
+
+def _idle_rule(
+    guard: Plan | None, off: Callable[[Env], bool] | None, empty: Callable[[Env], bool] | None
+) -> Callable[[Env], bool] | None:
+    """``CompiledRule.idle``: the guard is off, or the body gives its empty value where the
+    guard cannot fail at a node (there is none, or it reads nothing per node and ``off``
+    has just read it whole)."""
+    if empty is not None and guard is not None and guard.per_node:
+        empty = None
+    if off is None or empty is None:
+        return off or empty
+    whole_off, body_empty = off, empty
+
+    def idle(env: Env) -> bool:
+        return whole_off(env) or body_empty(env)
+
+    return idle
 
 
 def _body_kind(body: Plan) -> str:

@@ -81,6 +81,9 @@ class Plan:
     # The whole-``NodeBatch`` form of a plan that varies per node, when it has one (a domain
     # call with a batch form, or an expression over such values: ``lang.vector``).
     batch: BatchBody | None = None
+    # A domain call whose function tells when it does nothing (``Function.idle``), its
+    # arguments bare roots: true when the call gives its empty value at every node.
+    idle: Evaluator | None = None
 
 
 def _side(plan: Plan) -> vector.Side | None:
@@ -857,7 +860,13 @@ class Planner:
         per_node = function.varies_per_node or any(arg.per_node for arg in args)
         # Domain functions are never folded: they may read the context or be costly to run
         # at compile time for no benefit.
-        return Plan(call, returns, per_node, batch=_batched(function, args, must_exist))
+        return Plan(
+            call,
+            returns,
+            per_node,
+            batch=_batched(function, args, must_exist),
+            idle=_idle_call(function, args),
+        )
 
     def _method(self, expr: n.MethodCall, scope: _Scope) -> Plan:
         obj = self._plan(expr.obj, scope)
@@ -1249,6 +1258,23 @@ def _batched(function: Function, args: list[Plan], must_exist: bool) -> BatchBod
         return results
 
     return run
+
+
+def _idle_call(function: Function, args: list[Plan]) -> Evaluator | None:
+    """``Plan.idle`` of a call: the function's own test, when evaluating the arguments cannot
+    fail (bare roots) and its empty value is one a rule can read (a list, or null)."""
+    test = function.idle
+    if test is None or not function.needs_context:
+        return None
+    if not isinstance(function.returns, ListType | Nullable):
+        return None
+    if any(arg.root is None for arg in args):
+        return None
+
+    def idle(env: Env) -> bool:
+        return bool(test(env.context))
+
+    return idle
 
 
 def _always(env: Env) -> bool:

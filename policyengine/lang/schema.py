@@ -84,6 +84,13 @@ class Function:
     ``keys_alike`` says ``cluster_key`` and ``stable_only`` read nothing but the pod and the
     engine's configuration (a constant cluster key): caches may keep their values per class of
     pods equal but for their names, as for ``pod_key_alike``.
+
+    ``idle`` tells the engine that a context function does nothing for some pods:
+    ``idle(context)`` true means that, for this context's pod, the function returns its empty
+    value (an empty list when it returns a list, otherwise null) at every node, whatever its
+    arguments, and raises nothing. A rule that only calls it may then be left out of the
+    cycle, as kube-scheduler's plugins skip such pods in PreFilter and PreScore. None (the
+    default): never told.
     """
 
     name: str
@@ -101,6 +108,7 @@ class Function:
     pod_key_alike: bool = False
     row_determined: Callable[[Any], bool] | None = None
     keys_alike: bool = False
+    idle: Callable[[Any], bool] | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -483,6 +483,35 @@ _ROW_DETERMINED: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
 }
 
 
+# --- plugins that do nothing for a pod (``Function.idle``) ----------------------------------
+#
+# kube-scheduler's PreFilter and PreScore skip a plugin for such a pod: every node passes, or
+# none is scored. The quick tests above hold only where that is so; the others read a state
+# prepared from the pod alone (kept per class).
+
+
+def _score_skipped(plugin_name: str) -> Callable[[CycleContext], bool]:
+    plugin = PLUGINS_BY_NAME[plugin_name]
+
+    def idle(ctx: CycleContext) -> bool:
+        return _score_state(ctx, plugin) is None
+
+    return idle
+
+
+def _no_required_affinity(ctx: CycleContext) -> bool:
+    return bool(_filter_state(ctx, PLUGINS_BY_NAME["NodeAffinity"]).skip)
+
+
+_IDLE_TESTS: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
+    **_QUICK_IDLE,
+    ("NodePorts", "filter"): _no_host_ports,
+    ("NodeAffinity", "filter"): _no_required_affinity,
+    ("NodeAffinity", "score"): _score_skipped("NodeAffinity"),
+    ("NodeResourcesBalancedAllocation", "score"): _score_skipped("NodeResourcesBalancedAllocation"),
+}
+
+
 def _keys_alike(cluster_key: Callable[..., Any], stable_only: Any) -> bool:
     """``Function.keys_alike``: a constant cluster key, and a stable test that is constant or
     reads only a state kept per class of pods (NodePorts' PreFilter)."""
@@ -510,6 +539,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
             pod_key_alike=(plugin, kind) in _POD_ONLY,
             row_determined=_ROW_DETERMINED.get((plugin, kind)),
             keys_alike=keys_alike,
+            idle=_IDLE_TESTS.get((plugin, kind)),
         )
     return Function(
         name,
@@ -527,6 +557,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
         # ImageLocality's key is the pod's images (its state also reads the cluster).
         pod_key_alike=(plugin, kind) in _POD_ONLY or plugin == "ImageLocality",
         keys_alike=keys_alike,
+        idle=_IDLE_TESTS.get((plugin, kind)),
     )
 
 

@@ -5,7 +5,8 @@ the batch forms of the kube builtins (``schedlib.batch``) and reuses node views 
 cycles. Hypothesis generates small clusters (nodes with random labels, taints, resources and
 running pods), pending pods (requests, tolerations, node selectors, host ports, preferred
 affinity, node names) and policies (``kube-default.sched`` plus random simple filter and score
-rules over node attributes, node load included, and maybe an ``overcommit``), places a few pods one after another (so views and caches are
+rules over node attributes, node load included, some guarded so that pods leave them idle, and
+maybe an ``overcommit``), places a few pods one after another (so views and caches are
 reused across changed snapshots), and asserts every decision equals one made by the
 reference evaluator alone (``engine.reference_cycle``): feasible set, first rejection and its
 reasons, raw, normalised and total scores, and the chosen node from the same rng state.
@@ -55,6 +56,11 @@ SCORE_BODIES = [
     'domain_pod_count(pod, node, "zone", {}) + domain_pod_count(pod, node, "disk", {"app": "db"})',
 ]
 NORMALIZE = ["", " normalize max", " normalize reverse", " normalize minmax"]
+SCORE_GUARDS = [
+    "",
+    ' when pod.labels["app"] == "db"',
+    ' when pod.requests["cpu"] > 0.5 and node.pod_count > 0',
+]
 
 
 @st.composite
@@ -63,7 +69,15 @@ def policies(draw: st.DrawFn) -> str:
     for index in range(draw(st.integers(0, 2))):
         body = draw(st.sampled_from(FILTER_BODIES))
         guard = draw(
-            st.sampled_from(["", ' when pod.labels["app"] == "web"', " when considered(pod, node)"])
+            st.sampled_from(
+                [
+                    "",
+                    ' when pod.labels["app"] == "web"',
+                    " when considered(pod, node)",
+                    # A pod-only left operand: idle for other pods (``engine.idle``).
+                    ' when pod.labels["app"] == "web" and node.pod_count < 3',
+                ]
+            )
         )
         reason = draw(
             st.sampled_from(["", ' reason "node {node.name} holds {node.pod_count} pods"'])
@@ -72,8 +86,10 @@ def policies(draw: st.DrawFn) -> str:
     for index in range(draw(st.integers(0, 2))):
         body = draw(st.sampled_from(SCORE_BODIES))
         weight = draw(st.integers(1, 3))
+        guard = draw(st.sampled_from(SCORE_GUARDS))
         rules.append(
-            f"score bonus{index} weight {weight}{draw(st.sampled_from(NORMALIZE))} {{ {body} }}"
+            f"score bonus{index} weight {weight}{draw(st.sampled_from(NORMALIZE))}{guard}"
+            f" {{ {body} }}"
         )
     disable = draw(st.sampled_from(["", " { disable image_locality }"]))
     rules.append(draw(st.sampled_from(["", "overcommit cpu 1.5", "overcommit cpu 2 max_load 0.5"])))

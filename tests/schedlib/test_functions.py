@@ -1,9 +1,10 @@
-"""The builtins' cache declarations say no more than the builtins do.
+"""The builtins' cache and idle declarations say no more than the builtins do.
 
 ``schedlib.functions`` tells the engine's caches what each builtin reads: keys that skip a
 plugin's per-pod preparation when the pod alone shows the plugin idle (``_QUICK_IDLE``),
-ImageLocality's state kept while the snapshot's image counts are the very same object, and
-``Function.keys_alike`` (cluster keys the same for every pod of a class). Each must only ever
+ImageLocality's state kept while the snapshot's image counts are the very same object,
+``Function.keys_alike`` (cluster keys the same for every pod of a class) and ``Function.idle``
+(the engine leaves a rule calling it out of the cycle). Each must only ever
 shorten the way to the value the full preparation gives: these tests hold them to it over pods
 with and without spread constraints and (anti-)affinity, in clusters with and without pods
 holding terms.
@@ -20,10 +21,11 @@ from hypothesis import strategies as st
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import DEFAULT_CONFIG
 from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.topology import DEFAULT_TOPOLOGY
 from policyengine.schedlib import functions
 from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.views import PodView
-from tests.model.builders import make_node, make_pod, snapshot, term
+from policyengine.schedlib.views import NodeView, PodView
+from tests.model.builders import container, make_node, make_pod, snapshot, term
 
 SPREAD_HARD = {
     "maxSkew": 1,
@@ -210,3 +212,113 @@ def test_keys_alike_are_the_same_in_every_cluster(shape: str, runnings: list[str
             stable = None if function.stable_only is None else function.stable_only(ctx)
             seen.add((function.cluster_key(ctx), stable))
         assert len(seen) == 1, function.name
+
+
+# --- Function.idle: told only where every node gets the empty value -------------------------
+
+PREFERRED_NODE = {
+    "nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 3,
+                "preference": {
+                    "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]
+                },
+            }
+        ]
+    }
+}
+
+IDLE_SHAPES: dict[str, dict[str, Any]] = {
+    **POD_SHAPES,
+    "host port": {
+        "containers": [
+            container("c", {"cpu": "100m"}, ports=[{"containerPort": 80, "hostPort": 80}])
+        ]
+    },
+    "node selector": {"node_selector": {"zone": "a"}},
+    "preferred node affinity": {"affinity": PREFERRED_NODE},
+    "requests": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+}
+
+IDLE_RUNNING: dict[str, dict[str, Any]] = {
+    **RUNNING,
+    "a pod holding host port 80": {
+        "containers": [container("c", ports=[{"containerPort": 80, "hostPort": 80}])]
+    },
+}
+
+
+def idle_cluster(running: str) -> ClusterSnapshot:
+    nodes = [make_node(f"n{i}", labels={"zone": "a" if i < 2 else "b"}) for i in range(3)]
+    pods = []
+    if IDLE_RUNNING[running]:
+        pods.append(make_pod("running", node_name="n0", **IDLE_RUNNING[running]))
+    return snapshot(nodes, pods)
+
+
+IDLE_FUNCTIONS = [f for f in functions.FUNCTIONS if f.idle is not None]
+
+
+def test_the_plugins_kube_skips_per_pod_are_told_idle() -> None:
+    assert sorted(f.name for f in IDLE_FUNCTIONS) == [
+        "balanced_allocation_score",
+        "inter_pod_affinity_reasons",
+        "inter_pod_affinity_weight",
+        "node_affinity_reasons",
+        "node_ports_reasons",
+        "preferred_node_affinity_weight",
+        "topology_spread_reasons",
+        "topology_spread_score",
+    ]
+
+
+@pytest.mark.parametrize("function", IDLE_FUNCTIONS, ids=lambda f: f.name)
+@pytest.mark.parametrize("shape", list(IDLE_SHAPES))
+@pytest.mark.parametrize("running", list(IDLE_RUNNING))
+def test_a_function_told_idle_gives_its_empty_value_at_every_node(
+    function: Any, shape: str, running: str
+) -> None:
+    snap = idle_cluster(running)
+    pod = make_pod("incoming", labels={"app": "web"}, **IDLE_SHAPES[shape])
+    ctx = CycleContext(snap, PodView(pod), DEFAULT_CONFIG)
+    ctx.alike = {}
+    ctx.feasible = snap.nodes
+    if not function.idle(ctx):
+        return
+    empty = [] if function.name.endswith("reasons") else None
+    views = [NodeView(info, DEFAULT_TOPOLOGY) for info in snap.nodes]
+    fresh = CycleContext(snap, PodView(pod), DEFAULT_CONFIG)
+    fresh.feasible = snap.nodes
+    assert [function.impl(fresh, PodView(pod), view) for view in views] == [empty] * len(views)
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "running", "idle"),
+    [
+        ("node_ports_reasons", "plain", "a pod holding host port 80", True),
+        ("node_ports_reasons", "host port", "nothing", False),
+        ("node_affinity_reasons", "plain", "nothing", True),
+        ("node_affinity_reasons", "node selector", "nothing", False),
+        ("preferred_node_affinity_weight", "plain", "nothing", True),
+        ("preferred_node_affinity_weight", "preferred node affinity", "nothing", False),
+        ("balanced_allocation_score", "plain", "nothing", True),  # BestEffort: skipped
+        ("balanced_allocation_score", "requests", "nothing", False),
+        ("topology_spread_reasons", "plain", "nothing", True),
+        ("topology_spread_reasons", "hard spread", "nothing", False),
+        ("topology_spread_score", "soft spread", "nothing", False),
+        ("inter_pod_affinity_reasons", "plain", "a plain pod", True),
+        ("inter_pod_affinity_reasons", "plain", "a pod with required anti-affinity", False),
+        ("inter_pod_affinity_weight", "plain", "a pod with preferred affinity", False),
+        ("inter_pod_affinity_weight", "preferred affinity", "nothing", False),
+    ],
+)
+def test_idle_is_told_for_the_pods_that_leave_a_plugin_nothing_to_do(
+    name: str, shape: str, running: str, idle: bool
+) -> None:
+    # Where the tests above can fail: each plugin is told idle for some pods and not others.
+    function = next(f for f in functions.FUNCTIONS if f.name == name)
+    pod = make_pod("incoming", labels={"app": "web"}, **IDLE_SHAPES[shape])
+    ctx = CycleContext(idle_cluster(running), PodView(pod), DEFAULT_CONFIG)
+    ctx.alike = {}
+    assert function.idle(ctx) is idle
