@@ -431,9 +431,9 @@ class Column:
             return
         self.ids[rows] = frame.ids[rows]
         self.oids[rows] = frame.oids[rows]
-        infos, nodes = self.infos, frame.nodes
+        infos, views = self.infos, frame.views  # the frame's ``nodes`` may not be built
         for row in rows.tolist():
-            infos[row] = nodes[row]
+            infos[row] = views[row].info
         self.stamps[rows] = stamp
 
     def lend(self) -> None:

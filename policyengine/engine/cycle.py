@@ -119,14 +119,16 @@ def schedule(
     pod_env = Env({"pod": pod_view}, context)
     profile = profile_for(program, pod, options.scheduler_name)
     policy = program.governing_policy(profile, pod_env)
-    nodes = snapshot.nodes
+    # The node count, not ``snapshot.nodes``: the tuple of a snapshot derived by an assume
+    # is built when read (a copy of 5,000 references), and a steady cycle reads rows only.
+    num_nodes = len(snapshot)
     if policy is None:
         return Decision(
             pod=pod.key,
             policy=None,
             version=program.version,
             node=None,
-            num_nodes=len(nodes),
+            num_nodes=num_nodes,
             message=f"no policy of profile {profile} matches the pod",
         )
     config = context.config = policy_config(policy, pod, config)
@@ -172,7 +174,7 @@ def schedule(
         inside = _inside(entry.names, options.candidates)
         feasible_mask, infeasible = _outside(entry.names, feasible_mask, infeasible, options)
     count = int(np.count_nonzero(feasible_mask))
-    context.feasible = _Picked(nodes, feasible_mask, count)
+    context.feasible = _Picked(snapshot, feasible_mask, count)
     CACHE.score_columns(entry, pod_view, context)
     scored = None
     if state is not None and changed is not None:
@@ -223,7 +225,7 @@ def schedule(
         CACHE.put_state(state_key, refs, kept, 3 * frame.size * (1 + len(kept.others)))
     chosen, best = _choose(feasible_mask, rows, totals, entry, rng)
     if chosen is None:
-        message = histogram_line(len(nodes), infeasible)
+        message = histogram_line(num_nodes, infeasible)
     else:
         best = best if policy.scores else 0
         message = f"scheduled on {chosen} by policy {policy.name} (score {_fmt(best)})"
@@ -233,7 +235,7 @@ def schedule(
         policy=policy.name,
         version=program.version,
         node=chosen,
-        num_nodes=len(nodes),
+        num_nodes=num_nodes,
         feasible=table._nodes,
         infeasible=infeasible,
         scores=table,
@@ -331,17 +333,17 @@ class _Picked(Sequence[NodeInfo]):
     """``CycleContext.feasible``: the feasible ``NodeInfo``s, gathered only when a plugin's
     PreScore reads more than their number."""
 
-    __slots__ = ("_count", "_items", "_mask", "_nodes")
+    __slots__ = ("_count", "_items", "_mask", "_snapshot")
 
-    def __init__(self, nodes: Sequence[NodeInfo], mask: np.ndarray, count: int):
-        self._nodes = nodes
+    def __init__(self, snapshot: ClusterSnapshot, mask: np.ndarray, count: int):
+        self._snapshot = snapshot
         self._mask = mask
         self._count = count
         self._items: tuple[NodeInfo, ...] | None = None
 
     def _get(self) -> tuple[NodeInfo, ...]:
         if self._items is None:
-            self._items = _pick(self._nodes, np.flatnonzero(self._mask))
+            self._items = _pick(self._snapshot.nodes, np.flatnonzero(self._mask))
         return self._items
 
     def __len__(self) -> int:

@@ -33,14 +33,16 @@ from policyengine.schedlib.views import NodeView
 class Frame:
     """One snapshot's nodes as the engine's columns see them.
 
-    ``ids``: ``id()`` of each row's ``NodeInfo``; ``nodes`` holds those objects (a column that
-    copies ids from here also keeps the objects, so an id is never reused while a column
+    ``ids``: ``id()`` of each row's ``NodeInfo``, the ``info`` of the row's view (a column
+    that copies ids from here also keeps the objects, so an id is never reused while a column
     still names it). ``names``: each row's node name; ``ranks``: each row's position in name
     order (the ranking's tie-break), computed on first use and kept while the names stay.
+    ``snapshot``: the snapshot the frame is of; its ``nodes`` tuple (a copy of every row's
+    reference, for a snapshot an assume derived) is built only when read.
     """
 
     views: list[NodeView]
-    nodes: tuple[NodeInfo, ...]
+    snapshot: ClusterSnapshot
     ids: np.ndarray
     names: np.ndarray
     _ranks: list[np.ndarray] = field(default_factory=list)
@@ -53,7 +55,11 @@ class Frame:
 
     @property
     def size(self) -> int:
-        return len(self.nodes)
+        return len(self.views)
+
+    @property
+    def nodes(self) -> tuple[NodeInfo, ...]:
+        return self.snapshot.nodes
 
     @property
     def ranks(self) -> np.ndarray:
@@ -78,16 +84,19 @@ def _objects(items: list[object]) -> np.ndarray:
     return out
 
 
-def _replaced(snapshot: ClusterSnapshot, parent: ClusterSnapshot) -> list[int] | None:
-    """The row ``snapshot`` replaced when it is ``parent`` with one ``NodeInfo`` replaced in
-    place (the assume step); None when it is not known to be."""
+def _replaced(snapshot: ClusterSnapshot, parent: Frame) -> list[tuple[int, NodeInfo]]:
+    """The rows of ``parent`` (a frame of as many nodes) whose ``NodeInfo`` ``snapshot``
+    replaced, with the new ones. The assume step replaces one in place, which the snapshot
+    tells (``derivation``) without its ``nodes`` tuple being built; otherwise every row is
+    compared, at C speed."""
     step = snapshot.derivation
-    if step is None or step[0] != parent.generation:
-        return None
-    row = snapshot.node_positions.get(step[1])
-    if row is None or snapshot.nodes[row].name != step[1]:
-        return None
-    return [row]
+    if step is not None and step[0] == parent.snapshot.generation:
+        row = snapshot.node_positions.get(step[1])
+        if row is not None and parent.names[row] == step[1]:
+            return [(row, snapshot.node_infos[step[1]])]
+    nodes = snapshot.nodes
+    rows = itertools.compress(range(len(nodes)), map(operator.is_not, nodes, parent.nodes))
+    return [(row, nodes[row]) for row in rows]
 
 
 class NodeViews:
@@ -146,41 +155,32 @@ class NodeViews:
             return last[1]
         with self._lock:
             by_name = self._by_name
-            nodes = snapshot.nodes
             previous = last[1] if last is not None else None
-            if previous is not None and previous.size == len(nodes):
-                assert last is not None
-                rows = _replaced(snapshot, last[0])
-                if rows is None:
-                    # Replaced rows found at C speed instead of looking every node up by name.
-                    rows = list(
-                        itertools.compress(
-                            range(len(nodes)), map(operator.is_not, nodes, previous.nodes)
-                        )
-                    )
+            if previous is not None and previous.size == len(snapshot):
+                replaced = _replaced(snapshot, previous)
                 views = previous.views.copy()
                 ids = previous.ids.copy()
                 oids = previous.oids.copy()
                 names = previous.names
                 renamed = False
-                for row in rows:
-                    info = nodes[row]
+                for row, info in replaced:
                     views[row] = self._view(by_name, info)
                     ids[row] = id(info)
                     oids[row] = id(info.node)
                     renamed = renamed or info.node.name != names[row]
                 ranks = previous._ranks
                 if renamed:
-                    names = _objects([info.node.name for info in nodes])
+                    names = _objects([view.info.node.name for view in views])
                     ranks = []
-                seq = self._record(None if renamed else rows)
-                frame = Frame(views, nodes, ids, names, ranks, oids, self, seq)
+                seq = self._record(None if renamed else [row for row, _ in replaced])
+                frame = Frame(views, snapshot, ids, names, ranks, oids, self, seq)
             else:
+                nodes = snapshot.nodes
                 views = [self._view(by_name, info) for info in nodes]
                 seq = self._record(None)
                 frame = Frame(
                     views,
-                    nodes,
+                    snapshot,
                     np.fromiter(map(id, nodes), np.int64, len(nodes)),
                     _objects([info.node.name for info in nodes]),
                     oids=_node_ids(nodes),

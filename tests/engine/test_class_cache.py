@@ -506,11 +506,14 @@ def test_pods_of_one_class_hash_alike() -> None:
 
 
 def _frame(size: int) -> Any:
-    """What a column's store reads of a frame: the rows' identities and objects."""
+    """What a column's store reads of a frame: the rows' identities and objects (the whole
+    ``nodes``, or each row's view's ``info``)."""
+    nodes = [object() for _ in range(size)]
     return SimpleNamespace(
         ids=np.arange(1, size + 1, dtype=np.int64),
         oids=np.arange(101, size + 101, dtype=np.int64),
-        nodes=[object() for _ in range(size)],
+        nodes=nodes,
+        views=[SimpleNamespace(info=node) for node in nodes],
     )
 
 
