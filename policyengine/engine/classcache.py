@@ -431,9 +431,11 @@ class Column:
             return
         self.ids[rows] = frame.ids[rows]
         self.oids[rows] = frame.oids[rows]
-        infos, views = self.infos, frame.views  # the frame's ``nodes`` may not be built
-        for row in rows.tolist():
-            infos[row] = views[row].info
+        infos = self.infos
+        at = rows.tolist()
+        # The views' infos: the frame's ``nodes`` may not be built.
+        for row, view in zip(at, frame.views.pick(at), strict=True):
+            infos[row] = view.info
         self.stamps[rows] = stamp
 
     def lend(self) -> None:

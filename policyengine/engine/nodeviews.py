@@ -6,7 +6,8 @@ scheduling arithmetic itself. A view depends only on its ``NodeInfo`` (immutable
 topology configuration, so it is kept while the snapshot still holds that very ``NodeInfo``;
 a node the assume step or the watch loop replaced gets a fresh view.
 
-The same pass keeps a ``Frame`` per snapshot: the views, each row's ``NodeInfo`` identity and
+The same pass keeps a ``Frame`` per snapshot: the views (a ``SharedList``: a derived frame
+shares its parent's and replaces a few), each row's ``NodeInfo`` identity and
 its Node object's identity as int64 columns (what a cached rule result is valid for:
 ``classcache``), the node names and their order. The assume step replaces one ``NodeInfo`` per
 pod, so each is updated in place of the changed rows only; the per-pod cost of knowing what
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from policyengine.model.shared_list import SharedList
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.topology import TopologyConfig
 from policyengine.schedlib.views import NodeView
@@ -41,7 +43,7 @@ class Frame:
     reference, for a snapshot an assume derived) is built only when read.
     """
 
-    views: list[NodeView]
+    views: SharedList[NodeView]
     snapshot: ClusterSnapshot
     ids: np.ndarray
     names: np.ndarray
@@ -145,10 +147,6 @@ class NodeViews:
             rows.update(changed)
         return rows
 
-    def of(self, snapshot: ClusterSnapshot) -> list[NodeView]:
-        """One view per node of ``snapshot``, in its node order."""
-        return self.frame(snapshot).views
-
     def frame(self, snapshot: ClusterSnapshot) -> Frame:
         last = self._last
         if last is not None and last[0] is snapshot:
@@ -158,13 +156,14 @@ class NodeViews:
             previous = last[1] if last is not None else None
             if previous is not None and previous.size == len(snapshot):
                 replaced = _replaced(snapshot, previous)
-                views = previous.views.copy()
+                views = previous.views.replaced(
+                    (row, self._view(by_name, info)) for row, info in replaced
+                )
                 ids = previous.ids.copy()
                 oids = previous.oids.copy()
                 names = previous.names
                 renamed = False
                 for row, info in replaced:
-                    views[row] = self._view(by_name, info)
                     ids[row] = id(info)
                     oids[row] = id(info.node)
                     renamed = renamed or info.node.name != names[row]
@@ -176,7 +175,7 @@ class NodeViews:
                 frame = Frame(views, snapshot, ids, names, ranks, oids, self, seq)
             else:
                 nodes = snapshot.nodes
-                views = [self._view(by_name, info) for info in nodes]
+                views = SharedList(self._view(by_name, info) for info in nodes)
                 seq = self._record(None)
                 frame = Frame(
                     views,
@@ -211,11 +210,6 @@ def _views_for(topology: TopologyConfig) -> NodeViews:
                 _CACHES.clear()
             entry = _CACHES[id(topology)] = (topology, NodeViews(topology))
     return entry[1]
-
-
-def node_views(snapshot: ClusterSnapshot, topology: TopologyConfig) -> list[NodeView]:
-    """The views of ``snapshot``'s nodes for ``topology``, shared between cycles."""
-    return _views_for(topology).frame(snapshot).views
 
 
 def node_frame(snapshot: ClusterSnapshot, topology: TopologyConfig) -> Frame:

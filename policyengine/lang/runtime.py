@@ -461,7 +461,12 @@ _new_batch = object.__new__
 
 
 def _pick(values: Sequence[Any], rows: Sequence[int]) -> list[Any]:
-    """``[values[r] for r in rows]``, at C speed."""
+    """``[values[r] for r in rows]``, at C speed. A column that is not a list may offer
+    ``pick(rows)`` (the engine's frames share their rows between cycles: ``SharedList``)."""
+    if type(values) is not list:
+        pick = getattr(values, "pick", None)
+        if pick is not None:
+            return pick(rows)  # type: ignore[no-any-return]
     if len(rows) > 1:
         return list(itemgetter(*rows)(values))
     return [values[r] for r in rows]

@@ -36,6 +36,7 @@ from policyengine.model.objects import Pod
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import DEFAULT_CONFIG
 from policyengine.model.resources import pod_requests
+from policyengine.model.shared_list import SharedList
 from policyengine.schedlib.batch import PREPARE_FILTERS
 from tests.engine.agreement import decide_as_the_reference, decide_beside_the_reference
 from tests.engine.test_fast_path import compiled, nodes, pods, policies
@@ -513,7 +514,7 @@ def _frame(size: int) -> Any:
         ids=np.arange(1, size + 1, dtype=np.int64),
         oids=np.arange(101, size + 101, dtype=np.int64),
         nodes=nodes,
-        views=[SimpleNamespace(info=node) for node in nodes],
+        views=SharedList(SimpleNamespace(info=node) for node in nodes),
     )
 
 
