@@ -177,6 +177,9 @@ class RulePlan:
     # The functions whose ``row_determined`` must hold for the rule's result at a row to be
     # decided by its row key (``rowgroups``); None when the rule reads the node otherwise.
     by_rows: tuple[Function, ...] | None = None
+    # The rule may read what a pod class leaves out (the pod's name): a key by class then
+    # holds the name too.
+    named: bool = False
     # The cluster keys and the stable flag are the same for every pod of a class under one
     # configuration (``Function.keys_alike``): ``engine.cycle`` keeps them per class.
     keys_alike: bool = field(default=False, init=False)
@@ -266,6 +269,13 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
     for function in readers.values():
         if function.pod_key is None:
             by_class = True
+    # What the rule may read of the pod that its class leaves out (its name): read by name, or
+    # through the pod used whole (``[p.name for p in [pod]]``).
+    named = (
+        POD_ROOT in reads.bare_roots
+        or any(root == POD_ROOT and name in _UNIQUE for root, name in reads.attributes)
+        or any(root == POD_ROOT and name in _UNIQUE for root, name, _ in reads.entries)
+    )
     return RulePlan(
         rule,
         tuple(keyed),
@@ -275,15 +285,10 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         tuple(readers.values()),
         by_class,
         _stable_functions(reads),
-        by_class
-        or (
-            not any(root == POD_ROOT and name in _UNIQUE for root, name in reads.attributes)
-            and not any(root == POD_ROOT and name in _UNIQUE for root, name, _ in reads.entries)
-            and all(f.pod_key_alike for f in readers.values())
-        ),
-        own=not by_class
-        and any(root == POD_ROOT and name in _UNIQUE for root, name in reads.attributes),
+        not named and (by_class or all(f.pod_key_alike for f in readers.values())),
+        own=named,
         by_rows=row_functions(reads),
+        named=named,
     )
 
 
@@ -872,7 +877,8 @@ class ClassCache:
             alike = entry.class_of_pod()
             if alike is None:
                 return None
-            key = ColumnKey((*ids, kind, rule.index, ("class", alike)))
+            part = ("class", alike, entry.pod.name) if rule.named else ("class", alike)
+            key = ColumnKey((*ids, kind, rule.index, part))
         # Keys kept per class are interned; the others are made anew each cycle, and their
         # entries' keys serve (``_columns_of``).
         return self._intern(key) if rule.alike else key

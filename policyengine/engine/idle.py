@@ -36,27 +36,38 @@ class IdleTests:
 
     def __init__(self, plan: PolicyPlan):
         self.plan = plan
-        self._tests: tuple[tuple[int, Callable[[Env], bool]], ...] = tuple(
-            (at, rule.rule.idle)
+        tests = [
+            (at, rule, rule.rule.idle)
             for at, rule in enumerate((*plan.filters, *plan.scores))
             if rule.rule.idle is not None and _may_idle(rule)
-        )
-        self._active: dict[frozenset[int], PolicyPlan] = {}
+        ]
+        # A rule reading nothing of the pod that its class leaves out, and nothing of the
+        # cluster but each node (``keys_alike``), is idle for every pod of a class alike: its
+        # test is asked once per class and configuration (``CycleContext.alike``).
+        self._alike = tuple((at, test) for at, rule, test in tests if _per_class(rule))
+        self._each = tuple((at, test) for at, rule, test in tests if not _per_class(rule))
+        self._active: dict[tuple[int, ...], PolicyPlan] = {}
         self._positions: dict[int, tuple[int | None, ...]] = {}
         self._lock = threading.Lock()
 
     def active(self, env: Env) -> PolicyPlan:
         """The plan without the rules idle for ``env``'s pod (``plan`` itself when none is)."""
-        idle = [at for at, test in self._tests if _holds(test, env)]
+        memo = getattr(env.context, "alike", None)
+        idle = None if memo is None else memo.get(self)
+        if idle is None:
+            idle = tuple(at for at, test in self._alike if _holds(test, env))
+            if memo is not None:
+                memo[self] = idle
+        if self._each:
+            idle = tuple(sorted((*idle, *(at for at, test in self._each if _holds(test, env)))))
         if not idle:
             return self.plan
-        key = frozenset(idle)
-        found = self._active.get(key)
+        found = self._active.get(idle)
         if found is None:
             with self._lock:
-                found = self._active.get(key)
+                found = self._active.get(idle)
                 if found is None:
-                    found = self._active[key] = self._without(key)
+                    found = self._active[idle] = self._without(frozenset(idle))
                     self._positions[id(found)] = _positions(self.plan, found)
         return found
 
@@ -71,6 +82,10 @@ class IdleTests:
             tuple(rule for at, rule in enumerate(plan.filters) if at not in idle),
             tuple(rule for at, rule in enumerate(plan.scores) if count + at not in idle),
         )
+
+
+def _per_class(rule: RulePlan) -> bool:
+    return rule.alike and rule.keys_alike
 
 
 def _may_idle(rule: RulePlan) -> bool:

@@ -410,7 +410,8 @@ class NodeBatch:
         self._columns = {name: values for name, values in columns.items()}
         size = len(next(iter(columns.values()))) if columns else 0
         self.size = size
-        self._envs: list[Env | None] = [None] * size
+        # By row, made when first asked (most cycles of a class ask a few rows of thousands).
+        self._envs: dict[int, Env] = {}
         self._rows: Sequence[int] | None = None
         self._selected: dict[int, Sequence[Any]] = {}
         self._taken: tuple[list[int], NodeBatch] | None = None
@@ -449,7 +450,7 @@ class NodeBatch:
 
     def env_at(self, position: int) -> Env:
         row = position if self._rows is None else self._rows[position]
-        env = self._envs[row]
+        env = self._envs.get(row)
         if env is None:
             env = self._envs[row] = self.env.derive(
                 **{name: values[row] for name, values in self._columns.items()}

@@ -46,6 +46,9 @@ NAME_RULES = [
     "",
     'score named weight 2 { if pod.name == "pod-1" then 80 else 10 }',
     'filter named { pod.name != "pod-2" or node.pod_count == 0 }',
+    # The pod used whole: its class is shared by pods of other names (keyed by name too).
+    'filter named { len([p for p in [pod] if p.name == "pod-2"]) == 0 or node.pod_count == 0 }',
+    'score named weight 2 { if pod.name == "pod-1" then 80 else len([p for p in [pod]]) }',
 ]
 
 ANTI_AFFINITY = {
@@ -691,3 +694,26 @@ def test_only_pods_of_one_class_share_their_requests() -> None:
     # Each class's pods share one memo, and no two classes do.
     assert all(memos[i] is memos[i % len(shapes)] for i in range(len(memos)))
     assert len({id(memo) for memo in memos}) == len(shapes)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'pod.name != "pod-1" or len([p for p in [pod]]) > 5',
+        'len([p for p in [pod] if p.name == "pod-1"]) == 0',
+    ],
+)
+def test_a_rule_reading_the_pod_whole_is_not_shared_by_pods_of_other_names(body: str) -> None:
+    # Such a rule is keyed by the pod's class, which leaves the name out: the key holds it.
+    program = compiled(
+        f'policy "p" {{ filter f {{ {body} }} }}\nprofile "policyengine" {{ policies "p" }}'
+    )
+    policy = program.policy("p")
+    assert policy is not None and policy_plan(policy).filters[0].named
+    snap = snapshot([make_node("n1"), make_node("n2")])
+    rng = random.Random(0)
+    placed = [
+        decide_as_the_reference(program, make_pod(name, labels={"app": "x"}), snap, rng).node
+        for name in ("pod-2", "pod-1", "pod-3", "pod-1")
+    ]
+    assert [node is None for node in placed] == [False, True, False, True]

@@ -188,3 +188,30 @@ def test_listed_reads_the_active_rules_and_fills_the_idle_ones() -> None:
     with pytest.raises(ValueError):
         values[0] = 1.0  # shared between cycles: never written
     assert zero_at(np.array([3, 1])).tolist() == [0.0, 0.0]
+
+
+def test_idleness_is_asked_once_per_class_unless_the_rule_reads_the_pods_name() -> None:
+    source = """
+policy "q" {
+  filter web when pod.labels["app"] == "web" { node.pod_count < 9 }
+  filter mine when pod.name == "p1" { node.pod_count < 9 }
+}
+"""
+    result = compile_texts({"q.sched": source}, default_schema())
+    assert result.program is not None, result.diagnostics
+    tests = idle_tests(policy_plan(result.program.policies[0]))
+    snap = cluster()
+    alike: dict = {}  # one class's states, as ``CycleContext.alike`` keeps them
+
+    def active(name: str, app: str = "web") -> list[str]:
+        pod = make_pod(name, labels={"app": app})
+        context = CycleContext(snap, PodView(pod))
+        context.alike = alike
+        return [r.rule.name for r in tests.active(Env({"pod": PodView(pod)}, context)).filters]
+
+    assert active("p1") == ["web", "mine"]
+    assert active("p2") == ["web"]  # the name is asked again; the label is not
+    assert alike[tests] == ()
+    # A class is the pod without its name: a pod of another class asks everything again.
+    alike.clear()
+    assert active("p1", app="db") == ["mine"]
