@@ -494,9 +494,23 @@ class FilterColumn(Column):
     def store(
         self, rows: np.ndarray, rule: CompiledRule, verdicts: Sequence[Any], frame: Frame
     ) -> None:
-        ids, distinct = _distinct(verdicts)
         if len(self.made) > 2 * len(self.ids) + 256:
             self._compact()
+        if (
+            len(verdicts) <= _FEW_RESULTS
+            and not self.errors
+            and type(verdicts) is not Copied
+            and all(verdict.error is None for verdict in verdicts)
+        ):
+            # A few rows (a cycle re-examining the nodes changed since its class's last):
+            # verdict by verdict, without grouping equal ones first.
+            few = [0 if v.passed else self._code(v.reasons, None, rule) for v in verdicts]
+            self._own()
+            self._mark(rows, frame)
+            self.passed[rows] = [verdict.passed for verdict in verdicts]
+            self.codes[rows] = few
+            return
+        ids, distinct = _distinct(verdicts)
         passed = np.empty(len(distinct), bool)
         codes = np.zeros(len(distinct), np.int32)
         error = np.full(len(distinct), None, object)
@@ -508,19 +522,7 @@ class FilterColumn(Column):
                 failed = True
             if verdict.passed:
                 continue
-            # Thousands of nodes fail for the same reasons: one (frozen) Rejection serves them.
-            key = (verdict.reasons, verdict.error)
-            code = self._made.get(key)
-            if code is None:
-                code = self._made[key] = len(self.made)
-                self.made.append(
-                    Rejection(
-                        rule.qualified_name,
-                        tuple(verdict.reasons),
-                        str(verdict.error) if verdict.error else None,
-                    )
-                )
-            codes[index] = code
+            codes[index] = self._code(verdict.reasons, verdict.error, rule)
         self._own()
         self._mark(rows, frame)
         self.passed[rows] = passed[ids]
@@ -529,6 +531,18 @@ class FilterColumn(Column):
             self.error[rows] = error[ids]
             self.errored[rows] = (error != None)[ids]  # noqa: E711 (elementwise)
             self.errors = int(np.count_nonzero(self.errored))
+
+    def _code(self, reasons: Sequence[str], error: Any, rule: CompiledRule) -> int:
+        """The code of the rejection with ``reasons`` and ``error``: thousands of nodes fail
+        for the same reasons, and one (frozen) ``Rejection`` serves them."""
+        key = (reasons, error)
+        code = self._made.get(key)
+        if code is None:
+            code = self._made[key] = len(self.made)
+            self.made.append(
+                Rejection(rule.qualified_name, tuple(reasons), str(error) if error else None)
+            )
+        return code
 
     def _compact(self) -> None:
         """Forget the rejections no row holds (reasons that name nodes or counts would

@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine import classcache, cycle
-from policyengine.engine.classcache import CACHE, ScoreColumn, pod_class, policy_plan
+from policyengine.engine.classcache import CACHE, FilterColumn, ScoreColumn, pod_class, policy_plan
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.normalize import apply_stats, column_stats
 from policyengine.engine.reference_cycle import differences, reference_decision
-from policyengine.lang.runtime import ScoreValue
+from policyengine.lang.runtime import FilterVerdict, ScoreValue
 from policyengine.model import resources
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.load import NodeLoad
@@ -556,6 +556,45 @@ def test_a_few_scores_store_as_many_do(data: st.DataObject, size: int) -> None:
         assert fast.errors == grouped.errors == 0
         assert lent[0].tobytes() == lent[1].tobytes()  # a decision still reads the old ones
         assert fast.stamp == int(fast.stamps.max())
+
+
+VERDICTS = st.sampled_from(
+    [
+        FilterVerdict(True),
+        FilterVerdict(False, ("Insufficient cpu",)),
+        FilterVerdict(False, ("Insufficient cpu", "Insufficient memory")),
+        FilterVerdict(False, ("node(s) had untolerated taint {a: b}",)),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), size=st.integers(1, 24))
+def test_a_few_verdicts_store_as_many_do(data: st.DataObject, size: int) -> None:
+    # ``FilterColumn.store`` takes up to ``_FEW_RESULTS`` verdicts one by one: the column must
+    # hold what grouping equal verdicts first gives, lent codes left as they were.
+    frame = _frame(size)
+    fast, grouped = FilterColumn.empty(size), FilterColumn.empty(size)
+    rule = SimpleNamespace(qualified_name="kube.node_resources_fit")
+    for _ in range(data.draw(st.integers(1, 3))):
+        rows = np.array(
+            data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=16, unique=True)),
+            np.int64,
+        )
+        rows.sort()
+        verdicts = data.draw(st.lists(VERDICTS, min_size=len(rows), max_size=len(rows)))
+        lent = fast.codes, fast.codes.copy()
+        fast.lend()
+        fast.store(rows, rule, verdicts, frame)  # type: ignore[arg-type]
+        with mock.patch.object(classcache, "_FEW_RESULTS", 0):
+            grouped.store(rows, rule, verdicts, frame)  # type: ignore[arg-type]
+        assert fast.passed.tobytes() == grouped.passed.tobytes()
+        assert [fast.rejection(r) for r in range(size)] == [
+            grouped.rejection(r) for r in range(size)
+        ]
+        assert fast.ids.tobytes() == grouped.ids.tobytes()
+        assert fast.errors == grouped.errors == 0
+        assert lent[0].tobytes() == lent[1].tobytes()  # a decision still reads the old ones
 
 
 def _old_choose(
