@@ -8,12 +8,14 @@ outgrow a small bound a derivation folds them into a new list (one copy per that
 derivations), as ``SharedMap`` does for the snapshot's maps.
 
 It reads exactly as the list the same replacements would have made. Reading a few rows
-(``pick``) looks them up; reading all of them (iteration, ``flat``) builds that list once.
+(``pick``) looks them up; reading many or all of them (iteration, ``flat``) builds that list
+once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
@@ -61,11 +63,14 @@ class SharedList(Sequence[T], Generic[T]):
             self._flat = flat
         return flat
 
-    def pick(self, rows: Iterable[int]) -> list[T]:
-        """The items at ``rows`` (non-negative), without building the whole list."""
+    def pick(self, rows: Sequence[int]) -> list[T]:
+        """The items at ``rows`` (non-negative): looked up one by one when few, read from the
+        whole list (built once) when many."""
         flat = self._flat
+        if flat is None and len(rows) > _FOLD:
+            flat = self.flat()
         if flat is not None:
-            return [flat[row] for row in rows]
+            return list(itemgetter(*rows)(flat)) if len(rows) > 1 else [flat[r] for r in rows]
         base, over = self._base, self._over
         return [
             base[row] if (item := over.get(row, _MISSING)) is _MISSING else item for row in rows

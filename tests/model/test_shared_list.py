@@ -80,3 +80,14 @@ def test_it_equals_the_lists_and_sequences_holding_the_same() -> None:
     assert shared == [5, 2] and shared == SharedList([5, 2]) and shared == (5, 2)
     assert shared != [1, 2]
     assert repr(shared) == "SharedList([5, 2])"
+
+
+def test_many_rows_are_picked_from_the_whole_list() -> None:
+    size = 3 * shared_list._FOLD
+    shared = SharedList(range(size)).replaced([(5, -5), (size - 1, -1)])
+    rows = list(range(size - 1, -1, -2))
+    want = [-1 if r == size - 1 else -5 if r == 5 else r for r in rows]
+    assert shared._flat is None
+    assert shared.pick(rows) == want
+    assert shared._flat is not None  # built once, read by later picks too
+    assert shared.pick(rows[:3]) == want[:3] and shared.pick([5]) == [-5]
