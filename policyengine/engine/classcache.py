@@ -628,6 +628,20 @@ class ScoreColumn(Column):
             self.errored[rows] = (error != None)[ids]  # noqa: E711 (elementwise)
             self.errors = int(np.count_nonzero(self.errored))
 
+    def store_numbers(
+        self, rows: np.ndarray, numbers: Sequence[float | None], frame: Frame
+    ) -> None:
+        """``store`` of results given as their values (``CompiledRule.score_numbers``: plain
+        floats, None where not scored; never an error)."""
+        self._own()
+        self._mark(rows, frame)
+        self.values[rows] = [0.0 if value is None else value for value in numbers]
+        self.scored[rows] = [value is not None for value in numbers]
+        if self.errors:
+            self.error[rows] = None
+            self.errored[rows] = False
+            self.errors = int(np.count_nonzero(self.errored))
+
     def _copy_results(self) -> None:
         self.values = self.values.copy()
         self.scored = self.scored.copy()

@@ -833,6 +833,18 @@ def _score_many(rule: CompiledRule, batch: NodeBatch) -> Sequence[Any]:
     return [rule.score(batch.env_at(i)) for i in range(batch.size)]
 
 
+def _store_scores(
+    rule: CompiledRule, column: ScoreColumn, rows: np.ndarray, batch: NodeBatch, frame: Frame
+) -> None:
+    """The rule's scores at ``rows`` (the nodes of ``batch``) into ``column``: as plain
+    numbers when they all are (a few changed rows: no ``ScoreValue`` per node)."""
+    numbers = rule.score_numbers(batch) if rule.score_numbers is not None else None
+    if numbers is None:
+        column.store(rows, _score_many(rule, batch), frame)
+    else:
+        column.store_numbers(rows, numbers, frame)
+
+
 def _score_all(
     entry: ClassEntry,
     feasible: np.ndarray,
@@ -934,7 +946,7 @@ def _score_rows(
             found_ids = column.oids[live] if stable else column.ids[live]
             if found_ids.tobytes() != (at_live.oids_bytes if stable else at_live.ids_bytes):
                 todo = live[found_ids != (at_live.oids if stable else at_live.ids)]
-                column.store(todo, _score_many(plan.rule, batch.take(todo.tolist())), frame)
+                _store_scores(plan.rule, column, todo, batch.take(todo.tolist()), frame)
                 if column.errors:
                     return None
             if fresh[index]:

@@ -33,6 +33,7 @@ from policyengine.lang.runtime import (
     match_evaluator,
     score_batch_evaluator,
     score_evaluator,
+    score_numbers_evaluator,
 )
 from policyengine.lang.schema import Schema
 from policyengine.lang.types import BOOL, ListType, non_null
@@ -73,6 +74,12 @@ class CompiledRule:
     # equal to ``filter``/``score`` on each node's env. None for rules built by hand.
     filter_many: Callable[[NodeBatch], list[FilterVerdict]] | None = field(default=None, repr=False)
     score_many: Callable[[NodeBatch], list[ScoreValue]] | None = field(default=None, repr=False)
+    # ``score_many``'s values as plain floats (None: not scored) when every one is a plain
+    # number; None when one is not (``score_many`` then tells why). None for rules without
+    # a batch form.
+    score_numbers: Callable[[NodeBatch], list[float | None] | None] | None = field(
+        default=None, repr=False
+    )
     # ``idle(pod_env)`` true: for this pod the rule passes every node (a filter) or scores
     # none (a score), raising nothing: its guard reads false without reading a node, or its
     # body is a call that does nothing for the pod (``Function.idle``). It may raise (then
@@ -269,7 +276,7 @@ class _ProgramBuilder:
         self.sources: Mapping[str, str] = MappingProxyType(dict(self.unit.sources))
         self.problems: list[Diagnostic] = []
         # A library rule used by several policies is planned once.
-        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any, Any]] = {}
+        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any, Any, Any]] = {}
 
     def build(self) -> Program:
         policies = []
@@ -346,7 +353,9 @@ class _ProgramBuilder:
         key = (id(rule), linked.qualified_name)
         if key not in self._evaluators:
             self._evaluators[key] = self._evaluate(linked)
-        filter_fn, score_fn, per_node, filter_many, score_many, idle = self._evaluators[key]
+        filter_fn, score_fn, per_node, filter_many, score_many, idle, numbers = self._evaluators[
+            key
+        ]
         normalize = getattr(rule, "normalize", None) or DEFAULT_NORMALIZE
         return CompiledRule(
             kind=linked.kind,
@@ -367,9 +376,10 @@ class _ProgramBuilder:
             filter_many=filter_many,
             score_many=score_many,
             idle=idle,
+            score_numbers=numbers,
         )
 
-    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any, Any]:
+    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any, Any, Any]:
         rule, owner, name = linked.rule, linked.owner, linked.qualified_name
         planner = self.planner
         guard = planner.expression(rule.guard, owner) if rule.guard is not None else None
@@ -409,7 +419,7 @@ class _ProgramBuilder:
             # A filter's body passes a node with an empty list, never with a null.
             empty = body.idle if isinstance(non_null(body.type), ListType) else None
             idle = _idle_rule(guard, off, empty)
-            return filter_fn, _not_a(name, "score"), per_node, filter_many, None, idle
+            return filter_fn, _not_a(name, "score"), per_node, filter_many, None, idle, None
         score_fn = score_evaluator(name, body_span, guard_fn, body.fn)
         per_node = any(p.per_node for p in (guard, body) if p is not None)
         score_many = score_batch_evaluator(
@@ -424,7 +434,14 @@ class _ProgramBuilder:
         )
         empty = body.idle if not isinstance(non_null(body.type), ListType) else None
         idle = _idle_rule(guard, off, empty)
-        return _not_a(name, "filter"), score_fn, per_node, None, score_many, idle
+        numbers = score_numbers_evaluator(
+            per_node,
+            guard_fn,
+            guard is not None and guard.per_node,
+            batch_form(body),
+            guard_body=batch_form(guard) if guard is not None and guard.per_node else None,
+        )
+        return _not_a(name, "filter"), score_fn, per_node, None, score_many, idle, numbers
 
     def _cost(self, linked: LinkedRule) -> int | None:
         cost = self.costs.get(id(linked.rule))

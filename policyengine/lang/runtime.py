@@ -586,6 +586,106 @@ def filter_batch_evaluator(
     return many
 
 
+def _guarded_values(
+    body: BatchBody, guard: Evaluator | None, guard_body: BatchBody | None, batch: NodeBatch
+) -> tuple[list[int] | None, Sequence[Any]]:
+    """A score body's values over the nodes its guard admits, and those nodes' positions
+    (None: every node); raises when the batch cannot be evaluated."""
+    rows: list[int] | None = None
+    if guard_body is not None:
+        rows = [i for i, g in enumerate(guard_body(batch)) if g]
+        if len(rows) == batch.size:
+            rows = None
+    elif guard is not None and not guard(batch.env):
+        return [], []
+    if rows is None:
+        values = body(batch)
+        wanted = batch.size
+    else:
+        values = body(batch.take(rows)) if rows else []
+        wanted = len(rows)
+    if len(values) != wanted:
+        raise ValueError("one value per node")
+    return rows, values
+
+
+def _score_many(
+    body: BatchBody,
+    guard: Evaluator | None,
+    guard_body: BatchBody | None,
+    one_by_one: Callable[[NodeBatch], list[Any]],
+    convert: Callable[[Sequence[Any], NodeBatch], list[Any]],
+    unscored: Any = NOT_SCORED,
+) -> Callable[[NodeBatch], list[Any]]:
+    """``score_many`` (or ``score_numbers``) over the batch: ``convert`` reads the body's
+    values, a node the guard leaves out gets ``unscored``; ``one_by_one`` when the batch
+    cannot be evaluated."""
+
+    def many(batch: NodeBatch) -> list[Any]:
+        try:
+            rows, values = _guarded_values(body, guard, guard_body, batch)
+        except Exception:
+            return one_by_one(batch)
+        scored = convert(values, batch)
+        if rows is None:
+            return scored
+        out = [unscored] * batch.size
+        for row, value in zip(rows, scored, strict=True):
+            out[row] = value
+        return out
+
+    return many
+
+
+class _NotPlain(Exception):
+    """A score value that is no plain number (an error to report): ``score_many`` reads it."""
+
+
+def score_numbers_evaluator(
+    per_node: bool,
+    guard: Evaluator | None,
+    guard_per_node: bool,
+    body: BatchBody | None,
+    guard_body: BatchBody | None = None,
+) -> Callable[[NodeBatch], list[float | None] | None] | None:
+    """The ``score_numbers(batch)`` of one rule: each node's score as ``score_many`` gives
+    it (``ScoreValue.value``: a float, None when not scored), when every value is a plain
+    number or null and evaluating raised nothing; None otherwise (the caller then asks
+    ``score_many``, which reports what went wrong). None for a rule without a batch form.
+    The engine's few changed rows per cycle skip building a ``ScoreValue`` per node."""
+    if not per_node or body is None or (guard_per_node and guard_body is None):
+        return None
+
+    def failed(batch: NodeBatch) -> list[Any]:
+        raise _NotPlain
+
+    def floats(values: Sequence[Any], batch: NodeBatch) -> list[float | None]:
+        out: list[float | None] = []
+        for value in values:
+            kind = type(value)
+            if kind is float:
+                if not math.isfinite(value):
+                    raise _NotPlain
+                out.append(value)
+            elif kind is int or kind is Fraction:
+                out.append(float(value))
+            elif value is None:
+                out.append(None)
+            else:
+                raise _NotPlain
+        return out
+
+    many = _score_many(body, guard, guard_body, failed, floats, None)
+
+    def numbers(batch: NodeBatch) -> list[float | None] | None:
+        try:
+            return many(batch)
+        except Exception:  # _NotPlain, or a number no float holds: ``score_many`` tells
+            return None
+
+    return numbers
+
+
 def _reasons_at(
     pending: list[int],
     values: Sequence[Any],
@@ -694,34 +794,7 @@ def score_batch_evaluator(
     if body is None or (guard_per_node and guard_body is None):
         return one_by_one
 
-    def many(batch: NodeBatch) -> list[ScoreValue]:
-        try:
-            rows: list[int] | None = None
-            if guard_body is not None:
-                rows = [i for i, g in enumerate(guard_body(batch)) if g]
-                if len(rows) == batch.size:
-                    rows = None
-            elif guard is not None and not guard(batch.env):
-                return [NOT_SCORED] * batch.size
-            if rows is None:
-                values = body(batch)
-                wanted = batch.size
-            else:
-                values = body(batch.take(rows)) if rows else []
-                wanted = len(rows)
-            if len(values) != wanted:
-                raise ValueError("one value per node")
-        except Exception:
-            return one_by_one(batch)
-        scored = convert(values)
-        if rows is None:
-            return scored
-        out = [NOT_SCORED] * batch.size
-        for row, value in zip(rows, scored, strict=True):
-            out[row] = value
-        return out
-
-    def convert(values: Sequence[Any]) -> list[ScoreValue]:
+    def convert(values: Sequence[Any], batch: NodeBatch) -> list[ScoreValue]:
         array = getattr(values, "array", None)
         if (
             array is not None
@@ -749,4 +822,4 @@ def score_batch_evaluator(
                 out.append(_score_of(rule, span, value))
         return out
 
-    return many
+    return _score_many(body, guard, guard_body, one_by_one, convert)

@@ -591,7 +591,8 @@ def test_whole_batch_forms_give_every_node_its_single_answer(
 ) -> None:
     # ``filter_many``/``score_many`` run columnar forms of the guard and body (``lang.vector``)
     # over all nodes, or over the nodes a guard admits; each node must get what the rule's
-    # single evaluator gives it, errors included, on the whole batch and on a narrowed one.
+    # single evaluator gives it, errors included, on the whole batch and on a narrowed one;
+    # ``score_numbers`` the same values as plain floats, or None where one is an error.
     result = compile_texts({"gen.sched": source}, SCHEMA)
     assert result.program is not None, (source, [d.message for d in result.diagnostics])
     rules: list[CompiledRule] = list(result.program.policies[0].rules)
@@ -605,3 +606,13 @@ def test_whole_batch_forms_give_every_node_its_single_answer(
             assert many is not None
             want = [single(pod_env.derive(**nodes[row])) for row in chosen]
             assert canonical(many(subset)) == canonical(want), source
+            numbers = rule.score_numbers
+            if rule.kind == "score" and numbers is not None:
+                # The scores as plain numbers: each ``ScoreValue.value``, unless one is not
+                # a plain number (an error): then none, and ``score_many`` tells.
+                got = numbers(subset)
+                if any(value.error is not None for value in want):
+                    assert got is None, source
+                else:
+                    assert got is not None, source
+                    assert [repr(v) for v in got] == [repr(v.value) for v in want], source
