@@ -14,7 +14,6 @@ import json
 import random
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -110,9 +109,20 @@ def dumps(obj: Any) -> bytes:
 _uuid_rng = random.Random()
 
 
+# the bits ``uuid.UUID(int=..., version=4)`` clears, and sets: RFC 4122 variant, version 4
+_UUID4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID4_SET = (0x8000 << 48) | (4 << 76)
+
+
+def uuid4_text(bits: int) -> str:
+    """``str(uuid.UUID(int=bits, version=4))`` without building the UUID."""
+    text = f"{(bits & _UUID4_CLEAR) | _UUID4_SET:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
 def random_uuid() -> str:
     """A random (version 4) UUID, as ``str(uuid.uuid4())`` spells it."""
-    return str(uuid.UUID(int=_uuid_rng.getrandbits(128), version=4))
+    return uuid4_text(_uuid_rng.getrandbits(128))
 
 
 def _random_suffix() -> str:
@@ -138,9 +148,7 @@ class API:
     # ================================================================ entry point
 
     def handle(self, req: Request) -> Response | WatchResponse:
-        record = Recorded(
-            req.method, req.path, req.query, dict(req.headers), self._record_body(req)
-        )
+        record = Recorded(req.method, req.path, req.query, dict(req.headers), req.body)
         self.log.add(record)
         try:
             result = self._dispatch(req, record)
@@ -148,18 +156,6 @@ class API:
             result = Response(err.code, err.body, err.headers)
         record.status = result.status if isinstance(result, Response) else 200
         return result
-
-    @staticmethod
-    def _record_body(req: Request) -> Any:
-        if not req.body:
-            return None
-        try:
-            return json.loads(req.body)
-        except ValueError:
-            try:
-                return yaml.safe_load(req.body)
-            except yaml.YAMLError:
-                return req.body.decode("utf-8", "replace")
 
     def _dispatch(self, req: Request, record: Recorded) -> Response | WatchResponse:
         if self.config.token is not None:
@@ -359,7 +355,7 @@ class API:
             meta.pop("namespace", None)
         if res.namespaced and not namespace:
             namespace = meta["namespace"] = "default"
-        if res.namespaced and self.store.get("namespaces", ("", namespace)) is None:
+        if res.namespaced and self.store.peek("namespaces", ("", namespace)) is None:
             if not seeding:
                 raise errors.not_found("namespaces", namespace)
             self.create_object(
@@ -406,7 +402,7 @@ class API:
         if causes:
             raise errors.invalid(res.kind, name, causes, res.kind)
         key = (namespace, name)
-        if self.store.get(res.key, key) is not None:
+        if self.store.peek(res.key, key) is not None:
             raise errors.already_exists(res.plural, name, res.group)
         if not seeding:
             zero = managedfields.zero_object(res.kind, res.api_version, res.custom)
@@ -426,9 +422,10 @@ class API:
         if dry_run:
             return self.view(res, internal)
         with self.store.lock:
-            if self.store.get(res.key, key) is not None:
+            if self.store.peek(res.key, key) is not None:
                 raise errors.already_exists(res.plural, name, res.group)
-            stored = self.store.commit("ADDED", res.key, key, internal, None)
+            # ``internal`` was built from a copy of the body: the store may keep it as it is
+            stored = self.store.commit("ADDED", res.key, key, internal, None, owned=True)
         return self.view(res, stored)
 
     def _priority_classes(self) -> dict[str, JSON]:
@@ -487,9 +484,7 @@ class API:
                 return False
             if labels and not selectors.labels_match(labels, view):
                 return False
-            return not fields or selectors.fields_match(
-                fields, selectors.extract_fields(res.ident, view)
-            )
+            return not fields or selectors.object_fields_match(fields, res.ident, view)
 
         return passes
 
@@ -621,13 +616,16 @@ class API:
                         raise errors.too_large_rv(wanted, self.store.rv)
                     snapshot, list_rv = self._current(res), self.store.rv
         keys = sorted(snapshot)
+        # As in a watch, selectors read a stored object as they read its view (Events
+        # apart): only the rows of this page are viewed.
+        raw = res.key != "events"
         rows = []
         for key in keys:
             if start and self._key_str(route, res, key) <= start:
                 continue
-            view = self.view(res, snapshot[key])
-            if passes(view):
-                rows.append((key, view))
+            obj = snapshot[key] if raw else self.view(res, snapshot[key])
+            if passes(obj):
+                rows.append((key, obj))
         meta: JSON = {"resourceVersion": str(list_rv)}
         if paged and len(rows) > limit:
             last = rows[limit - 1][0]
@@ -638,7 +636,8 @@ class API:
                 meta["remainingItemCount"] = len(rows) - limit
             rows = rows[:limit]
         items = []
-        for _, view in rows:
+        for _, obj in rows:
+            view = self.view(res, obj) if raw else obj
             if res.custom:
                 # A custom resource's list is unstructured: its items keep apiVersion and kind,
                 # ListMeta's setters write "continue" even when empty, and Go marshals the
@@ -703,14 +702,21 @@ class API:
     ) -> bytes | None:
         """The cacher's rule: an object entering the selection is ADDED, leaving it DELETED
         (the previous state at the new RV), staying in it MODIFIED."""
-        cur = self.view(res, change.obj) if change.type != "DELETED" else None
+        # Selectors read the same values in a stored object as in its view, but for Events,
+        # whose two API versions name their fields differently: view only what is sent.
+        raw = res.key != "events"
+        cur = change.obj if change.type != "DELETED" else None
+        if cur is not None and not raw:
+            cur = self.view(res, cur)
         cur_ok = cur is not None and passes(cur)
-        prev = self.view(res, change.prev) if change.prev is not None else None
+        prev = change.prev
+        if prev is not None and not raw:
+            prev = self.view(res, prev)
         old_ok = prev is not None and passes(prev)
-        if cur_ok:
-            kind, obj = ("MODIFIED" if old_ok else "ADDED"), cur
+        if cur_ok and cur is not None:
+            kind, obj = ("MODIFIED" if old_ok else "ADDED"), self.view(res, cur) if raw else cur
         elif old_ok and prev is not None:
-            kind, obj = "DELETED", prev
+            kind, obj = "DELETED", self.view(res, prev) if raw else prev
             obj["metadata"]["resourceVersion"] = str(change.rv)
         else:
             return None
@@ -759,13 +765,13 @@ class API:
             deadline = started + timeout
             next_bm = self._next_bookmark(started, deadline) if bookmarks else None
             while True:
-                with store.cond:
+                with watcher.cond:
                     while not watcher.queue and not watcher.closed and not store.stopping:
                         wake = deadline if next_bm is None else min(deadline, next_bm)
                         remaining = wake - time.monotonic()
                         if remaining <= 0:
                             break
-                        store.cond.wait(remaining)
+                        watcher.cond.wait(remaining)
                     changes = list(watcher.queue)
                     watcher.queue.clear()
                     closed = watcher.closed or ("graceful" if store.stopping else "")
@@ -811,7 +817,7 @@ class API:
         manager = self._manager(req)
         dry = req.q("dryRun") == "All"
         with self.store.lock:
-            existing = self.store.get(res.key, (route.namespace, route.name))
+            existing = self.store.peek(res.key, (route.namespace, route.name))  # read-only
             if existing is None:
                 if res.create_on_update and not route.subresource:
                     meta.pop("resourceVersion", None)
@@ -872,7 +878,7 @@ class API:
         manager = self._manager(req)
         dry = req.q("dryRun") == "All"
         with self.store.lock:
-            existing = self.store.get(res.key, (route.namespace, route.name))
+            existing = self.store.peek(res.key, (route.namespace, route.name))  # read-only
             if existing is None:
                 if apply and not route.subresource and isinstance(body, dict):
                     body.setdefault("metadata", {})["name"] = route.name
@@ -954,10 +960,9 @@ class API:
     ) -> JSON:
         """Store ``new_view`` over ``existing`` with the registry's update rules."""
         old_view = self.view(res, existing)
-        new = clone(new_view)
+        # normalize_times rebuilds every map and list: a copy already
+        new = clone(new_view) if res.custom else kinds.normalize_times(new_view)
         new["kind"], new["apiVersion"] = old_view["kind"], old_view["apiVersion"]
-        if not res.custom:
-            new = kinds.normalize_times(new)
         old_meta = old_view["metadata"]
         meta = new.setdefault("metadata", {})
         for keep in (
@@ -1005,8 +1010,10 @@ class API:
                 meta = new["metadata"]
                 meta["generation"] = int(old_meta.get("generation") or 1) + 1
         new["metadata"].pop("managedFields", None)
-        comparable_old = clone(old_view)
-        comparable_old["metadata"].pop("managedFields", None)
+        comparable_old = {
+            **old_view,
+            "metadata": {k: v for k, v in old_view["metadata"].items() if k != "managedFields"},
+        }
         if new == comparable_old and apply_config is None:
             return old_view
         if not seeding and manager is not None:
@@ -1251,7 +1258,7 @@ class API:
     ) -> JSON:
         pods = lookup("pods")
         with self.store.lock:
-            existing = self.store.get(pods.key, (namespace, name))
+            existing = self.store.peek(pods.key, (namespace, name))  # read-only
             if existing is None:
                 raise errors.not_found("pods", name)
             meta = existing["metadata"]
@@ -1263,7 +1270,7 @@ class API:
                 raise errors.internal_error(
                     f"pod {name} is being deleted, cannot be assigned to a host"
                 )
-            spec = existing.setdefault("spec", {})
+            spec = existing.get("spec") or {}
             if spec.get("nodeName"):
                 raise errors.already_bound(name, spec["nodeName"])
             if spec.get("schedulingGates"):
@@ -1298,7 +1305,9 @@ class API:
                 conditions.append(new_cond)
             status["conditions"] = conditions
             updated["status"] = kinds.order_pod_status(status)
-            stored = self.store.commit("MODIFIED", pods.key, (namespace, name), updated, existing)
+            stored = self.store.commit(
+                "MODIFIED", pods.key, (namespace, name), updated, existing, owned=True
+            )
             with self._bind_lock:
                 self.bindings.append(
                     Binding(

@@ -8,10 +8,13 @@ recorded traffic, e.g. that each pod was bound exactly once.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from . import errors
 from .errors import APIError
@@ -52,15 +55,32 @@ class RequestInfo:
     group: str = ""
 
 
+_UNPARSED = object()
+
+
+def parse_recorded_body(raw: bytes) -> Any:
+    """A request body as tests read it: JSON, else YAML, else text; None when empty."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError:
+            return raw.decode("utf-8", "replace")
+
+
 @dataclass
 class Recorded:
-    """A request the server received, and what it answered."""
+    """A request the server received, and what it answered.  ``body`` is the parsed request
+    body, parsed when first read: most recorded requests are never looked at."""
 
     method: str
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
-    body: Any
+    raw_body: bytes
     verb: str = ""
     resource: str = ""
     subresource: str = ""
@@ -68,6 +88,13 @@ class Recorded:
     name: str = ""
     status: int = 0
     time: float = field(default_factory=time.time)
+    _body: Any = field(default=_UNPARSED, init=False, repr=False, compare=False)
+
+    @property
+    def body(self) -> Any:
+        if self._body is _UNPARSED:
+            self._body = parse_recorded_body(self.raw_body)
+        return self._body
 
     @property
     def url(self) -> str:

@@ -5,25 +5,51 @@ The official ``kubernetes`` client talks to this over real sockets, so the frami
 ``net/http`` buffering), the same response headers (Audit-Id, Cache-Control, the two APF
 headers), and watches as chunked NDJSON with one chunk per live event, a terminating 0-length
 chunk at ``timeoutSeconds``, or a cut connection when a test drops the watch.
+
+The standard handler is kept, with two shortcuts that change no byte: an ``HTTP/1.1`` request
+line's headers are split by :mod:`tests.apiserver.headers` instead of the email parser, and a
+response's head is joined in one piece with the ``Date`` formatted once a second.
 """
 
 from __future__ import annotations
 
 import contextlib
+import email.utils
+import http.client
 import socket
 import sys
 import threading
+import time
 import traceback
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import errors
+from . import errors, headers
 from .api import API, Request, Response, WatchResponse, dumps, random_uuid
 
 FLOWSCHEMA_UID = "86bc4fab-0502-4af2-ac53-71a939a3d75e"
 PRIORITYLEVEL_UID = "d2a7dde7-a2e4-4ab7-b69c-2cfde4cfe2c2"
 CHUNK_THRESHOLD = 2048
+_FIXED_TAIL = (
+    f"X-Kubernetes-Pf-Flowschema-Uid: {FLOWSCHEMA_UID}\r\n"
+    f"X-Kubernetes-Pf-Prioritylevel-Uid: {PRIORITYLEVEL_UID}\r\n"
+)
+
+# (whole second, its Date header text): every response in one second shares the text
+_date_cache: tuple[int, str] = (-1, "")
+
+
+def http_date(now: float) -> str:
+    """``BaseHTTPRequestHandler.date_time_string(now)``, formatted once per second."""
+    global _date_cache
+    second = int(now)
+    cached = _date_cache
+    if cached[0] != second:
+        cached = (second, email.utils.formatdate(second, usegmt=True))
+        _date_cache = cached
+    return cached[1]
 
 
 class LoopbackHTTPServer(ThreadingHTTPServer):
@@ -81,6 +107,38 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
+
+    def parse_request(self) -> bool:
+        """The standard parse for anything but a plain ``HTTP/1.1`` request line, whose
+        headers skip the email parser (see :mod:`tests.apiserver.headers`)."""
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = requestline.split()
+        if len(words) != 3 or words[2] != "HTTP/1.1" or words[1].startswith("//"):
+            return super().parse_request()
+        self.requestline = requestline
+        self.command, self.path = words[0], words[1]
+        self.request_version = "HTTP/1.1"
+        self.close_connection = False
+        try:
+            block = headers.read_block(self.rfile)
+        except http.client.LineTooLong as err:
+            self.send_error(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long", str(err))
+            return False
+        except http.client.HTTPException as err:
+            self.send_error(
+                HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers", str(err)
+            )
+            return False
+        self.headers = headers.parse(block)  # type: ignore[assignment]
+        conntype = self.headers.get("Connection", "")
+        if conntype.lower() == "close":
+            self.close_connection = True
+        elif conntype.lower() == "keep-alive":
+            self.close_connection = False
+        expect = self.headers.get("Expect", "")
+        if expect.lower() == "100-continue":
+            return self.handle_expect_100()
+        return True
 
     def do_GET(self) -> None:
         self._serve()
@@ -141,21 +199,35 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------ response
 
     def _head(self, code: int, content_type: str, extra: dict[str, str]) -> None:
-        self.send_response_only(code)
-        self.send_header("Audit-Id", random_uuid())
-        self.send_header("Cache-Control", "no-cache, private")
-        self.send_header("Content-Type", content_type)
+        if self.request_version == "HTTP/0.9":  # no head at all: the standard calls say so
+            self.send_response_only(code)
+            for name, value in extra.items():
+                self.send_header(name, value)
+            return
+        # What send_response_only and one send_header per line would buffer, in one piece.
+        # ``extra`` goes through send_header, which also heeds a Connection header.
+        reason = self.responses[code][0] if code in self.responses else ""
+        if not hasattr(self, "_headers_buffer"):
+            self._headers_buffer = []
+        self._headers_buffer.append(
+            (
+                f"{self.protocol_version} {int(code)} {reason}\r\n"
+                f"Audit-Id: {random_uuid()}\r\n"
+                "Cache-Control: no-cache, private\r\n"
+                f"Content-Type: {content_type}\r\n"
+            ).encode("latin-1", "strict")
+        )
         for name, value in extra.items():
             if name == "Retry-After":
                 continue
             self.send_header(name, value)
-        self.send_header("X-Kubernetes-Pf-Flowschema-Uid", FLOWSCHEMA_UID)
-        self.send_header("X-Kubernetes-Pf-Prioritylevel-Uid", PRIORITYLEVEL_UID)
+        tail = _FIXED_TAIL
         if "Retry-After" in extra:
-            self.send_header("Retry-After", extra["Retry-After"])
-        self.send_header("Date", self.date_time_string())
+            tail += f"Retry-After: {extra['Retry-After']}\r\n"
+        tail += f"Date: {http_date(time.time())}\r\n"
         if self.close_connection:
-            self.send_header("Connection", "close")
+            tail += "Connection: close\r\n"
+        self._headers_buffer.append(tail.encode("latin-1", "strict"))
 
     def _send(self, resp: Response) -> None:
         payload = resp.body if isinstance(resp.body, bytes) else dumps(resp.body)

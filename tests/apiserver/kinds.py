@@ -43,8 +43,20 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+# (a UTC time's whole second, its text) last formatted: every write formats "now"
+_last_time: tuple[datetime | None, str] = (None, "")
+
+
 def fmt_time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_time
+    if when.tzinfo is not UTC:
+        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = when.replace(microsecond=0)
+    last = _last_time
+    if last[0] != second:
+        last = (second, second.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        _last_time = last
+    return last[1]
 
 
 def fmt_micro(when: datetime) -> str:
@@ -62,20 +74,48 @@ def parse_time(text: str) -> datetime:
     return parsed
 
 
+_TIME_FIELDS = TIME_KEYS | MICRO_TIME_KEYS
+# (MicroTime?, text as sent) -> text as stored: a cluster's objects repeat a few timestamps
+_normal_times: dict[tuple[bool, str], str] = {}
+_NORMAL_TIMES_KEPT = 4096
+
+
+def _normal_time(key: str, value: str) -> str:
+    micro = key in MICRO_TIME_KEYS
+    known = _normal_times.get((micro, value))
+    if known is not None:
+        return known
+    try:
+        parsed = parse_time(value)
+    except ValueError:
+        raise bad_request(
+            f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse'
+        ) from None
+    text = fmt_micro(parsed) if micro else fmt_time(parsed)
+    if len(_normal_times) >= _NORMAL_TIMES_KEPT:
+        _normal_times.clear()
+    _normal_times[(micro, value)] = text
+    return text
+
+
 def normalize_times(value: Any, key: str = "") -> Any:
-    """Re-encode Time and MicroTime fields the way the Go types marshal them."""
+    """Re-encode Time and MicroTime fields the way the Go types marshal them; a new value
+    (every map and list rebuilt), the given one untouched.  Leaves that are not times are
+    copied without a call per leaf, and each distinct time text is parsed once."""
     if isinstance(value, dict):
-        return {k: normalize_times(v, k) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, dict | list):
+                out[k] = normalize_times(v, k)
+            elif k in _TIME_FIELDS and isinstance(v, str) and v:
+                out[k] = _normal_time(k, v)
+            else:
+                out[k] = v
+        return out
     if isinstance(value, list):
         return [normalize_times(v, key) for v in value]
-    if isinstance(value, str) and (key in TIME_KEYS or key in MICRO_TIME_KEYS) and value:
-        try:
-            parsed = parse_time(value)
-        except ValueError:
-            raise bad_request(
-                f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse'
-            ) from None
-        return fmt_micro(parsed) if key in MICRO_TIME_KEYS else fmt_time(parsed)
+    if isinstance(value, str) and key in _TIME_FIELDS and value:
+        return _normal_time(key, value)
     return value
 
 

@@ -6,15 +6,20 @@ show: an *Update* entry per (manager, subresource) owning the fields it changed,
 the Go zero object of the kind (so ``spec``, ``status`` and ``null`` slices are never "added");
 an *Apply* entry owning the leaves of the applied configuration; ``time`` refreshed only when a
 manager's set changes; entries sorted as apimachinery sorts them.
+
+Every write of the end-to-end benchmark (an Event created, a pod's status patched) records
+managedFields, so the flattening is kept lean: a list's element keys are worked out once, and
+a top-level field no path of the scope can lie under (the spec of a status write, kind and
+apiVersion) is not flattened at all.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 from .patch import MERGE_KEYS, PRIMITIVE_MERGE
+from .store import clone
 
 JSON = dict[str, Any]
 Path = tuple[str, ...]
@@ -57,7 +62,8 @@ def zero_object(kind: str, api_version: str, custom: bool) -> JSON:
     found = ZERO.get(f"{kind}@{api_version}") or ZERO.get(kind)
     if found is None:
         return {"metadata": {}, "spec": {}, "status": {}}
-    return copy.deepcopy(found)
+    result: JSON = clone(found)
+    return result
 
 
 def _elem_key(field: str, item: Any) -> str | None:
@@ -88,18 +94,51 @@ def _flatten(value: Any, field: str, prefix: Path, out: dict[Path, Any]) -> None
     """Every path under ``value`` with its value (containers map to a marker)."""
     if isinstance(value, dict) and field not in ATOMIC:
         for key, child in value.items():
-            path = (*prefix, f"f:{key}")
-            out[path] = _marker(child, key)
-            _flatten(child, key, path, out)
+            _flatten_child(child, key, (*prefix, f"f:{key}"), out)
     elif isinstance(value, list):
-        keys = [_elem_key(field, item) for item in value]
-        if value and all(k is not None for k in keys):
-            for raw_key, item in zip(keys, value, strict=True):
-                key = str(raw_key)
-                path = (*prefix, key)
-                out[path] = _marker(item, field) if not key.startswith("v:") else item
-                if not key.startswith("v:"):
-                    _flatten(item, field, path, out)
+        _flatten_items(value, _list_keys(field, value), field, prefix, out)
+
+
+def _flatten_child(child: Any, key: str, path: Path, out: dict[Path, Any]) -> None:
+    """``child`` at ``path`` (a map or keyed list as the container marker) and every path
+    under it."""
+    if isinstance(child, dict):
+        out[path] = _CONTAINER if child and key not in ATOMIC else child
+        if key not in ATOMIC:
+            for sub, grandchild in child.items():
+                _flatten_child(grandchild, sub, (*path, f"f:{sub}"), out)
+    elif isinstance(child, list):
+        keys = _list_keys(key, child)
+        out[path] = _CONTAINER if keys is not None else child
+        _flatten_items(child, keys, key, path, out)
+    else:
+        out[path] = child
+
+
+def _list_keys(field: str, items: list[Any]) -> list[str] | None:
+    """The element keys of a non-empty list whose every element has one, else None."""
+    if not items:
+        return None
+    keys = []
+    for item in items:
+        key = _elem_key(field, item)
+        if key is None:
+            return None
+        keys.append(key)
+    return keys
+
+
+def _flatten_items(
+    items: list[Any], keys: list[str] | None, field: str, prefix: Path, out: dict[Path, Any]
+) -> None:
+    if keys is None:
+        return
+    for key, item in zip(keys, items, strict=True):
+        path = (*prefix, key)
+        if key.startswith("v:"):
+            out[path] = item
+        else:
+            _flatten_child(item, field, path, out)
 
 
 class _Container:
@@ -112,15 +151,37 @@ class _Container:
         return 1
 
 
-def _marker(value: Any, field: str) -> Any:
-    if isinstance(value, dict) and field not in ATOMIC and value:
-        return _Container()
-    if isinstance(value, list) and value and all(_elem_key(field, i) is not None for i in value):
-        return _Container()
-    return value
+_CONTAINER = _Container()
+
+
+def _outside(top: str, subresource: str, has_status: bool) -> bool:
+    """Whether no path under the top-level field ``top`` is in the scope."""
+    if top in ("apiVersion", "kind"):
+        return True
+    if subresource == "status":
+        return top != "status"
+    return top == "status" and has_status
 
 
 def _scoped(obj: JSON, subresource: str, has_status: bool) -> dict[Path, Any]:
+    """The flattened paths of ``obj`` that ``_in_scope`` keeps.  Past ``_outside``, only
+    metadata has paths out of scope (itself, and its fields but labels & co)."""
+    if not isinstance(obj, dict):
+        return _scoped_any(obj, subresource, has_status)
+    out: dict[Path, Any] = {}
+    for key, child in obj.items():
+        if _outside(key, subresource, has_status):
+            continue
+        if key != "metadata":
+            _flatten_child(child, key, (f"f:{key}",), out)
+        elif isinstance(child, dict):  # a metadata that is no map has no paths under it
+            for field, value in child.items():
+                if field in METADATA_FIELDS:
+                    _flatten_child(value, field, ("f:metadata", f"f:{field}"), out)
+    return out
+
+
+def _scoped_any(obj: Any, subresource: str, has_status: bool) -> dict[Path, Any]:
     flat: dict[Path, Any] = {}
     _flatten(obj, "", (), flat)
     result = {}
@@ -155,7 +216,24 @@ def applied_paths(config: JSON, subresource: str, has_status: bool) -> set[Path]
     }
 
 
+# frozenset of paths -> its fieldsV1 tree: objects of one shape (a scheduler's Events) share it
+_trees: dict[frozenset[Path], JSON] = {}
+_TREES_KEPT = 1024
+
+
 def to_fields_v1(paths: set[Path]) -> JSON:
+    key = frozenset(paths)
+    tree = _trees.get(key)
+    if tree is None:
+        tree = _build_fields_v1(paths)
+        if len(_trees) >= _TREES_KEPT:
+            _trees.clear()
+        _trees[key] = tree
+    built: JSON = clone(tree)  # the caller's to keep (and change)
+    return built
+
+
+def _build_fields_v1(paths: set[Path]) -> JSON:
     tree: JSON = {}
     for path in paths:
         node = tree
@@ -222,7 +300,7 @@ def record(
     result: list[JSON] = []
     mine: JSON | None = None
     scopes: dict[str, set[Path]] = {subresource: present}
-    for entry in copy.deepcopy(entries or []):
+    for entry in clone(entries or []):
         scope = entry.get("subresource", "")
         if scope not in scopes:
             scopes[scope] = set(_scoped(new, scope, has_status))

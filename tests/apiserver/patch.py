@@ -4,6 +4,10 @@ kube-scheduler patches pod status with a *strategic merge patch* whose condition
 ``type`` (05-patch-status-strategic-second-condition: the new condition goes first, the old
 one is kept), while a JSON merge patch replaces the whole list (05-...-merge-second-condition).
 Getting that difference right is what lets a test see a scheduler clobber conditions.
+
+Every flavour returns a new document and leaves its target alone.  The strategic merge copies
+the target once (``store.clone``) and then merges into that copy in place, rather than copying
+each map again on the way down: a scheduler's status patch of a pod did that four times.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any
+
+from .store import clone
 
 JSON = dict[str, Any]
 
@@ -53,8 +59,8 @@ class PatchError(Exception):
 
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    result = clone(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -71,7 +77,7 @@ def strategic_merge_patch(target: Any, patch: Any, keyed: bool = True) -> Any:
     atomic (used for server-side apply on custom resources)."""
     if not isinstance(patch, dict):
         raise PatchError("invalid JSON document for a strategic merge patch", 400)
-    return _smp_map(target if isinstance(target, dict) else {}, patch, keyed)
+    return _smp_map(target if isinstance(target, dict) else {}, patch, keyed, owned=False)
 
 
 def _strip(value: Any) -> Any:
@@ -85,13 +91,15 @@ def _strip(value: Any) -> Any:
     return value
 
 
-def _smp_map(original: JSON, patch: JSON, keyed: bool) -> Any:
+def _smp_map(original: JSON, patch: JSON, keyed: bool, *, owned: bool = True) -> Any:
+    """``original`` merged with ``patch``; merged into in place when ``owned`` (a part of
+    the copy the top-level call made), else into a copy."""
     directive = patch.get("$patch")
     if directive == "delete":
         return None
     if directive == "replace":
         return _strip({k: v for k, v in patch.items() if k != "$patch"})
-    result = copy.deepcopy(original)
+    result = original if owned else clone(original)
     retain = patch.get("$retainKeys")
     orders: dict[str, list[Any]] = {}
     removals: dict[str, list[Any]] = {}
@@ -299,7 +307,7 @@ def _remove(doc: Any, pointer: str) -> Any:
 def json_patch(doc: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch", 400)
-    result = copy.deepcopy(doc)
+    result = clone(doc)
     for op in ops:
         if not isinstance(op, dict) or "op" not in op:
             raise PatchError("Unexpected kind: <nil>", 422)

@@ -144,6 +144,12 @@ def fields_match(reqs: list[FieldRequirement], fields: Mapping[str, str]) -> boo
     return all(r.matches(fields) for r in reqs)
 
 
+def object_fields_match(reqs: list[FieldRequirement], resource_id: str, obj: JSON) -> bool:
+    """``fields_match(reqs, extract_fields(resource_id, obj))``, reading only the fields the
+    requirements name (a watch tests every change against its selector, twice)."""
+    return all(r.matches({r.field: field_value(resource_id, obj, r.field)}) for r in reqs)
+
+
 def _get(obj: JSON, dotted: str) -> Any:
     cur: Any = obj
     for part in dotted.split("."):
@@ -220,6 +226,16 @@ FIELD_LABELS: dict[str, tuple[str, ...]] = {
 
 def field_labels(resource_id: str) -> tuple[str, ...]:
     return FIELD_LABELS.get(resource_id, ())
+
+
+def field_value(resource_id: str, obj: JSON, name: str) -> str:
+    """The value ``extract_fields(resource_id, obj)`` has for ``name`` ("" when it has none,
+    which is what a requirement compares an absent field as)."""
+    if resource_id == "events" and name == "source":
+        return _str(_get(obj, "source.component"))
+    if name in ("metadata.name", "metadata.namespace") or name in field_labels(resource_id):
+        return _str(_get(obj, name))
+    return ""
 
 
 def extract_fields(resource_id: str, obj: JSON) -> dict[str, str]:

@@ -26,7 +26,7 @@ from .errors import APIError
 from .faults import Faults, Match, Recorded, RequestLog
 from .http import LoopbackHTTPServer
 from .resources import Resource, Route, lookup
-from .store import Store
+from .store import Store, clone
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -221,7 +221,8 @@ class LoopbackAPIServer:
         missing namespaces are created, no managedFields).  Returns the stored object."""
         body = _to_dict(obj)
         res = _resource_for(body)
-        return self.api.create_object(res, body, manager="loopback-apiserver", seeding=True)
+        # the API's answers share parts with the stored objects; a test may change its copy
+        return clone(self.api.create_object(res, body, manager="loopback-apiserver", seeding=True))
 
     def create_all(self, objs: Iterable[Any]) -> list[JSON]:
         out = []
@@ -260,7 +261,7 @@ class LoopbackAPIServer:
         route = Route(resource=res, namespace=namespace or "")
         result = self.api.list_objects(res, route, req)
         return [
-            self.api.view(res, {**item, "kind": res.kind, "apiVersion": res.api_version})
+            clone(self.api.view(res, {**item, "kind": res.kind, "apiVersion": res.api_version}))
             for item in result["items"]
         ]
 
@@ -275,7 +276,7 @@ class LoopbackAPIServer:
             )
             if existing is None:
                 raise errors.not_found(res.plural, meta["name"], res.group)
-            return self.api.write_update(res, existing, body, "", None, seeding=True)
+            return clone(self.api.write_update(res, existing, body, "", None, seeding=True))
 
     def set_status(self, kind: str, namespace: str | None, name: str, status: JSON) -> JSON:
         """Merge ``status`` into an object's status (e.g. a pod's phase) as a kubelet would."""
@@ -286,7 +287,7 @@ class LoopbackAPIServer:
                 raise errors.not_found(res.plural, name, res.group)
             view = self.api.view(res, existing)
             view["status"] = {**(view.get("status") or {}), **status}
-            return self.api.write_update(res, existing, view, "status", None, seeding=True)
+            return clone(self.api.write_update(res, existing, view, "status", None, seeding=True))
 
     def delete(
         self, kind: str, namespace: str | None, name: str, *, grace_period_seconds: int | None = 0
@@ -298,7 +299,7 @@ class LoopbackAPIServer:
             existing = self.store.get(res.key, (namespace or "", name))
             if existing is None:
                 return None
-            return self.api.delete_object(res, existing, grace_period_seconds)
+            return clone(self.api.delete_object(res, existing, grace_period_seconds))
 
     def bind(self, namespace: str, name: str, node: str) -> None:
         """Bind a pod directly, with the apiserver's binding rules (raises APIError)."""
@@ -308,6 +309,11 @@ class LoopbackAPIServer:
         """Every successful binding (HTTP or direct), in order."""
         with self.api._bind_lock:
             return list(self.api.bindings)
+
+    def binding_count(self) -> int:
+        """How many bindings succeeded so far (what a poller needs, without a copy)."""
+        with self.api._bind_lock:
+            return len(self.api.bindings)
 
     def bound_nodes(self) -> dict[str, str]:
         """``{"ns/pod": node}`` for every successful binding."""
