@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from policyengine.engine.cycle import CycleOptions, profile_for, schedule
@@ -176,16 +176,20 @@ def preempt(
             for info in snapshot.node(nominated_to).pods:
                 if info.pod.is_terminating and info.pod.priority < pod.priority:
                     return PreemptionDecision(pod.key, None, message=NOT_ELIGIBLE_TERMINATING)
+    helpless = [names for first_rejection, names in groups if not _resolvable(first_rejection)]
+    lowest = snapshot.lowest_priority
+    if lowest is None or lowest >= pod.priority:
+        quick = _no_victims(pod, snapshot, decision, helpless, rng)
+        if quick is not None:
+            return quick
     search = _Search(policy, pod, snapshot, nominated, topology, policy_config(policy, pod, config))
     candidates: list[Candidate] = []
     statuses: dict[str, tuple[str, ...]] = {}
-    for first_rejection, names in groups:
-        if not _resolvable(first_rejection):
-            statuses.update(dict.fromkeys(names, (NOT_HELPFUL,)))
+    for names in helpless:
+        statuses.update(dict.fromkeys(names, (NOT_HELPFUL,)))
     potential = sorted(set(snapshot.node_names).difference(statuses))
     wanted = num_candidates(len(potential), config)
     offset = rng.randrange(len(potential)) if rng is not None and potential else 0
-    lowest = snapshot.lowest_priority
     if lowest is None or lowest >= pod.priority:
         # No pod in the cluster ranks below the preemptor (pods of one priority, the common
         # case): no node has a victim, told without looking at any.
@@ -249,8 +253,74 @@ def _histogram(num_nodes: int, statuses: Mapping[str, tuple[str, ...]]) -> str:
     for reasons, nodes in Counter(statuses.values()).items():
         for reason in dict.fromkeys(reasons):
             counts[reason] = counts.get(reason, 0) + nodes
-    entries = sorted(f"{count} {reason}" for reason, count in counts.items())
+    return _counted(num_nodes, counts)
+
+
+def _counted(num_nodes: int, counts: Mapping[str, int]) -> str:
+    entries = sorted(f"{count} {reason}" for reason, count in counts.items() if count)
     return f"0/{num_nodes} nodes are available: {', '.join(entries)}."
+
+
+def _no_victims(
+    pod: Pod,
+    snapshot: ClusterSnapshot,
+    decision: Decision,
+    helpless: list[list[str]],
+    rng: random.Random | None,
+) -> PreemptionDecision | None:
+    """The failed preemption of a pod no pod in the cluster ranks below (the common case of
+    pods of one priority), told from the node counts: the nodes whose first rejection
+    eviction cannot fix, and every other node with no victim. The search's start is drawn
+    from ``rng`` as the search would draw it, so later cycles break ties alike. None when the
+    decision is not of this snapshot's nodes (the search then tells it node by node)."""
+    unfixable = sum(map(len, helpless))
+    if decision.num_nodes != len(snapshot) or unfixable > len(snapshot):
+        return None
+    potential = len(snapshot) - unfixable
+    if rng is not None and potential:
+        rng.randrange(potential)
+    counts = {NOT_HELPFUL: unfixable, NO_VICTIMS: potential}
+    return PreemptionDecision(
+        pod.key,
+        None,
+        message=_counted(len(snapshot), counts),
+        statuses=_Statuses(snapshot, helpless),
+    )
+
+
+class _Statuses(Mapping[str, tuple[str, ...]]):
+    """``PreemptionDecision.statuses`` of ``_no_victims``, built when read, as the search
+    would have built it: the nodes eviction cannot fix, then every other node (in name
+    order) with no victim."""
+
+    def __init__(self, snapshot: ClusterSnapshot, helpless: list[list[str]]):
+        self._snapshot = snapshot
+        self._helpless = helpless
+        self._built: dict[str, tuple[str, ...]] | None = None
+
+    def _get(self) -> dict[str, tuple[str, ...]]:
+        if self._built is None:
+            built: dict[str, tuple[str, ...]] = {}
+            for names in self._helpless:
+                built.update(dict.fromkeys(names, (NOT_HELPFUL,)))
+            rest = sorted(set(self._snapshot.node_names).difference(built))
+            built.update(dict.fromkeys(rest, (NO_VICTIMS,)))
+            self._built = built
+        return self._built
+
+    def __getitem__(self, node: str) -> tuple[str, ...]:
+        return self._get()[node]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        return self._get() == other if isinstance(other, Mapping) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to dicts, which do not hash
 
 
 def _start(pod: Pod) -> str:

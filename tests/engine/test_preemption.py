@@ -8,12 +8,14 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policyengine.engine import preemption
 from policyengine.engine.cycle import schedule
 from policyengine.engine.preemption import (
     NOT_ELIGIBLE_NEVER,
@@ -587,3 +589,34 @@ def test_a_search_covering_every_node_does_not_depend_on_its_offset(
     capped = preempt(program, pod, snap, decision, config=one, rng=random.Random(seed))
     assert (capped.node is None) == (first.node is None)
     assert len(capped.candidates) == (0 if first.node is None else 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pods=running_pods,
+    cpu=st.sampled_from(["1", "3", "5"]),
+    priority=st.integers(0, 150),
+    tainted=st.lists(st.booleans(), min_size=3, max_size=3),
+)
+def test_no_victims_told_from_counts_is_what_the_search_tells(
+    pods: list[tuple[int, str, int]], cpu: str, priority: int, tainted: list[bool]
+) -> None:
+    # A preemptor no pod ranks below fails from the node counts alone (``_no_victims``): the
+    # message, every node's status and the rng after it are the search's, node by node.
+    kube = kube_program()
+    nodes = [
+        make_node(f"n{i}", cpu="4", taints=[("gpu", "x", "NoSchedule")] if bad else [])
+        for i, bad in enumerate(tainted)
+    ]
+    placed = [running(f"n{n}", f"r{i}", c, p) for i, (n, c, p) in enumerate(pods)]
+    snap = ClusterSnapshot.build(nodes, placed)
+    pod = pending(cpu, priority)
+    decision = schedule(kube, pod, snap, random.Random(0))
+    quick_rng, search_rng = random.Random(5), random.Random(5)
+    quick = preempt(kube, pod, snap, decision, rng=quick_rng)
+    with mock.patch.object(preemption, "_no_victims", return_value=None):
+        search = preempt(kube, pod, snap, decision, rng=search_rng)
+    assert (quick.node, quick.message) == (search.node, search.message)
+    assert dict(quick.statuses) == dict(search.statuses)
+    assert list(quick.statuses) == list(search.statuses)
+    assert quick_rng.getstate() == search_rng.getstate()
