@@ -64,11 +64,11 @@ RUNNING: dict[str, dict[str, Any]] = {
 }
 
 
-def cluster(running: str) -> ClusterSnapshot:
+def cluster(running: str, table: dict[str, dict[str, Any]] = RUNNING) -> ClusterSnapshot:
     nodes = [make_node(f"n{i}", labels={"zone": "a" if i < 2 else "b"}) for i in range(3)]
     pods = []
-    if RUNNING[running]:
-        pods.append(make_pod("running", node_name="n0", **RUNNING[running]))
+    if table[running]:
+        pods.append(make_pod("running", node_name="n0", **table[running]))
     return snapshot(nodes, pods)
 
 
@@ -249,14 +249,6 @@ IDLE_RUNNING: dict[str, dict[str, Any]] = {
 }
 
 
-def idle_cluster(running: str) -> ClusterSnapshot:
-    nodes = [make_node(f"n{i}", labels={"zone": "a" if i < 2 else "b"}) for i in range(3)]
-    pods = []
-    if IDLE_RUNNING[running]:
-        pods.append(make_pod("running", node_name="n0", **IDLE_RUNNING[running]))
-    return snapshot(nodes, pods)
-
-
 IDLE_FUNCTIONS = [f for f in functions.FUNCTIONS if f.idle is not None]
 
 
@@ -279,7 +271,7 @@ def test_the_plugins_kube_skips_per_pod_are_told_idle() -> None:
 def test_a_function_told_idle_gives_its_empty_value_at_every_node(
     function: Any, shape: str, running: str
 ) -> None:
-    snap = idle_cluster(running)
+    snap = cluster(running, IDLE_RUNNING)
     pod = make_pod("incoming", labels={"app": "web"}, **IDLE_SHAPES[shape])
     ctx = CycleContext(snap, PodView(pod), DEFAULT_CONFIG)
     ctx.alike = {}
@@ -319,6 +311,6 @@ def test_idle_is_told_for_the_pods_that_leave_a_plugin_nothing_to_do(
     # Where the tests above can fail: each plugin is told idle for some pods and not others.
     function = next(f for f in functions.FUNCTIONS if f.name == name)
     pod = make_pod("incoming", labels={"app": "web"}, **IDLE_SHAPES[shape])
-    ctx = CycleContext(idle_cluster(running), PodView(pod), DEFAULT_CONFIG)
+    ctx = CycleContext(cluster(running, IDLE_RUNNING), PodView(pod), DEFAULT_CONFIG)
     ctx.alike = {}
     assert function.idle(ctx) is idle
