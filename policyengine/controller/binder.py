@@ -28,7 +28,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +37,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from policyengine.controller.rawapi import RawAPI
+from policyengine.controller.workers import WorkerPool
 from policyengine.model.objects import Pod
 
 log = structlog.get_logger(__name__)
@@ -92,7 +92,7 @@ class Binder:
         on_in_flight: Callable[[int], None] | None = None,
     ) -> None:
         self._core = RawAPI(api_client)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="bind")
+        self._pool = WorkerPool(workers, "bind")
         self._timeout = request_timeout
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -118,7 +118,15 @@ class Binder:
             self._in_flight.add(pod.key)
             count = len(self._in_flight)
         self._report(count)
-        self._pool.submit(self._run, pod, node, callback, annotations or {})
+        fields = annotations or {}
+        if not self._pool.submit(lambda: self._run(pod, node, callback, fields)):
+            # Shut down after the check above (a shutdown that gave up waiting): not started.
+            with self._lock:
+                self._in_flight.discard(pod.key)
+                count = len(self._in_flight)
+                self._idle.notify_all()
+            self._report(count)
+            return False
         return True
 
     def in_flight(self) -> int:

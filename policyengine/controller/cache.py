@@ -27,10 +27,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import structlog
 
+from policyengine.controller.samefields import equal_except
 from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Node, Pod
 from policyengine.model.podgroup import PodGroup
@@ -56,13 +57,16 @@ class _Assumption:
     deadline: float | None = None  # set once the bind finished
 
 
+_VERSION = frozenset({"resource_version"})
+
+
 def _same_placement(assumed: Pod, confirmed: Pod) -> bool:
     """Whether the watch's pod is the one we assumed, but for its resourceVersion."""
-    return assumed == replace(confirmed, resource_version=assumed.resource_version)
+    return equal_except(assumed, confirmed, _VERSION)
 
 
 def _node_changed(old: Node, new: Node) -> bool:
-    return replace(old, resource_version="") != replace(new, resource_version="")
+    return not equal_except(old, new, _VERSION)
 
 
 class ClusterCache:

@@ -38,6 +38,7 @@ from policyengine.model.objects import Pod
 log = structlog.get_logger(__name__)
 
 DEFAULT_DEDUP_WINDOW = 600.0
+PRUNE_AT = 10_000  # remembered (pod, reason, message) keys before expired ones are dropped
 
 
 def policy_suffix(policy: str | None, version: str) -> str:
@@ -79,6 +80,7 @@ class EventRecorder:
         self._timeout = request_timeout
         self._lock = threading.Lock()
         self._recent: dict[tuple[str, str, str], float] = {}
+        self._prune_at = PRUNE_AT  # size of _recent that makes _emit drop expired entries
         self._conditions: dict[str, str] = {}  # pod uid/key -> message we last patched
         self._jobs = JobThread("events", "event job failed")
         self.posted = 0
@@ -145,8 +147,12 @@ class EventRecorder:
                 self.suppressed += 1
                 return
             self._recent[dedup_key] = now
-            if len(self._recent) > 10_000:
+            if len(self._recent) > self._prune_at:
                 self._recent = {k: t for k, t in self._recent.items() if now - t < self._window}
+                # What is still inside the window stays; the next pass waits until as many
+                # again have arrived, or a busy scheduler (a Scheduled event per pod, each
+                # kept for the window) would copy the whole map on every event.
+                self._prune_at = max(PRUNE_AT, 2 * len(self._recent))
         wall = dt.datetime.now(dt.UTC)
         body = {
             "kind": "Event",

@@ -239,6 +239,11 @@ def _status_line(reader: _Reader) -> tuple[str, int, str]:
     line = str(reader.readline(MAX_LINE + 1), "iso-8859-1")
     if len(line) > MAX_LINE:
         raise http.client.LineTooLong("status line")
+    return _parse_status(line)
+
+
+def _parse_status(line: str) -> tuple[str, int, str]:
+    """The status line's checks of ``HTTPResponse._read_status`` (``line`` within the limit)."""
     if not line:
         raise http.client.RemoteDisconnected("Remote end closed connection without response")
     try:
@@ -286,6 +291,47 @@ def _plain_headers(lines: list[bytes]) -> dict[str, str] | None:
     return found
 
 
+def _quick_head(
+    reader: _Reader,
+) -> tuple[str, int, str, bytes, dict[str, str]] | None:
+    """The status line and headers read at once, when the first read holds all of them and
+    they are the usual kind: ``CRLF`` line ends only, every header a plain line (as
+    ``_plain_headers`` takes them), fewer than ``MAX_HEADERS``, all inside ``MAX_LINE`` bytes,
+    a final status (not ``100 Continue``). Then the line-by-line reading would split the
+    same lines and answer the same (version, status, reason, raw header bytes, headers);
+    the reader is left after the blank line. Anything else answers None with the reader
+    untouched but for that first read, and the line-by-line reading decides (raising what
+    ``http.client`` raises), so no input waits for more bytes than it did."""
+    if reader.pos == len(reader.buf) and not reader._fill():
+        return None
+    buf, start = reader.buf, reader.pos
+    end = buf.find(b"\r\n\r\n", start, start + MAX_LINE)
+    if end < 0:
+        return None
+    cut = buf.find(b"\n", start) + 1  # the status line's end: end + 1 at the latest
+    try:
+        version_text, status, reason = _parse_status(str(buf[start:cut], "iso-8859-1"))
+    except http.client.HTTPException:
+        return None
+    if status == http.client.CONTINUE:
+        return None
+    raw = buf[cut : end + 4]
+    text = raw.decode("iso-8859-1")
+    pairs = text.count("\r\n")
+    if pairs > MAX_HEADERS or text.count("\r") != pairs or text.count("\n") != pairs:
+        return None  # a bare CR or LF: lines the slow reading splits its own way
+    found: dict[str, str] = {}
+    # Each line as _PLAIN_LINE takes it: a name of visible ASCII but ":" (partition leaves
+    # none in it), the value after the blanks that follow the colon.
+    for line in text[:-4].split("\r\n") if pairs > 1 else ():
+        name, colon, value = line.partition(":")
+        if not (colon and name and name.isascii() and name.isprintable()) or " " in name:
+            return None
+        found.setdefault(name.lower(), value.lstrip(" \t"))
+    reader.pos = end + 4
+    return version_text, status, reason, raw, found
+
+
 def _chunked(reader: _Reader) -> bytes:
     """``HTTPResponse._read_chunked`` for the whole body."""
     parts: list[bytes] = []
@@ -317,21 +363,26 @@ def _chunked(reader: _Reader) -> bytes:
 def read_response(sock: Any, method: str) -> Response:
     """Read one whole response to ``method`` from ``sock``, as ``http.client`` would."""
     reader = _Reader(sock)
-    while True:
-        version_text, status, reason = _status_line(reader)
-        if status != http.client.CONTINUE:
-            break
-        _header_lines(reader)
+    quick = _quick_head(reader)
+    plain: dict[str, str] | None
+    if quick is not None:
+        version_text, status, reason, raw, plain = quick
+    else:
+        while True:
+            version_text, status, reason = _status_line(reader)
+            if status != http.client.CONTINUE:
+                break
+            _header_lines(reader)
+        lines = _header_lines(reader)
+        raw = b"".join(lines)
+        plain = _plain_headers(lines)
     if version_text in ("HTTP/1.0", "HTTP/0.9"):
         version = 10
     elif version_text.startswith("HTTP/1."):
         version = 11
     else:
         raise http.client.UnknownProtocol(version_text)
-    lines = _header_lines(reader)
-    raw = b"".join(lines)
     message: http.client.HTTPMessage | None = None
-    plain = _plain_headers(lines)
     get: Any
     if plain is None:
         message = http.client.parse_headers(io.BytesIO(raw))

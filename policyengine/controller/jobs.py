@@ -25,7 +25,9 @@ class JobThread:
     def __init__(self, name: str, failure: str) -> None:
         self._name = name
         self._failure = failure  # the log line of a job that raised
-        self._work: queue.Queue[Job | None] = queue.Queue()  # None: stop
+        # None: stop. A SimpleQueue (one C call each way), not a Queue (a Condition and its
+        # locks in Python): the events thread takes one or two jobs per bound pod.
+        self._work: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:

@@ -112,8 +112,9 @@ class KeepAliveSender:
         pool, conn, host = self._connection(origin)
         seconds = _seconds(timeout)
         conn.timeout = seconds
-        if conn.sock is not None:
-            conn.sock.settimeout(seconds)
+        sock = conn.sock
+        if sock is not None and sock.gettimeout() != seconds:
+            sock.settimeout(seconds)  # two fcntl calls: only when the timeout changes
         try:
             # What http.client.HTTPConnection.request and getresponse do, minus their
             # overhead (http1); connecting is still the urllib3 connection's.

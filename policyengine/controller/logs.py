@@ -23,6 +23,36 @@ FORMATS = ("json", "console")
 _FIRST = ("timestamp", "level", "logger", "event")
 
 
+class _LevelledLogger(structlog.stdlib.BoundLogger):
+    """``structlog.stdlib.BoundLogger`` that drops a ``debug`` or ``info`` call before
+    building its event when ``filter_by_level`` (the first processor ``configure`` installs)
+    would drop it: the loop logs every bound pod at info, and below the level that call
+    still bound a logger, built the event and raised ``DropEvent`` (about 15 µs on this
+    machine, twice what is left). The same test as that processor; with other processors
+    first (``structlog.testing.capture_logs``) every call goes through them as before."""
+
+    def _dropped(self, level: int) -> bool:
+        processors = self._processors
+        if not (
+            isinstance(processors, list)
+            and processors
+            and processors[0] is structlog.stdlib.filter_by_level
+        ):
+            return False
+        logger = self._logger
+        return bool(logger.disabled or level < logger.getEffectiveLevel())
+
+    def debug(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if self._dropped(logging.DEBUG):
+            return None
+        return super().debug(event, *args, **kw)
+
+    def info(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if self._dropped(logging.INFO):
+            return None
+        return super().info(event, *args, **kw)
+
+
 def _ordered(_: Any, __: str, event: EventDict) -> EventDict:
     # Readers and grep scan a line from the left: the fixed keys first, then the call's own.
     head = {key: event[key] for key in _FIRST if key in event}
@@ -60,7 +90,7 @@ def configure(level: str = "info", fmt: str = "json", stream: TextIO | None = No
             *shared,
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
-        wrapper_class=structlog.stdlib.BoundLogger,
+        wrapper_class=_LevelledLogger,
         logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=False,
     )

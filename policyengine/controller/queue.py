@@ -44,8 +44,10 @@ import heapq
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
+from policyengine.controller.samefields import equal_except
 from policyengine.model.objects import Pod
 
 INITIAL_BACKOFF = 1.0
@@ -90,23 +92,22 @@ class _InFlight:
     replacement: QueuedPod | None = None  # a new pod (other uid) under the same name
 
 
+# The fields of a pod that a status update (or any write) moves without changing its verdict.
+_STATUS_FIELDS = frozenset({"resource_version", "phase", "status_qos_class", "nominated_node_name"})
+
+
 def spec_changed(old: Pod, new: Pod) -> bool:
     """Whether an update could change the scheduling verdict: anything but status and the
     resourceVersion (our own PodScheduled patch must not make a pod retry itself)."""
-
-    def strip(pod: Pod) -> Pod:
-        return replace(
-            pod, resource_version="", phase="", status_qos_class="", nominated_node_name=""
-        )
-
-    return strip(old) != strip(new)
+    return not equal_except(old, new, _STATUS_FIELDS)
 
 
-@dataclass(order=True)
-class _HeapEntry:
+class _HeapEntry(NamedTuple):
+    # A tuple, so the heap compares entries in C: by sort_key, then seq (unique per push, so
+    # the key itself is never compared). Every pod is pushed and popped once at least.
     sort_key: tuple[object, ...]
     seq: int
-    key: str = field(compare=False)
+    key: str
 
 
 class SchedulingQueue:

@@ -30,6 +30,7 @@ are calls (``tests/deploy/test_rbac.py`` derives the RBAC from them through ``MI
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -72,6 +73,10 @@ _QUERY = (
 _KNOWN = frozenset(name for name, _ in _QUERY)
 # Options the generated methods take that are not query parameters.
 _OPTIONS = frozenset({"_preload_content", "_request_timeout", "async_req", "body"})
+_ALLOWED = _KNOWN | _OPTIONS
+# The characters ``quote`` never escapes: a name made of them only (every Kubernetes name and
+# namespace) is its own quoted form.
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*").fullmatch
 
 
 def _value(value: Any) -> str:
@@ -82,16 +87,20 @@ def _value(value: Any) -> str:
 
 def query_string(params: Mapping[str, Any]) -> str:
     """``params`` (the generated client's argument names) as its URL query; None is left out."""
-    unknown = set(params) - _KNOWN - _OPTIONS
-    if unknown:
+    keys = params.keys()
+    if not keys <= _ALLOWED:
+        unknown = set(keys) - _ALLOWED
         raise TypeError(f"unsupported query parameter(s): {', '.join(sorted(unknown))}")
+    if keys.isdisjoint(_KNOWN):
+        return ""  # the writes: only options (timeouts), no query
     return "&".join(
         f"{wire}={_value(params[name])}" for name, wire in _QUERY if params.get(name) is not None
     )
 
 
 def _segment(text: str) -> str:
-    return quote(str(text), safe="")
+    text = str(text)
+    return text if _UNQUOTED(text) else quote(text, safe="")
 
 
 class RawAPI:

@@ -220,6 +220,18 @@ class Pod:
         object.__setattr__(copied, "__dict__", state)
         return copied
 
+    def with_binding(self, node_name: str, resource_version: str) -> Pod:
+        """This pod as the watch shows it once bound: ``spec.nodeName`` and
+        ``metadata.resourceVersion`` set, nothing else (``controller.echo``). A copy of the
+        instance dict as in ``with_node_name``; no derived value reads the resource version
+        either."""
+        copied = object.__new__(Pod)
+        state = self.__dict__.copy()
+        state["node_name"] = node_name
+        state["resource_version"] = resource_version
+        object.__setattr__(copied, "__dict__", state)
+        return copied
+
 
 @dataclass(frozen=True, slots=True)
 class Namespace:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -9,10 +10,10 @@ from typing import Any
 import pytest
 
 from policyengine.controller.binder import Binder, BindOutcome, binding_body
-from policyengine.controller.events import EventRecorder
+from policyengine.controller.events import PRUNE_AT, EventRecorder
 from policyengine.model.parse import parse_pod
 from tests.apiserver import LoopbackAPIServer
-from tests.controller.builders import Results, node_obj, pod_obj
+from tests.controller.builders import Results, node_obj, pod, pod_obj
 
 WIRE = Path(__file__).resolve().parents[1] / "data" / "k8s-wire"
 
@@ -158,3 +159,39 @@ def test_dedup_window_expires(apiserver: LoopbackAPIServer, kube_api_client: Any
     assert recorder.flush()
     recorder.stop()
     assert len(apiserver.events(reason="FailedScheduling")) == 2
+
+
+@pytest.mark.parametrize(
+    ("steps", "remembered"),
+    [
+        # (clock, distinct pods) per step; how many keys stay remembered after each step
+        ([(0.0, PRUNE_AT)], [PRUNE_AT]),  # at the limit: nothing dropped
+        ([(0.0, PRUNE_AT), (1.0, 1)], [PRUNE_AT, PRUNE_AT + 1]),  # all live: all kept
+        ([(0.0, PRUNE_AT), (1.0, 2), (2.0, PRUNE_AT)], [PRUNE_AT, PRUNE_AT + 2, 2 * PRUNE_AT + 2]),
+        ([(0.0, PRUNE_AT), (61.0, 1)], [PRUNE_AT, 1]),  # the expired ones go
+        # expired keys wait for the doubled limit: then only the live ones stay
+        ([(0.0, PRUNE_AT), (1.0, 1), (62.0, PRUNE_AT + 2)], [PRUNE_AT, PRUNE_AT + 1, PRUNE_AT + 2]),
+    ],
+)
+def test_remembered_events_are_pruned_by_halves(
+    kube_api_client: Any, steps: list[tuple[float, int]], remembered: list[int]
+) -> None:
+    # Never started: the posts stay queued. Once over the limit with every key still inside
+    # the window, the map is kept (not copied again on each event) until it has doubled.
+    now = [0.0]
+    recorder = EventRecorder(kube_api_client, dedup_window=60, clock=lambda: now[0])
+    pods = iter(range(10**6))
+    seen = []
+    for (clock, count), expected in zip(steps, remembered, strict=True):
+        now[0] = clock
+        before = recorder._recent
+        for i in itertools.islice(pods, count):
+            recorder.failed_scheduling(pod(f"p{i}"), "s", "m", "p", "v", patch_condition=False)
+        seen.append(len(recorder._recent))
+        assert seen[-1] == expected
+        if len(before) > PRUNE_AT and expected == len(before) + count:
+            assert recorder._recent is before  # not copied while it grows to double
+    # Every event still inside the window is suppressed when repeated.
+    posted = recorder.suppressed
+    recorder.failed_scheduling(pod("p0"), "s", "m", "p", "v", patch_condition=False)
+    assert recorder.suppressed == posted + (now[0] - steps[0][0] < 60)

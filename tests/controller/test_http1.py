@@ -23,7 +23,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from urllib3.util import SKIP_HEADER
 
-from policyengine.controller.http1 import host_header, read_response, request_bytes
+from policyengine.controller.http1 import (
+    _quick_head,
+    _Reader,
+    host_header,
+    read_response,
+    request_bytes,
+)
 
 
 class _Sent:
@@ -354,3 +360,34 @@ def test_any_response_is_read_as_http_client_reads_it(
 ) -> None:
     raw = ending.join([status, *headers, b"", b""]) + body
     _check_response(raw, cuts, method)
+
+
+_API_ANSWER = (
+    b"HTTP/1.1 201 Created\r\nAudit-Id: 0555943c\r\nCache-Control: no-cache, private\r\n"
+    b"Content-Type: application/json\r\nDate: Thu, 03 Dec 2026 14:44:27 GMT\r\n"
+    b"Content-Length: 2\r\n\r\n{}"
+)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "quick"),
+    [
+        ([_API_ANSWER], True),  # the usual answer, whole in the first read
+        ([b"HTTP/1.1 204 No Content\r\n\r\n"], True),
+        ([_API_ANSWER[:30], _API_ANSWER[30:]], False),  # headers cut by the first read
+        ([b"HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n"], True),  # LF after the status only
+        ([b"HTTP/1.1 200 OK\r\nContent-Length: 0\n\r\n"], False),  # a bare LF in the headers
+        ([b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n"], False),  # a bare CR
+        ([b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\n\r\n"], False),
+        ([b"HTTP/1.1 200 OK\r\n: empty name\r\n\r\n"], False),
+        ([b"HTTP/1.1 200 OK\r\nX\x7f: 1\r\n\r\n"], False),
+        ([b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"], False),
+        ([b"HTTP/1.1 abc\r\n\r\n"], False),
+        ([b"HTTP/1.1 200 OK\r\n" + b"X: 1\r\n" * 99 + b"\r\n"], True),
+        ([b"HTTP/1.1 200 OK\r\n" + b"X: 1\r\n" * 100 + b"\r\n"], False),  # over the limit
+    ],
+)
+def test_usual_heads_are_read_at_once(pieces: list[bytes], quick: bool) -> None:
+    # The quick reading engages where it should (and the answer is http.client's: above).
+    assert (_quick_head(_Reader(_Pieces(pieces))) is not None) is quick
+    _check_response(b"".join(pieces), list(itertools.accumulate(len(p) for p in pieces)))

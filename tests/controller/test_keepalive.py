@@ -69,6 +69,21 @@ def test_writes_of_a_thread_share_one_connection(
     assert [e["metadata"]["name"] for e in apiserver.events()] == ["p.0", "p.1", "p.2", "p.9"]
 
 
+@pytest.mark.parametrize(
+    "timeouts",
+    [[10, 10, 10], [10, 30, 30, 10], [30, (5, 30), 0.5, 0.5], [10, None, None, 10]],
+)
+def test_each_write_reads_with_its_own_timeout(
+    apiserver: LoopbackAPIServer, kube_api_client: Any, timeouts: list[Any]
+) -> None:
+    # The socket's timeout is set only when it changes; it is always the write's own.
+    api = RawAPI(kube_api_client)
+    for i, timeout in enumerate(timeouts):
+        assert _post(api, i, timeout=timeout).status == 201
+        seconds = max(timeout) if isinstance(timeout, tuple) else timeout
+        assert api._sender._local.conn.sock.gettimeout() == seconds  # type: ignore[union-attr]
+
+
 class _OneShot(http.server.BaseHTTPRequestHandler):
     """Answers each connection's first request and then closes it without saying so (as an
     API server or proxy closing an idle keep-alive connection does)."""

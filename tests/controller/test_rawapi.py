@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from policyengine.controller.rawapi import RawAPI, query_string
+from policyengine.controller.rawapi import RawAPI, _segment, query_string
 from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import node_obj, pod_obj
 
@@ -206,10 +209,33 @@ def test_raw_failures_raise_what_the_generated_client_raises(
             "allowWatchBookmarks=false&timeoutSeconds=300&watch=true",
         ),
         ({"resource_version": None, "_preload_content": False}, ""),
+        ({"_preload_content": False, "_request_timeout": 30}, ""),  # a write's options
+        ({"_request_timeout": 30, "grace_period_seconds": 0}, "gracePeriodSeconds=0"),
     ],
 )
 def test_query_string(params: dict[str, Any], query: str) -> None:
     assert query_string(params) == query
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("default", "default"),
+        ("pod-1.a_b~", "pod-1.a_b~"),
+        ("", ""),
+        ("a b", "a%20b"),
+        ("ns/x", "ns%2Fx"),
+        ("caf\u00e9", "caf%C3%A9"),
+        ("x?y#z%", "x%3Fy%23z%25"),
+    ],
+)
+def test_path_segments_are_quoted_as_quote_does(text: str, quoted: str) -> None:
+    assert _segment(text) == quoted == quote(text, safe="")
+
+
+@given(st.text())
+def test_any_path_segment_is_quoted_as_quote_does(text: str) -> None:
+    assert _segment(text) == quote(text, safe="")
 
 
 def test_query_string_refuses_what_it_does_not_know() -> None:

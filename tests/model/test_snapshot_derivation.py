@@ -17,6 +17,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -147,19 +148,32 @@ def _derive_and_compare(data: st.DataObject) -> None:
         _assert_equal(derived, its_nodes, its_pods)
 
 
-def test_with_node_name_equals_replace_with_its_derived_values() -> None:
+@pytest.mark.parametrize(
+    ("copy", "changes"),
+    [
+        (lambda pod: pod.with_node_name("n1"), {"node_name": "n1"}),
+        (lambda pod: pod.with_binding("n1", "42"), {"node_name": "n1", "resource_version": "42"}),
+        (lambda pod: pod.with_binding("", ""), {"node_name": "", "resource_version": ""}),
+    ],
+)
+def test_dict_copies_equal_replace_with_their_derived_values(
+    copy: Any, changes: dict[str, str]
+) -> None:
+    # Pod.with_node_name (assume) and Pod.with_binding (the watch's echo of a binding).
     pod = make_pod(
         "p",
         containers=[container("c", {"cpu": "1"})],
         **AFFINITY[1],
     )
+    pod = dataclasses.replace(pod, resource_version="7")
     cached = [name for name, value in vars(Pod).items() if isinstance(value, cached_property)]
     assert cached  # read on the original, so the copy starts with them
     for name in cached:
         getattr(pod, name)
-    placed = pod.with_node_name("n1")
-    expected = dataclasses.replace(pod, node_name="n1")
-    assert placed == expected and placed.node_name == "n1" and pod.node_name == ""
+    placed = copy(pod)
+    expected = dataclasses.replace(pod, **changes)
+    assert placed == expected and pod.node_name == "" and pod.resource_version == "7"
+    assert all(getattr(placed, name) == value for name, value in changes.items())
     assert type(placed) is Pod and placed is not pod
     for name in cached:
         assert getattr(placed, name) == getattr(expected, name), name
