@@ -9,10 +9,13 @@ assert on what the server saw.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from policyengine.controller.binder import BindResult
 from policyengine.controller.informer import InformerOptions
@@ -213,3 +216,19 @@ class RunningScheduler:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def wait_until(
+    what: str,
+    condition: Callable[[], Any],
+    seen: Callable[[], Any] = lambda: None,
+    timeout: float = 15.0,
+) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` and what was ``seen`` if it
+    never does within ``timeout`` seconds (an upper bound: no test asserts how long it took)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.01)
+    pytest.fail(f"timed out waiting for {what}; saw {seen()!r}")

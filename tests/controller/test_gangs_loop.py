@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import pytest
 from kubernetes import client
 
 from policyengine.controller.metrics import Metrics
@@ -29,6 +28,7 @@ from tests.controller.builders import (
     node_obj,
     pod_obj,
     podgroup,
+    wait_until,
 )
 
 RACK = "topology.kubernetes.io/rack"
@@ -69,17 +69,6 @@ def racks(server: LoopbackAPIServer, layout: dict[str, int], cpu: str = "4") -> 
 
 def member(name: str, gang: str, cpu: str = "1") -> dict[str, Any]:
     return pod_obj(name, cpu=cpu, labels={POD_GROUP_LABEL: gang})
-
-
-def wait_until(
-    what: str, condition: Callable[[], bool], seen: Callable[[], Any], timeout: float = 15
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}; saw {seen()!r}")
 
 
 def bound(server: LoopbackAPIServer, gang: str) -> dict[str, str]:

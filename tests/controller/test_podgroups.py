@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 import structlog
 from kubernetes import client
 
 from policyengine.controller.podgroups import PodGroupSource, PodGroupStatusWriter
 from tests.apiserver import LoopbackAPIServer
+from tests.controller import builders
 from tests.controller.builders import FAST_INFORMER, podgroup
 
 GROUP = "scheduling.x-k8s.io"
@@ -42,12 +41,7 @@ class Recorder:
 
 
 def wait_until(what: str, condition: Callable[[], bool], seen: Callable[[], Any]) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    pytest.fail(f"timed out waiting for {what}; saw {seen()!r}")
+    builders.wait_until(what, condition, seen, timeout=10)
 
 
 def checks(server: LoopbackAPIServer) -> list[str]:

@@ -5,21 +5,18 @@ failing job does not stop its worker, and shutdown refuses new jobs but runs que
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from policyengine.controller.workers import WorkerPool
+from tests.controller.builders import wait_until
 
 WAIT = 10.0
 
 
 def _settle(pool: WorkerPool) -> None:
     """Wait until every started worker is idle."""
-    deadline = time.monotonic() + WAIT
-    while pool.idle() < pool.threads():
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    wait_until("idle workers", lambda: pool.idle() >= pool.threads(), pool.idle, timeout=WAIT)
 
 
 def _run_and_wait(pool: WorkerPool, fail: bool = False) -> str:
@@ -32,10 +29,7 @@ def _run_and_wait(pool: WorkerPool, fail: bool = False) -> str:
             raise RuntimeError("job failed")
 
     assert pool.submit(work)
-    deadline = time.monotonic() + WAIT
-    while not ran:
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    wait_until("the job to run", lambda: ran, timeout=WAIT)
     _settle(pool)
     return ran[0]
 
