@@ -99,21 +99,16 @@ def _holds(test: Callable[[Env], bool], env: Env) -> bool:
         return False
 
 
-_TESTS: dict[int, IdleTests] = {}
-_TESTS_LOCK = threading.Lock()
+_TESTS = "_idle_tests"  # where a plan keeps its ``IdleTests``
 
 
 def idle_tests(plan: PolicyPlan) -> IdleTests:
-    """The idle tests of ``plan``, made once per plan (plans are made once per policy)."""
-    found = _TESTS.get(id(plan))
-    if found is not None and found.plan is plan:
-        return found
-    made = IdleTests(plan)
-    with _TESTS_LOCK:
-        if len(_TESTS) > 256:
-            _TESTS.clear()
-        _TESTS[id(plan)] = made
-    return made
+    """The idle tests of ``plan``, made once and kept on it (plans are made once per policy
+    and cached by ``policy_plan``), as ``functools.cached_property`` keeps a value."""
+    found: IdleTests | None = plan.__dict__.get(_TESTS)
+    if found is None:
+        found = plan.__dict__.setdefault(_TESTS, IdleTests(plan))
+    return found
 
 
 def _positions(plan: PolicyPlan, active: PolicyPlan) -> tuple[int | None, ...]:
