@@ -422,24 +422,23 @@ class _ProgramBuilder:
             return filter_fn, _not_a(name, "score"), per_node, filter_many, None, idle, None
         score_fn = score_evaluator(name, body_span, guard_fn, body.fn)
         per_node = any(p.per_node for p in (guard, body) if p is not None)
+        guard_per_node = guard is not None and guard.per_node
+        body_form = batch_form(body)
+        guard_form = batch_form(guard) if guard is not None and guard.per_node else None
         score_many = score_batch_evaluator(
             name,
             body_span,
             score_fn,
             per_node,
             guard_fn,
-            guard is not None and guard.per_node,
-            batch_form(body),
-            guard_body=batch_form(guard) if guard is not None and guard.per_node else None,
+            guard_per_node,
+            body_form,
+            guard_body=guard_form,
         )
         empty = body.idle if not isinstance(non_null(body.type), ListType) else None
         idle = _idle_rule(guard, off, empty)
         numbers = score_numbers_evaluator(
-            per_node,
-            guard_fn,
-            guard is not None and guard.per_node,
-            batch_form(body),
-            guard_body=batch_form(guard) if guard is not None and guard.per_node else None,
+            per_node, guard_fn, guard_per_node, body_form, guard_body=guard_form
         )
         return _not_a(name, "filter"), score_fn, per_node, None, score_many, idle, numbers
 
