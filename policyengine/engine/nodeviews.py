@@ -107,7 +107,7 @@ class NodeViews:
     def __init__(self, topology: TopologyConfig):
         self.topology = topology
         self._by_name: dict[str, NodeView] = {}
-        self._last: tuple[ClusterSnapshot, Frame] | None = None
+        self._last: Frame | None = None  # the last frame made (``Frame.snapshot``: of what)
         self._lock = threading.Lock()
         # Rows each frame changed from the one before (None: every row), for frames
         # ``_first`` … ``_seq`` in order.
@@ -148,12 +148,11 @@ class NodeViews:
         return rows
 
     def frame(self, snapshot: ClusterSnapshot) -> Frame:
-        last = self._last
-        if last is not None and last[0] is snapshot:
-            return last[1]
+        previous = self._last
+        if previous is not None and previous.snapshot is snapshot:
+            return previous
         with self._lock:
             by_name = self._by_name
-            previous = last[1] if last is not None else None
             if previous is not None and previous.size == len(snapshot):
                 replaced = _replaced(snapshot, previous)
                 views = previous.views.replaced(
@@ -188,7 +187,7 @@ class NodeViews:
                 )
             if len(by_name) > 2 * len(views) + 64:  # nodes deleted long ago
                 self._by_name = {view.info.name: view for view in views}
-            self._last = (snapshot, frame)
+            self._last = frame
         return frame
 
     def _view(self, by_name: dict[str, NodeView], info: NodeInfo) -> NodeView:
