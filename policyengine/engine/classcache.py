@@ -46,6 +46,7 @@ import dataclasses
 import itertools
 import operator
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -353,6 +354,8 @@ def next_stamp() -> int:
 
 # Partial invalidations (``by_row``) a column remembers; a cache older than them starts over.
 _DROPS = 64
+# Tables a column tracks between two stores; lent to more, the next store copies regardless.
+_BORROWERS = 8
 
 
 @dataclass(eq=False)
@@ -364,7 +367,8 @@ class Column:
     What a cache of whole cycles (``engine.cycle``) needs to trust rows it does not look at:
     ``epoch`` counts invalidations of every row, ``drops`` logs the rows ``by_row`` dropped
     (stamp, rows), ``stamps`` the stamp of each row's last store. Decisions read the result
-    arrays later (``lend``): a store after a lend copies them first.
+    arrays later (``lend``): a store after a lend copies them first, unless every table they
+    were lent to is gone (most decisions are dropped once their node is read).
     """
 
     ids: np.ndarray
@@ -379,6 +383,8 @@ class Column:
     drops_since: int = 0  # ``drops`` holds every drop stamped after this
     errors: int = 0  # rows holding an error
     lent: bool = False
+    # The tables the arrays were lent to since the last store (None: copy whatever they are).
+    borrowers: list[weakref.ref[Any]] | None = field(default_factory=list)
     busy: bool = False  # checked out by a cycle (``ClassCache``)
 
     @property
@@ -443,14 +449,24 @@ class Column:
             infos[row] = view.info
         self.stamps[rows] = stamp
 
-    def lend(self) -> None:
-        """The result arrays are read by a decision from now on: the next store copies them."""
+    def lend(self, borrower: object = None) -> None:
+        """The result arrays are read by ``borrower`` (a decision's table; None: by anything)
+        from now on: the next store copies them while it is alive."""
         self.lent = True
+        borrowers = self.borrowers
+        if borrowers is not None:
+            if borrower is None or len(borrowers) >= _BORROWERS:
+                self.borrowers = None
+            else:
+                borrowers.append(weakref.ref(borrower))
 
     def _own(self) -> None:
         if self.lent:
-            self._copy_results()
+            borrowers = self.borrowers
+            if borrowers is None or any(ref() is not None for ref in borrowers):
+                self._copy_results()
             self.lent = False
+            self.borrowers = []
 
     def _copy_results(self) -> None:
         raise NotImplementedError
@@ -556,6 +572,7 @@ class FilterColumn(Column):
                 made.append(self.made[code])
         self.codes = remap[self.codes]
         self.lent = False
+        self.borrowers = []
         self.made = made
         self._made = {}
         for code, rejection in enumerate(made):

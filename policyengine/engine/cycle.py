@@ -203,7 +203,7 @@ def schedule(
         scored_at,
     )
     for column in entry.scores:
-        column.lend()
+        column.lend(table)
     CACHE.checkin(entry)
     if state_key is not None and dead_at is not None:
         kept = _State(
@@ -765,8 +765,6 @@ def _first_rejections(
         return {}
     names = entry.names
     columns = [(column.codes, column.made) for column in entry.filters]
-    for column in entry.filters:
-        column.lend()
 
     def build() -> dict[str, tuple[Rejection, ...]]:
         rows = np.flatnonzero(dead_at >= 0)
@@ -796,7 +794,10 @@ def _first_rejections(
                 out.append((rejection, names[where[found == code]].tolist()))
         return out
 
-    return RejectionTable(build, dead, groups)
+    table = RejectionTable(build, dead, groups)
+    for column in entry.filters:
+        column.lend(table)
+    return table
 
 
 def _filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:

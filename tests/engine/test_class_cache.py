@@ -121,6 +121,34 @@ def test_pods_of_templates_decide_as_the_reference(data: st.DataObject) -> None:
             snap = snap.with_pod(pod, decision.node)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_decisions_read_after_later_cycles_still_read_their_own(data: st.DataObject) -> None:
+    # Columns lend their arrays to the decisions' tables and copy them at the next store only
+    # while a table lives: kept decisions, read after later cycles stored into the same
+    # columns, still show their own cycle's scores and rejections; dropped ones cost no copy.
+    program = compiled(data.draw(policies()))
+    cluster_nodes = data.draw(nodes(data.draw(st.integers(2, 6))))
+    names = [n.name for n in cluster_nodes]
+    snap = snapshot(cluster_nodes, [])
+    shapes = [data.draw(templates(names, i)) for i in range(data.draw(st.integers(1, 3)))]
+    rng = random.Random(data.draw(st.integers(0, 5)))
+    kept = []
+    for index in range(data.draw(st.integers(3, 8))):
+        template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
+        pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
+        replay = random.Random()
+        replay.setstate(rng.getstate())
+        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+        reference = reference_decision(program, pod, snap, replay)
+        if data.draw(st.booleans()):
+            kept.append((decision, reference))
+        if decision.node is not None:
+            snap = snap.with_pod(pod, decision.node)
+    for decision, reference in kept:
+        assert differences(decision, reference) == []
+
+
 def _anti(selector: dict[str, Any], key: str) -> dict[str, Any]:
     return {
         "podAntiAffinity": {
@@ -556,6 +584,46 @@ def test_a_few_scores_store_as_many_do(data: st.DataObject, size: int) -> None:
         assert fast.errors == grouped.errors == 0
         assert lent[0].tobytes() == lent[1].tobytes()  # a decision still reads the old ones
         assert fast.stamp == int(fast.stamps.max())
+
+
+class _Table:
+    """Stands for a decision's table (anything a weak reference can name)."""
+
+
+# (tables lent to since the last store, which of them are still alive) -> whether the store
+# copies the lent arrays: only a table still alive may read them.
+LENDING = [
+    ([None], [], True),  # lent without saying to what: always copied
+    (["a"], ["a"], True),
+    (["a"], [], False),
+    (["a", "b"], ["b"], True),
+    (["a", "b"], [], False),
+    ([str(i) for i in range(classcache._BORROWERS + 1)], [], True),  # too many to track
+]
+
+
+@pytest.mark.parametrize(("lent_to", "alive", "copied"), LENDING)
+def test_a_store_copies_lent_arrays_only_while_a_borrower_lives(
+    lent_to: list[str | None], alive: list[str], copied: bool
+) -> None:
+    frame = _frame(4)
+    column = ScoreColumn.empty(4)
+    tables = {name: _Table() for name in lent_to if name is not None}
+    for name in lent_to:
+        column.lend(None if name is None else tables[name])
+    for name in list(tables):
+        if name not in alive:
+            del tables[name]  # the last reference: CPython frees it at once
+    before = column.values
+    column.store_numbers(np.array([1], np.int64), [7.0], frame)
+    assert (column.values is not before) == copied
+    assert before[1] == (0.0 if copied else 7.0)
+    assert column.values[1] == 7.0
+    # Lending starts afresh after a store: a table lent to now and dropped costs no copy.
+    column.lend(_Table())
+    after = column.values
+    column.store_numbers(np.array([2], np.int64), [3.0], frame)
+    assert column.values is after
 
 
 VERDICTS = st.sampled_from(
