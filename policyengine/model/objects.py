@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import cached_property
 
+from policyengine.model.cached import cached_property
 from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.labels import LabelSelector
 from policyengine.model.node_selectors import NodeSelector, PreferredSchedulingTerm

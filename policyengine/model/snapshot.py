@@ -23,9 +23,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from fractions import Fraction
-from functools import cached_property
 from typing import Any
 
+from policyengine.model.cached import cached_property
 from policyengine.model.errors import ModelError, object_ref
 from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.gpu_devices import GpuDemand, Grant, NodeGpus

@@ -43,17 +43,20 @@ class CycleContext:
     def prepared(self, key: Any, factory: Callable[[], T], pod_only: bool = False) -> T:
         """``factory()`` once per cycle; ``pod_only``: it reads nothing but the pod and
         ``config``, so pods alike share one."""
-        try:
-            return self._prepared[key]  # type: ignore[no-any-return]
-        except KeyError:
-            pass
+        # ``get`` with a marker rather than catching KeyError: most keys are missed once per
+        # cycle, and raising costs more than the lookup.
+        value = self._prepared.get(key, _MISSING)
+        if value is not _MISSING:
+            return value  # type: ignore[no-any-return]
         alike = self.alike
         if pod_only and alike is not None:
-            try:
-                value = alike[key]
-            except KeyError:
+            value = alike.get(key, _MISSING)
+            if value is _MISSING:
                 value = alike[key] = factory()
         else:
             value = factory()
         self._prepared[key] = value
-        return value
+        return value  # type: ignore[no-any-return]
+
+
+_MISSING = object()  # no state prepared under the key yet

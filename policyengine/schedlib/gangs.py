@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from operator import attrgetter
 
 from policyengine.lang.types import INT, STRING, Nullable
+from policyengine.model.cached import cached_property
 from policyengine.model.resources import from_units
 from policyengine.model.snapshot import NodeInfo
 from policyengine.schedlib.records import RESOURCES, _field, _record

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
 
 from policyengine.model import gpu as model_gpu
 from policyengine.model import topology as model_topology
+from policyengine.model.cached import cached_property
 from policyengine.model.gpu_devices import GpuDemand
 from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Node, Pod

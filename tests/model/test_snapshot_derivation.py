@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
-from functools import cached_property
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.model import shared_map
+from policyengine.model.cached import cached_property
 from policyengine.model.objects import Pod
 from policyengine.model.resources import (
     CPU,
