@@ -184,7 +184,7 @@ def schedule(
     if scored is None:
         scored = _score_all(entry, feasible_mask, batch, context, errors)
     totals, stats, normalisers = scored
-    rows = np.flatnonzero(feasible_mask)
+    rows = _FeasibleRows(feasible_mask)  # built when read: most decisions never read the table
     names = entry.names
     values: Sequence[np.ndarray] = [column.values for column in entry.scores]
     scored_at: Sequence[np.ndarray] = [column.scored for column in entry.scores]
@@ -194,8 +194,8 @@ def schedule(
         normalisers = Listed(normalisers, at, zero_at)
         values, scored_at = Listed(values, at, raw), Listed(scored_at, at, none)
     table = ScoreTable(
-        Names(lambda: tuple(names[rows].tolist()), count),
-        rows,
+        Names(lambda: tuple(names[rows.get()].tolist()), count),
+        rows.get,
         totals,
         [rule.rule.qualified_name for rule in whole.scores],
         normalisers,
@@ -223,7 +223,7 @@ def schedule(
         )
         kept.others = _others(state, kept)
         CACHE.put_state(state_key, refs, kept, 3 * frame.size * (1 + len(kept.others)))
-    chosen, best = _choose(feasible_mask, rows, totals, entry, rng)
+    chosen, best = _choose(feasible_mask, count, totals, entry, rng)
     if chosen is None:
         message = histogram_line(num_nodes, infeasible)
     else:
@@ -239,7 +239,7 @@ def schedule(
         feasible=table._nodes,
         infeasible=infeasible,
         scores=table,
-        ranking=Names(lambda: _ranking(names, rows, totals, ranks), count),
+        ranking=Names(lambda: _ranking(names, rows.get(), totals, ranks), count),
         message=message,
         errors=tuple(dict.fromkeys(errors)),
         gpu_devices=_devices(context, snapshot, chosen, pod),
@@ -356,6 +356,21 @@ class _Picked(Sequence[NodeInfo]):
         return iter(self._get())
 
 
+class _FeasibleRows:
+    """The feasible rows (``np.flatnonzero`` of the mask), found when first read."""
+
+    __slots__ = ("_mask", "_rows")
+
+    def __init__(self, mask: np.ndarray):
+        self._mask = mask
+        self._rows: np.ndarray | None = None
+
+    def get(self) -> np.ndarray:
+        if self._rows is None:
+            self._rows = np.flatnonzero(self._mask)
+        return self._rows
+
+
 def _ranking(
     names: np.ndarray, rows: np.ndarray, totals: np.ndarray, ranks: np.ndarray | None
 ) -> tuple[str, ...]:
@@ -367,44 +382,51 @@ def _ranking(
 
 def _choose(
     feasible: np.ndarray,
-    rows: np.ndarray,
+    count: int,
     totals: np.ndarray,
     entry: ClassEntry,
     rng: random.Random,
 ) -> tuple[str | None, float]:
-    """The best node and its total: ties (in name order) broken by ``rng`` as a list of the
-    ranking's tied prefix would be, without sorting the ranking."""
-    if not len(rows):
+    """The best of the ``count`` feasible nodes and its total: ties (in name order) broken by
+    ``rng`` as a list of the ranking's tied prefix would be, without sorting the ranking."""
+    if not count:
         return None, 0
     names = entry.names
-    if len(rows) == 1:
-        return str(names[rows[0]]), float(totals[rows[0]])
+    if count == 1:  # the one feasible row
+        row = int(feasible.argmax())
+        return str(names[row]), float(totals[row])
     # Infeasible rows mostly total 0: when the best of every row is positive and only
     # feasible rows reach it, it is the best feasible total, without masking every row.
     best = float(totals.max())
-    tied = np.flatnonzero(totals == best) if best > 0 and math.isfinite(best) else rows[:0]
-    if not len(tied) or not feasible[tied].all():
+    tied = totals == best
+    ties = int(np.count_nonzero(tied)) if best > 0 and math.isfinite(best) else 0
+    if not ties or int(np.count_nonzero(tied & feasible)) != ties:
         masked = np.where(feasible, totals, -math.inf)
         best = float(masked.max())
         if not math.isfinite(best):  # NaN or infinite totals: the sorted ranking decides
+            rows = np.flatnonzero(feasible)
             ranking = _ranking(names, rows, totals, entry.ranks)
             order = np.lexsort((entry.ranks[rows], -totals[rows]))
             ordered = totals[rows[order]]
             return _select(ranking, ordered, rng), float(ordered[0])
-        tied = np.flatnonzero(masked == best)
-    if len(tied) == 1:
-        return str(names[tied[0]]), best
+        tied = masked == best
+        ties = int(np.count_nonzero(tied))
+    if ties == 1:
+        return str(names[int(tied.argmax())]), best
     if type(rng) is random.Random:
         # ``choice`` of the tied names in name order is the ``_randbelow(n)``-th of them; the
         # plain generator's ``choice`` is exactly that, so the k-th is found without sorting
-        # thousands of tied rows (ranks are distinct). Rows in name order (a prefix of them
-        # ranked as they stand) need not even be ranked.
-        k = rng._randbelow(len(tied))  # type: ignore[attr-defined]
-        if tied[-1] < _in_order(entry.ranks):
-            return str(names[tied[k]]), best
-        return str(names[tied[np.argpartition(entry.ranks[tied], k)[k]]]), best
-    ranks = entry.ranks[tied]
-    return rng.choice(names[tied[np.argsort(ranks, kind="stable")]].tolist()), best
+        # thousands of tied rows. Rows in name order (a prefix of them ranked as they stand)
+        # need not even be ranked; otherwise the rows are read in name order (``_by_name``).
+        k = rng._randbelow(ties)  # type: ignore[attr-defined]
+        ranks = entry.ranks
+        in_order = _in_order(ranks)
+        if not tied[in_order:].any():
+            return str(names[tied.nonzero()[0][k]]), best
+        by_name = _by_name(ranks)
+        return str(names[by_name[tied[by_name].nonzero()[0][k]]]), best
+    at = tied.nonzero()[0]
+    return rng.choice(names[at[np.argsort(entry.ranks[at], kind="stable")]].tolist()), best
 
 
 # The last ranks looked at and how many of the first rows they rank in row order.
@@ -423,6 +445,23 @@ def _in_order(ranks: np.ndarray) -> int:
     count = int(off[0]) if len(off) else len(ranks)
     _last_order = (ranks, count)
     return count
+
+
+# The last ranks looked at and the rows in name order (their inverse permutation).
+_last_by_name: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _by_name(ranks: np.ndarray) -> np.ndarray:
+    """The rows in name order (``rows[_by_name(ranks)]`` is sorted by name), kept while the
+    ranks stay (as ``_in_order``)."""
+    global _last_by_name
+    last = _last_by_name
+    if last is not None and last[0] is ranks:
+        return last[1]
+    rows = np.empty(len(ranks), np.int64)
+    rows[ranks] = np.arange(len(ranks))
+    _last_by_name = (ranks, rows)
+    return rows
 
 
 def _outside(

@@ -119,7 +119,8 @@ class ScoreTable(Mapping[str, NodeScore]):
     is built when first read. Building 5,000 of them (two dicts each) per pod cost more than
     choosing the node; most consumers read one or a few (the chosen node, a top-N).
 
-    ``nodes`` are the feasible nodes and ``rows`` their rows in the columns: ``totals`` has one
+    ``nodes`` are the feasible nodes and ``rows`` their rows in the columns (or a function
+    giving them, called when a node is first read): ``totals`` has one
     float per row, ``raw``/``scored`` one column per rule (``scored`` False where the raw value
     is null), and ``normalised[r](rows)`` gives rule ``r``'s normalised values at some rows.
     """
@@ -136,7 +137,7 @@ class ScoreTable(Mapping[str, NodeScore]):
         empty_total: float = 0,
     ):
         self._nodes = nodes
-        self._rows = rows
+        self._rows = rows  # an array, or a function giving it (``_row_array``)
         self._totals = totals
         self._rules = rules
         self._normalised = normalised
@@ -158,8 +159,9 @@ class ScoreTable(Mapping[str, NodeScore]):
         score = self._built.get(i)
         if score is None:
             rules = self._rules
-            row = int(self._rows[i])
-            at = self._rows[i : i + 1]
+            rows = self._row_array()
+            row = int(rows[i])
+            at = rows[i : i + 1]
             score = self._built[i] = NodeScore(
                 total=float(self._totals[row]) if rules else self._empty_total,
                 rules={
@@ -171,6 +173,11 @@ class ScoreTable(Mapping[str, NodeScore]):
                 },
             )
         return score
+
+    def _row_array(self) -> Any:
+        if callable(self._rows):
+            self._rows = self._rows()
+        return self._rows
 
     def __contains__(self, node: object) -> bool:
         return isinstance(node, str) and self._position(node) is not None

@@ -689,10 +689,19 @@ TOTALS = st.one_of(
 )
 
 
+class _OwnRandom(random.Random):
+    """A generator of another type: ``_choose`` then asks its own ``choice``."""
+
+
 @settings(max_examples=500, deadline=None)
-@given(data=st.data(), size=st.integers(1, 30), seed=st.integers(0, 9))
+@given(
+    data=st.data(),
+    size=st.integers(1, 30),
+    seed=st.integers(0, 9),
+    kind=st.sampled_from([random.Random, _OwnRandom]),
+)
 def test_the_choice_without_masking_is_the_ranking_s(
-    data: st.DataObject, size: int, seed: int
+    data: st.DataObject, size: int, seed: int, kind: type[random.Random]
 ) -> None:
     # ``_choose`` skips masking the infeasible rows when only feasible ones reach the best
     # total; whatever the infeasible rows hold, it picks what the sorted ranking gives.
@@ -713,11 +722,12 @@ def test_the_choice_without_masking_is_the_ranking_s(
     ranks[np.argsort(names.astype(str), kind="stable")] = np.arange(size)
     entry = SimpleNamespace(names=names, ranks=ranks)
     rows = np.flatnonzero(feasible)
-    fast_rng, old_rng = random.Random(seed), random.Random(seed)
+    fast_rng, old_rng = kind(seed), kind(seed)
 
     def outcome(choose: Any, rng: random.Random) -> Any:
+        given = len(rows) if choose is cycle._choose else rows  # the feasible count, or rows
         try:  # every feasible total NaN: nothing ranks first, and both refuse alike
-            chosen, best = choose(feasible, rows, totals, entry, rng)
+            chosen, best = choose(feasible, given, totals, entry, rng)
         except IndexError as error:
             return "raised", str(error)
         return chosen, repr(best)
