@@ -21,17 +21,24 @@ package from source again (about 0.8 s on this machine), which no deployment pay
 from __future__ import annotations
 
 import compileall
-import contextlib
 import gc
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks.harness import Measurement, child_env, flag, note, pending, progress, summarise
+from benchmarks.harness import (
+    Measurement,
+    child_env,
+    flag,
+    frozen_heap,
+    note,
+    pending,
+    progress,
+    summarise,
+)
 from benchmarks.workload import POLICY, SEED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,17 +61,6 @@ def _missing() -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _frozen_heap() -> Iterator[None]:
-    """The API server shares this process: keep its seeded objects (and the generator's) out
-    of the collector's full passes while the scheduler runs, as ``policyengine run`` does
-    with its own after syncing, so the server's cost per request is its own work."""
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU time of process ``pid`` so far (Linux; NaN elsewhere)."""
     try:
@@ -80,9 +76,9 @@ def _one_run(nodes: int, pods: int, label: str) -> dict[str, float | int]:
     from tests.apiserver import LoopbackAPIServer
 
     objects = synthetic.generate(synthetic.basic(nodes, pods), seed=SEED)
-    with LoopbackAPIServer() as server, tempfile.TemporaryDirectory() as tmp, _frozen_heap():
+    with LoopbackAPIServer() as server, tempfile.TemporaryDirectory() as tmp, frozen_heap():
         server.create_all(objects)
-        gc.freeze()  # the seeded cluster: see _frozen_heap
+        gc.freeze()  # the seeded cluster: see frozen_heap
         kubeconfig = server.kubeconfig(Path(tmp) / "kubeconfig")
         command = [
             sys.executable, "-m", "policyengine.cli.main", "run",

@@ -19,15 +19,16 @@ same rng state.
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.agreement import Agreement, differences, reference_decision
-from benchmarks.harness import Measurement, note, percentile, progress, summarise
+from benchmarks.harness import Measurement, frozen_heap, note, percentile, progress, summarise
 from policyengine.engine.cycle import CycleOptions, schedule
-from policyengine.engine.gangs import Gang, gangs_of, schedule_gang
+from policyengine.engine.gangs import Gang, assume_gang, gangs_of, schedule_gang
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import Program, compile_paths
@@ -80,12 +81,8 @@ def place(program: Program, snapshot: ClusterSnapshot, gangs: list[Gang], seed: 
         cpu.append(time.process_time() - start_cpu)
         if decision.scheduled:
             placed_gangs += 1
-            members = {pod.key: pod for pod in gang.pending}
-            for d in decision.placements:
-                if d.node is not None:
-                    placed = with_devices(members[d.pod], d.node, d.gpu_devices)
-                    snapshot = snapshot.with_pod(placed, d.node)
-                    placed_members += 1
+            placed_members += sum(1 for d in decision.placements if d.node is not None)
+            snapshot = assume_gang(snapshot, gang, decision)  # as ``simulate`` assumes them
     members = sum(len(g.pending) for g in gangs)
     return GangRun(members, placed_gangs, placed_members, wall, cpu)
 
@@ -128,12 +125,7 @@ def agreement(
                 snap = snap.with_pod(
                     with_devices(pod, member.node, member.gpu_devices), member.node
                 )
-        members = {pod.key: pod for pod in gang.pending}
-        for d in decision.placements:
-            if d.node is not None:
-                snapshot = snapshot.with_pod(
-                    with_devices(members[d.pod], d.node, d.gpu_devices), d.node
-                )
+        snapshot = assume_gang(snapshot, gang, decision)
     return found
 
 
@@ -149,9 +141,11 @@ def run(
     chosen = queue[: max(1, round(len(queue) * scale))]
     place(program, snapshot, chosen[:1])  # warm-up: caches, imports
     results = []
-    for i in range(runs):
-        progress(f"gangs: run {i + 1}/{runs}, {len(chosen)} gangs")
-        results.append(place(program, snapshot, chosen))
+    with frozen_heap():
+        gc.freeze()  # the cluster and the warm caches: see frozen_heap
+        for i in range(runs):
+            progress(f"gangs: run {i + 1}/{runs}, {len(chosen)} gangs")
+            results.append(place(program, snapshot, chosen))
     if check:
         progress(f"gangs: comparing {check} members with the reference evaluator")
     agreed = agreement(program, snapshot, chosen, check)

@@ -7,13 +7,15 @@ goes to stderr, the table to stdout.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -175,3 +177,16 @@ def child_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parent.parent)
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "PYTHONPATH": path}
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Objects built before the timed part (the cluster, the caches a warm-up filled, a
+    seeded API server's store), frozen by ``gc.freeze()`` inside, stay out of the collector's
+    full passes while the scenario runs, as ``policyengine run`` keeps its own after syncing
+    and ``worker.py`` the per-pod scenarios'; they are handed back to it on leaving, so later
+    scenarios in this process start from an ordinary heap."""
+    try:
+        yield
+    finally:
+        gc.unfreeze()

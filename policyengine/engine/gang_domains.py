@@ -11,7 +11,9 @@ So ``layout`` keeps the domains (their rows, node names and resource names) for 
 resource) with ``schedlib.domains.NodeSums``, corrected for the rows whose ``NodeInfo`` was
 replaced since. Both give exactly what a fresh pass gives (``tests/engine/test_gang_domains.py``
 replays placements and removals against fresh passes; ``schedlib.gangs.free_units`` is the
-fresh pass).
+fresh pass). ``domain_view`` keeps, beside the layout, the ``DomainView`` each domain's gang
+rules last saw: a gang places its members in one domain, and the domains it left alone are
+judged again by the next gang with the sums their views already made.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from policyengine.model.objects import Node
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.topology import TopologyConfig, topology_of
 from policyengine.schedlib.domains import NodeSums
+from policyengine.schedlib.gangs import DomainView
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,10 +52,13 @@ class Domain:
 
 @dataclass(frozen=True, eq=False)
 class Layout:
-    """Per level, its domains by label value, in the order of their first node."""
+    """Per level, its domains by label value, in the order of their first node; and the
+    last ``DomainView`` made of each domain, with the ``NodeInfo``s it sums (``domain_view``).
+    """
 
     nodes: tuple[Node, ...]
     levels: dict[str, dict[str, Domain]]
+    views: dict[Domain, tuple[list[NodeInfo], DomainView]] = field(default_factory=dict)
 
 
 _KEPT = 8
@@ -141,6 +147,23 @@ def domain_free(sums: dict[Any, int], domain: Domain) -> dict[str, int]:
     """The free units of ``domain`` by resource, in ``domain.resources`` order."""
     level, name = domain.level, domain.name
     return {r: sums[(level, name, r)] for r in domain.resources}
+
+
+def domain_view(
+    shape: Layout, domain: Domain, nodes: Sequence[NodeInfo], sums: dict[Any, int]
+) -> DomainView:
+    """What a gang rule sees of ``domain`` (``sums``: ``free_sums``): the view made for an
+    earlier gang when the domain's nodes are the same ``NodeInfo`` objects, otherwise a new
+    one. A view reads nothing but those nodes (its sums are theirs, ``free`` included), so
+    the kept one answers as a new one would, with the sums it already made; a placement
+    changes a few domains, and the others are judged again for every gang."""
+    infos = domain.infos(nodes)
+    kept = shape.views.get(domain)
+    if kept is not None and len(kept[0]) == len(infos) and all(map(operator.is_, kept[0], infos)):
+        return kept[1]
+    view = DomainView(domain.level, domain.name, infos, domain_free(sums, domain))
+    shape.views[domain] = (infos, view)
+    return view
 
 
 def clear() -> None:

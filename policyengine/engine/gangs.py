@@ -18,16 +18,18 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from itertools import repeat
 from typing import Any
 
 from policyengine.engine.cycle import CycleOptions, profile_for, schedule
 from policyengine.engine.decision import Decision
-from policyengine.engine.gang_domains import Domain, domain_free, free_sums, layout
+from policyengine.engine.gang_domains import Domain, domain_view, free_sums, layout
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.normalize import normalize
 from policyengine.lang.compiler import CompiledGang, Program
 from policyengine.lang.runtime import Env
 from policyengine.model.frozen import EMPTY
+from policyengine.model.gpu_devices import Grant
 from policyengine.model.objects import Pod, ResourceList
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.podgroup import pod_group_key
@@ -36,7 +38,7 @@ from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig, topology_of
 from policyengine.quantity import format_quantity
 from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.gangs import DomainView, GangView
+from policyengine.schedlib.gangs import GangView
 from policyengine.schedlib.views import PodView, ResourceMap
 
 _ZERO = Fraction(0)
@@ -261,9 +263,12 @@ def schedule_gang(
     )
     best_short: tuple[int, DomainOutcome] | None = None
     for candidate in candidates:
-        decisions = _try(program, gang, snapshot, rng, options, topology, config, candidate, needed)
+        decisions, derived = _try(
+            program, gang, snapshot, rng, options, topology, config, candidate, needed
+        )
         fitted = sum(1 for d in decisions if d.node is not None)
         if fitted >= needed:
+            _keep_derived(snapshot, gang, decisions, derived)
             outcomes.append(
                 DomainOutcome(
                     candidate.level,
@@ -344,9 +349,10 @@ def _try(
     config: SchedulerConfig,
     candidate: _Candidate,
     needed: int,
-) -> list[Decision]:
+) -> tuple[list[Decision], ClusterSnapshot]:
     """Members one after another on a derived snapshot, each seeing the ones before it;
-    stops as soon as ``needed`` can no longer be reached."""
+    stops as soon as ``needed`` can no longer be reached. Also the snapshot derived: the
+    placed members assumed into ``snapshot`` (``assume_gang`` gives it back)."""
     member_options = replace(options, candidates=candidate.nodes)
     if candidate.level is not None:
         member_options = replace(
@@ -367,7 +373,58 @@ def _try(
             spare -= 1
             if spare < 0:
                 break
-    return decisions
+    return decisions, snap
+
+
+# --- assuming a placed gang ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Derived:
+    """The snapshot the last placed gang's members were tried on, derived from ``base`` by
+    assuming ``placed`` (pod key, node, GPU grants) of the members ``pending``, in order."""
+
+    base: ClusterSnapshot
+    pending: tuple[Pod, ...]
+    placed: tuple[tuple[str, str, tuple[Grant, ...]], ...]
+    snapshot: ClusterSnapshot
+
+
+_derived: list[_Derived] = []  # the last one only (a list: replaced whole, never edited)
+
+
+def _placed(decisions: Iterable[Decision]) -> tuple[tuple[str, str, tuple[Grant, ...]], ...]:
+    return tuple((d.pod, d.node, d.gpu_devices) for d in decisions if d.node is not None)
+
+
+def _keep_derived(
+    base: ClusterSnapshot, gang: Gang, decisions: Sequence[Decision], derived: ClusterSnapshot
+) -> None:
+    global _derived
+    _derived = [_Derived(base, gang.pending, _placed(decisions), derived)]
+
+
+def assume_gang(snapshot: ClusterSnapshot, gang: Gang, decision: GangDecision) -> ClusterSnapshot:
+    """``snapshot`` with the members a scheduled ``decision`` placed assumed on their nodes
+    (with their GPU grants), in placement order; ``snapshot`` itself when it placed none.
+
+    ``schedule_gang`` derived that very snapshot while trying the members: when ``snapshot``
+    and ``gang`` are the ones it was given and the placements are the ones it made, that one
+    is given back (equal content, and the derivation steps every per-row cache followed
+    during the member cycles), so the next cycle continues from where the member cycles left
+    the caches instead of meeting a snapshot that branched off before them."""
+    if not decision.scheduled:
+        return snapshot
+    placed = _placed(decision.placements)
+    kept = _derived
+    if kept:
+        last = kept[0]
+        if last.base is snapshot and last.pending is gang.pending and last.placed == placed:
+            return last.snapshot
+    members = {pod.key: pod for pod in gang.pending}
+    for key, node, grants in placed:
+        snapshot = snapshot.with_pod(with_devices(members[key], node, grants), node)
+    return snapshot
 
 
 def _candidates(
@@ -413,7 +470,7 @@ def _candidates(
             if short:
                 outcomes.append(DomainOutcome(level, name, "too small", short))
                 continue
-            view = DomainView(level, name, domain.infos(nodes), domain_free(free, domain))
+            view = domain_view(shape, domain, nodes, free)
             env = Env({"pod": pod_view, "gang": gang_view, "domain": view}, context)
             rejected = _gang_filters(spec, env)
             if rejected:
@@ -457,6 +514,10 @@ def _lower_bound(requests: Sequence[ResourceMap], needed: int) -> dict[str, Frac
         return {}
     names = {name for r in requests for name, value in r.items() if value > 0}
     floor: dict[str, Fraction] = {}
+    first = requests[0]
+    if all(r == first for r in requests):
+        # Members alike (one template): any ``needed`` of them ask the same, exactly.
+        return {name: first.get(name, _ZERO) * needed for name in names}
     for name in names:
         values = sorted(r.get(name, _ZERO) for r in requests)
         floor[name] = sum(values[:needed], _ZERO)
@@ -579,7 +640,7 @@ def _shape(pod: Pod) -> tuple[object, ...]:
 def _too_few_slots(slots: dict[str, int] | None, domain: Domain, needed: int) -> str:
     if slots is None or needed == 0:
         return ""
-    room = sum(slots.get(name, 0) for name in domain.names)
+    room = sum(map(slots.get, domain.names, repeat(0)))
     if room >= needed:
         return ""
     return f"its feasible nodes hold {room} of the {needed} members needed"
@@ -663,6 +724,7 @@ __all__ = [
     "DomainOutcome",
     "Gang",
     "GangDecision",
+    "assume_gang",
     "gangs_of",
     "placed_members",
     "schedule_gang",

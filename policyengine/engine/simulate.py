@@ -16,7 +16,7 @@ from fractions import Fraction
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.gang_preemption import preempt_gang_in_simulation
-from policyengine.engine.gangs import Gang, GangDecision, gangs_of, schedule_gang
+from policyengine.engine.gangs import Gang, GangDecision, assume_gang, gangs_of, schedule_gang
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.gpu_report import GpuReport, Shapes, gpu_report, shapes_of
 from policyengine.engine.preemption import PreemptionDecision, preempt_in_simulation
@@ -144,16 +144,10 @@ def simulate(
                 )
                 if preempted is not None:
                     preemptions.append(preempted)
+            snapshot = assume_gang(snapshot, unit, outcome)
             outcome = replace(outcome, placements=tuple(map(keep, outcome.placements)))
             gangs.append(outcome)
             decisions.extend(outcome.placements)
-            members = {pod.key: pod for pod in unit.pending}
-            for decision in outcome.placements:
-                if outcome.scheduled and decision.node is not None:
-                    placed = with_devices(
-                        members[decision.pod], decision.node, decision.gpu_devices
-                    )
-                    snapshot = snapshot.with_pod(placed, decision.node)
             done += len(unit.pending)
         else:
             decision = schedule(program, unit, snapshot, rng, options, topology, config)

@@ -4,7 +4,8 @@ Hypothesis replays what the scheduler and a watch loop do to a snapshot between 
 assumed and forgotten, a node relabelled into another clique or rack, a node added) and, after
 some of the steps (so derivation steps go unseen), compares the kept layout and free sums with
 a grouping of every node by ``topology_of`` and ``schedlib.gangs.free_units`` per domain,
-keys and their order included (a rule may iterate ``domain.free``).
+keys and their order included (a rule may iterate ``domain.free``), and the ``DomainView`` kept
+for a domain whose nodes did not change with one made afresh.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine import gang_domains
-from policyengine.engine.gang_domains import domain_free, free_sums, layout
+from policyengine.engine.gang_domains import domain_free, domain_view, free_sums, layout
 from policyengine.model.objects import Node
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig, topology_of
-from policyengine.schedlib.gangs import free_units
+from policyengine.schedlib.gangs import DomainView, free_units
 from tests.model.builders import make_node, make_pod, snapshot
 
 CLIQUE = "nvidia.com/gpu.clique"
@@ -62,6 +63,20 @@ def check(cluster: ClusterSnapshot, levels: tuple[str, ...]) -> None:
             # A resource none of the domain's nodes has reads 0 (what ``_too_small`` asks).
             for name in ("cpu", GPU, "example.com/none"):
                 assert sums.get((level, value, name), 0) == free_units(infos, [name])[name]
+            # The view a gang rule sees (kept from an earlier look when the domain's nodes are
+            # the same objects) reads as one made afresh, keys in order included.
+            kept = domain_view(shape, domain, cluster.nodes, sums)
+            made = DomainView(level, value, infos)
+            for attribute in ("free", "allocatable", "allocated"):
+                assert list(getattr(kept, attribute).items()) == list(
+                    getattr(made, attribute).items()
+                ), attribute
+            assert (kept.level, kept.name, kept.nodes, kept.empty_nodes) == (
+                made.level,
+                made.name,
+                made.nodes,
+                made.empty_nodes,
+            )
 
 
 CLIQUES = st.sampled_from(["c1", "c2", "c3", None])
