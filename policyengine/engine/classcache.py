@@ -59,7 +59,8 @@ from policyengine.engine.decision import Rejection
 from policyengine.engine.nodeviews import Frame
 from policyengine.engine.rowgroups import Copied, row_functions
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule
-from policyengine.lang.reads import RuleReads, rule_reads
+from policyengine.lang.reads import RuleReads, expression_reads, rule_lets, rule_reads
+from policyengine.lang.runtime import Env
 from policyengine.lang.schema import Function
 from policyengine.model.frozen import FrozenDict, HashedKey
 from policyengine.model.objects import Pod
@@ -230,9 +231,18 @@ class PolicyPlan:
 
 
 def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
-    reads = rule_reads(rule.source, rule.checked)
-    if reads is None:
+    full = rule_reads(rule.source, rule.checked)
+    if full is None:
         return RulePlan(rule, (), True, index)
+    # Lets that read nothing but the pod's own attributes are keyed by their value, not by
+    # what they read: ``let job = pod.labels["job"] ?? pod.name`` keys a gang's members
+    # alike by their job instead of apart by their names.
+    by_value = _pod_lets(rule)
+    reads = full
+    if by_value:
+        outside = rule_reads(rule.source, rule.checked, frozenset(by_value))
+        if outside is not None:
+            reads = outside
     keyed = []
     always = False
     for function in reads.functions:
@@ -260,6 +270,7 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
             by_class = True
             continue
         getters.append(_entry(field_.getter, key))
+    getters.extend(_let_value(by_value[id(let)]) for let in reads.lets)
     readers: dict[int, Function] = {}
     for function in reads.functions:
         if function.needs_context:
@@ -270,13 +281,9 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
     for function in readers.values():
         if function.pod_key is None:
             by_class = True
-    # What the rule may read of the pod that its class leaves out (its name): read by name, or
-    # through the pod used whole (``[p.name for p in [pod]]``).
-    named = (
-        POD_ROOT in reads.bare_roots
-        or any(root == POD_ROOT and name in _UNIQUE for root, name in reads.attributes)
-        or any(root == POD_ROOT and name in _UNIQUE for root, name, _ in reads.entries)
-    )
+    # What the rule may read of the pod that its class leaves out (its name), lets keyed by
+    # value included (a key by class then holds the name, and pods of a class key apart).
+    named = _named(full)
     return RulePlan(
         rule,
         tuple(keyed),
@@ -287,10 +294,58 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         by_class,
         _stable_functions(reads),
         not named and (by_class or all(f.pod_key_alike for f in readers.values())),
-        own=named,
+        own=_named(reads),  # the share key holds the name itself: the column is the pod's
         by_rows=row_functions(reads),
         named=named,
     )
+
+
+def _named(reads: RuleReads) -> bool:
+    """Whether the rule reads the pod's name: by name, or through the pod used whole
+    (``[p.name for p in [pod]]``)."""
+    return (
+        POD_ROOT in reads.bare_roots
+        or any(root == POD_ROOT and name in _UNIQUE for root, name in reads.attributes)
+        or any(root == POD_ROOT and name in _UNIQUE for root, name, _ in reads.entries)
+    )
+
+
+def _pod_lets(rule: CompiledRule) -> dict[int, Callable[[Env], Any]]:
+    """The lets ``rule`` reaches that read nothing but attributes of the pod (no function
+    reading the context, no root used whole, no other root), by the let's id, with their
+    evaluators (``CompiledRule.lets``)."""
+    if not rule.lets or rule.checked is None:
+        return {}
+    found: dict[int, Callable[[Env], Any]] = {}
+    for let in rule_lets(rule.source, rule.checked):
+        evaluate = rule.lets.get(let.name)
+        if evaluate is None:
+            continue
+        reads = expression_reads(let.expr, rule.checked)
+        if reads is not None and _pod_only(reads):
+            found[id(let)] = evaluate
+    return found
+
+
+def _pod_only(reads: RuleReads) -> bool:
+    return (
+        not reads.bare_roots
+        and not reads.root_args
+        and not any(f.needs_context for f in reads.functions)
+        and all(root == POD_ROOT and name in POD.fields for root, name in reads.attributes)
+        and all(root == POD_ROOT and name in POD.fields for root, name, _ in reads.entries)
+        and all(path[0] == POD_ROOT for path in reads.paths)
+    )
+
+
+def _let_value(evaluate: Callable[[Env], Any]) -> Callable[[Any], Any]:
+    """A share-key getter: the let's value for the pod (an error raises: the key is then
+    not told, and the pod's class keys the column)."""
+
+    def value(pod_view: Any) -> Any:
+        return evaluate(Env({POD_ROOT: pod_view}))
+
+    return value
 
 
 def _stable_functions(reads: RuleReads) -> tuple[Function, ...] | None:

@@ -85,6 +85,10 @@ class CompiledRule:
     # body is a call that does nothing for the pod (``Function.idle``). It may raise (then
     # it tells nothing). None: never told.
     idle: Callable[[Env], bool] | None = field(default=None, repr=False)
+    # The owner's lets that vary with the pod alone, by name: each evaluates its let on an
+    # ``Env`` holding the pod (caches key results by a let's value instead of by what it
+    # reads: ``engine.classcache``).
+    lets: Mapping[str, Callable[[Env], Any]] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,6 +281,7 @@ class _ProgramBuilder:
         self.problems: list[Diagnostic] = []
         # A library rule used by several policies is planned once.
         self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any, Any, Any]] = {}
+        self._lets: dict[int, Mapping[str, Callable[[Env], Any]]] = {}
 
     def build(self) -> Program:
         policies = []
@@ -377,7 +382,25 @@ class _ProgramBuilder:
             score_many=score_many,
             idle=idle,
             score_numbers=numbers,
+            lets=self._pod_lets(linked.owner),
         )
+
+    def _pod_lets(self, owner: n.Policy | None) -> Mapping[str, Callable[[Env], Any]]:
+        """``CompiledRule.lets`` of the rules of ``owner``, made once per owner."""
+        if owner is None:
+            return MappingProxyType({})
+        found = self._lets.get(id(owner))
+        if found is None:
+            lets: dict[str, Callable[[Env], Any]] = {}
+            for decl in owner.lets:
+                try:
+                    plan = self.planner.let_plan(owner, decl.name)
+                except PlanError:
+                    continue  # reported where a rule reads it
+                if plan is not None and not plan.per_node and not plan.const:
+                    lets.setdefault(decl.name, plan.fn)
+            found = self._lets[id(owner)] = MappingProxyType(lets)
+        return found
 
     def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any, Any, Any]:
         rule, owner, name = linked.rule, linked.owner, linked.qualified_name

@@ -456,6 +456,11 @@ class Planner:
     def template(self, template: n.Template, owner: n.Policy | None = None) -> Plan:
         return self._plan(template, _Scope(owner, {}))
 
+    def let_plan(self, owner: n.Policy, name: str) -> Plan | None:
+        """The plan of ``owner``'s let ``name`` (None: no such let), as a rule reading it
+        evaluates it."""
+        return self._let(owner, name)
+
     @property
     def let_count(self) -> int:
         return self._next_let

@@ -44,44 +44,76 @@ class RuleReads:
     # Every chain of attributes read off a root, longest first-seen: ``node.gpu.product`` is
     # ("node", "gpu", "product"); ``node.allocatable["cpu"]`` is ("node", "allocatable").
     paths: frozenset[tuple[str, ...]] = frozenset()
+    # The lets named in ``rule_reads``' ``opaque`` that the rule refers to (first-seen order):
+    # what they read is left out of the fields above.
+    lets: tuple[n.Let, ...] = ()
 
 
-def rule_reads(source: n.Filter | n.Score | None, checked: CheckResult | None) -> RuleReads | None:
+def rule_reads(
+    source: n.Filter | n.Score | None,
+    checked: CheckResult | None,
+    opaque: frozenset[int] = frozenset(),
+) -> RuleReads | None:
     """What ``source`` (guard, body and reason) reads; None when it cannot be told (a rule
-    built by hand, or one the checker has not seen)."""
+    built by hand, or one the checker has not seen). The lets whose ids are in ``opaque`` are
+    not followed: they are listed in ``lets`` instead (a caller keying results by such a
+    let's value need not know what it reads)."""
     if source is None or checked is None:
         return None
-    walker = _Walker(checked)
+    walker = _Walker(checked, opaque)
     for part in (source.guard, source.body, getattr(source, "reason", None)):
         if part is not None and not walker.walk(part):
             return None
-    whole = walker.attributes
-    entries = {e for e in walker.entries if (e[0], e[1]) not in whole}
-    return RuleReads(
-        tuple(walker.functions.values()),
-        frozenset(whole),
-        tuple(walker.root_args.values()),
-        frozenset(walker.bare_roots),
-        frozenset(entries),
-        frozenset(walker.paths),
-    )
+    return walker.reads()
+
+
+def expression_reads(expr: n.Expr, checked: CheckResult) -> RuleReads | None:
+    """What one expression reads (following its lets), as ``rule_reads``."""
+    walker = _Walker(checked)
+    return walker.reads() if walker.walk(expr) else None
+
+
+def rule_lets(source: n.Filter | n.Score | None, checked: CheckResult | None) -> list[n.Let]:
+    """Every let the rule's evaluation can reach (first-seen order)."""
+    if source is None or checked is None:
+        return []
+    walker = _Walker(checked)
+    for part in (source.guard, source.body, getattr(source, "reason", None)):
+        if part is not None and not walker.walk(part):
+            return []
+    return list(walker.followed.values())
 
 
 class _Walker:
-    def __init__(self, checked: CheckResult):
+    def __init__(self, checked: CheckResult, opaque: frozenset[int] = frozenset()):
         self.checked = checked
+        self.opaque = opaque
         self.functions: dict[int, Function] = {}
         self.attributes: set[tuple[str, str]] = set()
         self.root_args: dict[tuple[int, str], tuple[Function, str]] = {}
         self.bare_roots: set[str] = set()
         self.entries: set[tuple[str, str, Any]] = set()
         self.paths: set[tuple[str, ...]] = set()
+        self.followed: dict[int, n.Let] = {}  # the lets walked into
+        self.skipped: dict[int, n.Let] = {}  # the opaque lets referred to
         self._inner: set[int] = set()  # attributes inside a longer chain already recorded
         self._keyed: set[int] = set()  # attributes read only through a constant key
-        self._lets: set[int] = set()
         # Names of roots already accounted for by their parent (an attribute read or a
         # domain call's argument).
         self._seen_whole: set[int] = set()
+
+    def reads(self) -> RuleReads:
+        whole = self.attributes
+        entries = {e for e in self.entries if (e[0], e[1]) not in whole}
+        return RuleReads(
+            tuple(self.functions.values()),
+            frozenset(whole),
+            tuple(self.root_args.values()),
+            frozenset(self.bare_roots),
+            frozenset(entries),
+            frozenset(self.paths),
+            tuple(self.skipped.values()),
+        )
 
     def walk(self, root: Any) -> bool:
         stack = [root]
@@ -120,11 +152,14 @@ class _Walker:
                 if binding.kind == "root" and id(node) not in self._seen_whole:
                     self.bare_roots.add(binding.name)
                 if binding.kind == "let":
-                    if binding.let is None:
+                    let = binding.let
+                    if let is None:
                         return False
-                    if id(binding.let) not in self._lets:
-                        self._lets.add(id(binding.let))
-                        stack.append(binding.let.expr)
+                    if id(let) in self.opaque:
+                        self.skipped.setdefault(id(let), let)
+                    elif id(let) not in self.followed:
+                        self.followed[id(let)] = let
+                        stack.append(let.expr)
             stack.extend(_children(node))
         return True
 

@@ -38,6 +38,8 @@ from policyengine.model.plugins.config import DEFAULT_CONFIG
 from policyengine.model.resources import pod_requests
 from policyengine.model.shared_list import SharedList
 from policyengine.schedlib.batch import PREPARE_FILTERS
+from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.views import PodView
 from tests.engine.agreement import decide_as_the_reference, decide_beside_the_reference
 from tests.engine.test_fast_path import compiled, nodes, pods, policies
 from tests.model.builders import container, make_node, make_pod, snapshot, zoned_node
@@ -834,3 +836,66 @@ def test_a_rule_reading_the_pod_whole_is_not_shared_by_pods_of_other_names(body:
         for name in ("pod-2", "pod-1", "pod-3", "pod-1")
     ]
     assert [node is None for node in placed] == [False, True, False, True]
+
+
+# (the pod's labels, its name) -> its share key's part for a rule reading
+# ``let job = pod.labels["job"] ?? pod.name``: pods of one job alike, the others by name.
+JOB_KEYS = [
+    ({"job": "a"}, "p1", "a"),
+    ({"job": "a"}, "p2", "a"),
+    ({"job": "b"}, "p1", "b"),
+    ({}, "p3", "p3"),
+    ({}, "p4", "p4"),
+]
+
+
+@pytest.mark.parametrize(("labels", "name", "value"), JOB_KEYS)
+def test_a_rule_reading_a_pod_only_let_is_keyed_by_the_let_s_value(
+    labels: dict[str, str], name: str, value: str
+) -> None:
+    program = compiled(
+        'policy "p" {\n  let job = pod.labels["job"] ?? pod.name\n'
+        '  score near weight 2 { if job == "a" then 80 else node.pod_count }\n}\n'
+        'profile "policyengine" { policies "p" }'
+    )
+    policy = program.policy("p")
+    assert policy is not None
+    plan = policy_plan(policy).scores[0]
+    # Pods of a class may differ in the let (it falls back to the name): not kept per class,
+    # and a key by class would hold the name; the share key itself holds the let's value.
+    assert plan.named and not plan.alike and not plan.own and not plan.by_class
+    pod = PodView(make_pod(name, labels=labels))
+    context = CycleContext(snapshot([make_node("n1")]), pod)
+    assert plan.share_key(pod, context)[0] == (value,)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_pods_keyed_by_a_let_s_value_decide_as_the_reference(data: st.DataObject) -> None:
+    # Pods with the label share the rule's column whatever their names, the others key by
+    # name: every decision as the reference's, through assumes between them.
+    source = data.draw(policies()).replace(
+        "\n}\nprofile",
+        '\n  let job = pod.labels["app"] ?? pod.name\n'
+        "  score by_job weight 2 { len(job) * 7 + node.pod_count }"
+        "\n}\nprofile",
+    )
+    program = compiled(source)
+    cluster_nodes = data.draw(nodes(data.draw(st.integers(2, 5))))
+    names = [n.name for n in cluster_nodes]
+    snap = snapshot(cluster_nodes, [])
+    shapes = [data.draw(templates(names, i)) for i in range(data.draw(st.integers(1, 3)))]
+    rng = random.Random(data.draw(st.integers(0, 5)))
+    for index in range(data.draw(st.integers(3, 8))):
+        template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
+        # Names of other lengths: a pod keyed with another's name scores apart from it.
+        name = "pod-" + "x" * data.draw(st.integers(0, 3))
+        labels = dict(template.labels)
+        if data.draw(st.booleans()):  # without the label: keyed by the name
+            labels.pop("app", None)
+        pod = dataclasses.replace(
+            template, name=f"{name}{index}", uid=f"uid-{index}", labels=FrozenDict(labels)
+        )
+        decision = decide_as_the_reference(program, pod, snap, rng)
+        if decision.node is not None:
+            snap = snap.with_pod(pod, decision.node)

@@ -7,10 +7,12 @@ domain functions, and roots used whole any other way (which no attribute list de
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from policyengine.lang.compiler import compile_texts
-from policyengine.lang.reads import RuleReads, rule_reads
+from policyengine.lang.reads import RuleReads, expression_reads, rule_lets, rule_reads
 from tests.lang.fake_schema import SCHEMA
 
 CASES: list[tuple[str, str, dict[str, object]]] = [
@@ -97,3 +99,58 @@ def test_the_attribute_paths_a_rule_reads(rule: str, paths: set[tuple[str, ...]]
     # Chains are recorded whole (``node.gpu.product``, not ``node.gpu``) from the outermost
     # attribute; an index or a call ends a chain.
     assert set(_reads("", rule).paths) == paths
+
+
+# (lets, rule, the lets left opaque) -> the lets the rule reaches, what it reads outside the
+# opaque ones, and those it refers to.
+OPAQUE = [
+    (
+        'let job = order.labels["job"] ?? order.name',
+        'score s { if job == "a" then 10 else widget.count }',
+        {"job"},
+        (["job"], {("widget", "count")}, set(), ["job"]),
+    ),
+    (  # a let reached only through another is followed into, then left opaque
+        'let job = order.labels["job"] ?? order.name\n  let key = job + widget.name',
+        'filter f { key != "" }',
+        {"job"},
+        (["key", "job"], {("widget", "name")}, set(), ["job"]),
+    ),
+    (  # nothing opaque: everything the lets read, as before
+        'let job = order.labels["job"] ?? order.name',
+        'score s { if job == "a" then 10 else widget.count }',
+        set(),
+        (["job"], {("widget", "count"), ("order", "name")}, {("order", "labels", "job")}, []),
+    ),
+]
+
+
+@pytest.mark.parametrize(("lets", "rule", "opaque", "expected"), OPAQUE)
+def test_lets_left_opaque_are_listed_instead_of_walked(
+    lets: str, rule: str, opaque: set[str], expected: tuple[Any, ...]
+) -> None:
+    text = f'policy "p" {{\n  {lets}\n  {rule}\n}}\n'
+    result = compile_texts({"t.sched": text}, SCHEMA)
+    assert result.program is not None, [d.message for d in result.diagnostics]
+    compiled = result.program.policies[0].rules[0]
+    reached = rule_lets(compiled.source, compiled.checked)
+    ids = frozenset(id(let) for let in reached if let.name in opaque)
+    reads = rule_reads(compiled.source, compiled.checked, ids)
+    assert reads is not None
+    names, attributes, entries, listed = expected
+    assert [let.name for let in reached] == names
+    assert set(reads.attributes) == attributes
+    assert set(reads.entries) == entries
+    assert [let.name for let in reads.lets] == listed
+
+
+def test_an_expression_s_reads_follow_its_lets() -> None:
+    text = 'policy "p" {\n  let w = order.wants["gpu"] ?? 0\n  filter f { w > widget.count }\n}\n'
+    result = compile_texts({"t.sched": text}, SCHEMA)
+    assert result.program is not None and result.program.checked is not None
+    compiled = result.program.policies[0].rules[0]
+    (let,) = rule_lets(compiled.source, compiled.checked)
+    reads = expression_reads(let.expr, result.program.checked)
+    assert reads is not None
+    assert set(reads.entries) == {("order", "wants", "gpu")}
+    assert not reads.attributes and not reads.functions
