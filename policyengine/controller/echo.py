@@ -7,10 +7,14 @@ about as much as the rest of the watch event, although the informer hands us the
 replaces — the one the pending pod was parsed from.
 
 A binding changes only ``metadata.resourceVersion``, ``metadata.managedFields``,
-``spec.nodeName`` and ``status.conditions`` (the ``PodScheduled`` condition). When the new
-object differs from the old one *only there* (compared value and type alike), its parse is the old parse with the new node
-name and resource version: ``parse_pod`` does not read ``managedFields`` or ``conditions``,
-and reads the other two as plain strings (``None`` is ``""``). ``kind`` and
+``spec.nodeName`` and ``status.conditions`` (the ``PodScheduled`` condition), and
+``metadata.annotations`` when the Binding carries some (a GPU pod's HAMi device assignment,
+``binder``). When the new object differs from the old one *only there* (compared value and
+type alike), its parse is the old parse with the new node name, resource version and
+annotations: ``parse_pod`` does not read ``managedFields`` or ``conditions``, reads the node
+name and resource version as plain strings (``None`` is ``""``) and the annotations as a map
+of strings, which is taken as it stands when every value is a string (``None`` or ``{}``:
+none), and otherwise left to ``parse_pod``. ``kind`` and
 ``apiVersion`` are left out of the comparison too: ``parse_pod`` reads neither, and a pod
 that was listed (a list's items carry neither) comes back from the watch with both. Anything else — another field
 changed, a key added or removed, a value of the wrong type — answers ``None`` and the caller
@@ -24,11 +28,12 @@ import marshal
 from collections.abc import Mapping
 from typing import Any
 
+from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.objects import Pod
 
 # Per top-level key, the fields a binding writes that parse_pod does not read as structure.
 _WRITTEN = {
-    "metadata": frozenset({"resourceVersion", "managedFields"}),
+    "metadata": frozenset({"resourceVersion", "managedFields", "annotations"}),
     "spec": frozenset({"nodeName"}),
     "status": frozenset({"conditions"}),
 }
@@ -71,4 +76,33 @@ def reparsed(old: Mapping[str, Any], old_pod: Pod, new: Mapping[str, Any]) -> Po
         return None
     if not (version is None or isinstance(version, str)):
         return None
-    return old_pod.with_binding(node or "", version or "")
+    annotations = _annotations(old, new)
+    if annotations is _PARSE:
+        return None
+    return old_pod.with_binding(node or "", version or "", annotations)
+
+
+# ``_annotations``' answer when only ``parse_pod`` can read the new annotations.
+_PARSE: Any = object()
+
+
+def _annotations(old: Mapping[str, Any], new: Mapping[str, Any]) -> Any:
+    """The new annotations as ``parse_pod`` reads them: None when they did not change (the
+    old parse's stand), a ``FrozenDict`` when all are strings, ``_PARSE`` otherwise."""
+    # Both metadata are mappings here: the stripped objects compared equal, and old parsed.
+    before = (old.get("metadata") or {}).get("annotations")
+    after = (new.get("metadata") or {}).get("annotations")
+    if before is after:
+        return None
+    try:
+        if marshal.dumps(before, 2) == marshal.dumps(after, 2):
+            return None  # the same text as before (value and type): the old parse stands
+    except ValueError:
+        return _PARSE
+    if after is None or (isinstance(after, dict) and not after):
+        return EMPTY
+    if isinstance(after, dict) and all(
+        type(key) is str and type(value) is str for key, value in after.items()
+    ):
+        return FrozenDict(after)
+    return _PARSE

@@ -37,6 +37,8 @@ import structlog
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from policyengine.controller import wirejson
+
 log = structlog.get_logger(__name__)
 
 JSON = dict[str, Any]
@@ -239,7 +241,7 @@ class Informer:
                 _request_timeout=(self._options.connect_timeout, 60.0),
                 **kwargs,
             )
-            body = json.loads(response.data)
+            body = wirejson.loads(response.data)
             response.release_conn()
             for item in body.get("items") or ():
                 items[object_key(item)] = item
@@ -309,7 +311,7 @@ class Informer:
                 response.release_conn()
 
     def _handle_line(self, line: bytes) -> None:
-        event = json.loads(line)
+        event = wirejson.loads(line)
         kind = event.get("type")
         obj = event.get("object") or {}
         if kind == "ERROR":

@@ -220,15 +220,23 @@ class Pod:
         object.__setattr__(copied, "__dict__", state)
         return copied
 
-    def with_binding(self, node_name: str, resource_version: str) -> Pod:
+    def with_binding(
+        self,
+        node_name: str,
+        resource_version: str,
+        annotations: FrozenDict[str, str] | None = None,
+    ) -> Pod:
         """This pod as the watch shows it once bound: ``spec.nodeName`` and
-        ``metadata.resourceVersion`` set, nothing else (``controller.echo``). A copy of the
+        ``metadata.resourceVersion`` set, and ``metadata.annotations`` when given (a Binding
+        carrying GPU assignments), nothing else (``controller.echo``). A copy of the
         instance dict as in ``with_node_name``; no derived value reads the resource version
-        either."""
+        or the annotations either."""
         copied = object.__new__(Pod)
         state = self.__dict__.copy()
         state["node_name"] = node_name
         state["resource_version"] = resource_version
+        if annotations is not None:
+            state["annotations"] = annotations
         object.__setattr__(copied, "__dict__", state)
         return copied
 

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policyengine.controller.binder import binding_body
 from policyengine.controller.echo import reparsed
 from policyengine.controller.rawapi import RawAPI
 from policyengine.model.errors import ModelError
@@ -70,7 +71,9 @@ def test_a_binding_echo_is_answered_without_parsing(new: dict[str, Any]) -> None
     ("where", "value"),
     [
         (("metadata", "labels"), {"app": "b"}),
-        (("metadata", "annotations"), {"gpu": "0"}),
+        (("metadata", "annotations"), {"gpu": 0}),  # not a string: parse_pod says "0"
+        (("metadata", "annotations"), {"gpu": True}),  # parse_pod refuses a boolean
+        (("metadata", "annotations"), ["gpu"]),
         (("metadata", "deletionTimestamp"), "2026-12-03T09:01:00Z"),
         (("spec", "priority"), True),  # == 1 would say equal; parse_pod refuses a boolean
         (("spec", "priority"), 5.0),
@@ -86,6 +89,52 @@ def test_anything_else_changed_is_parsed(where: tuple[str, str], value: Any) -> 
     new = _bound(old)
     new[where[0]][where[1]] = value
     assert reparsed(old, parse_pod(old), new) is None
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (None, {"hami.io/vgpu-node": "n1", "hami.io/bind-phase": "allocating"}),
+        ({"a": "1"}, {"a": "1", "hami.io/vgpu-devices-allocated": "GPU-0,NVIDIA,8000,100:;"}),
+        ({"a": "1"}, {"a": "2"}),
+        ({"a": "1"}, {}),
+        ({"a": "1"}, None),
+        ({"a": "1"}, {"a": "1"}),
+        ({"a": 1}, {"a": 1}),  # unchanged, though not a string: the old parse stands
+    ],
+)
+def test_a_binding_that_writes_annotations_is_answered(before: Any, after: Any) -> None:
+    """A Binding carrying GPU assignments adds annotations in the same update."""
+    old = _pod()
+    if before is not None:
+        old["metadata"]["annotations"] = before
+    new = _bound(old)
+    if after is None:
+        new["metadata"].pop("annotations", None)
+    else:
+        new["metadata"]["annotations"] = copy.deepcopy(after)
+    got = reparsed(old, parse_pod(old), new)
+    assert got is not None
+    assert got == parse_pod(new)
+    assert got.annotations == parse_pod(new).annotations
+
+
+def test_the_loopback_servers_gpu_binding_echo_is_answered() -> None:
+    """The Binding's annotations land on the pod with its node (binder): still an echo."""
+    devices = {"hami.io/vgpu-node": "n1", "hami.io/vgpu-devices-allocated": "GPU-0,NVIDIA,1:;"}
+    with LoopbackAPIServer() as server:
+        server.create(pod_obj("p", labels={"app": "a"}))
+        raw = RawAPI(server.api_client())
+        old = json.loads(raw.list_pod_for_all_namespaces(_preload_content=False).data)["items"][0]
+        pod = parse_pod(old)
+        raw.create_namespaced_pod_binding(
+            "p", "default", binding_body(pod, "n1", devices), _preload_content=False
+        )
+        new = server.get("pods", "default", "p")
+    assert new["metadata"]["annotations"] == devices
+    got = reparsed(old, pod, new)
+    assert got is not None and got == parse_pod(new) and got.node_name == "n1"
+    assert dict(got.annotations) == devices
 
 
 def test_the_loopback_servers_binding_echo_is_answered() -> None:
@@ -120,6 +169,7 @@ _places = st.sampled_from(
         ("spec", "nodeName"),
         ("status", "conditions"),
         ("metadata", "labels"),
+        ("metadata", "annotations"),
         ("metadata", "name"),
         ("spec", "priority"),
         ("spec", "tolerations"),
