@@ -18,14 +18,15 @@ from policyengine.model.objects import Pod
 INCREMENTAL = CycleOptions(all_filters=False)
 
 
-def decide_beside_the_reference(
+def decide_and_refer(
     program: Any,
     pod: Pod,
     snap: Any,
     rng: random.Random,
     options: CycleOptions = INCREMENTAL,
 ) -> tuple[Decision, ReferenceDecision]:
-    """The fast cycle's decision and the reference's, asserted to have no difference."""
+    """The fast cycle's decision and the reference's, neither read yet (a caller may compare
+    them later, after more cycles)."""
     replay = random.Random()
     replay.setstate(rng.getstate())
     decision = schedule(program, pod, snap, rng, options)
@@ -37,6 +38,18 @@ def decide_beside_the_reference(
         candidates=options.candidates,
         candidates_reason=options.candidates_reason,
     )
+    return decision, reference
+
+
+def decide_beside_the_reference(
+    program: Any,
+    pod: Pod,
+    snap: Any,
+    rng: random.Random,
+    options: CycleOptions = INCREMENTAL,
+) -> tuple[Decision, ReferenceDecision]:
+    """The fast cycle's decision and the reference's, asserted to have no difference."""
+    decision, reference = decide_and_refer(program, pod, snap, rng, options)
     assert differences(decision, reference) == []
     return decision, reference
 

@@ -40,7 +40,11 @@ from policyengine.model.shared_list import SharedList
 from policyengine.schedlib.batch import PREPARE_FILTERS
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import PodView
-from tests.engine.agreement import decide_as_the_reference, decide_beside_the_reference
+from tests.engine.agreement import (
+    decide_and_refer,
+    decide_as_the_reference,
+    decide_beside_the_reference,
+)
 from tests.engine.test_fast_path import compiled, nodes, pods, policies
 from tests.model.builders import container, make_node, make_pod, snapshot, zoned_node
 
@@ -139,10 +143,7 @@ def test_decisions_read_after_later_cycles_still_read_their_own(data: st.DataObj
     for index in range(data.draw(st.integers(3, 8))):
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        replay = random.Random()
-        replay.setstate(rng.getstate())
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
-        reference = reference_decision(program, pod, snap, replay)
+        decision, reference = decide_and_refer(program, pod, snap, rng)
         if data.draw(st.booleans()):
             kept.append((decision, reference))
         if decision.node is not None:
