@@ -23,6 +23,7 @@ from benchmarks.harness import Measurement, notes, render, to_json
 SCENARIOS = {
     "compile": "benchmarks.compile",
     "basic": "benchmarks.basic",
+    "steady": "benchmarks.steady",
     "affinity": "benchmarks.affinity",
     "gangs": "benchmarks.gangs",
     "gpushare": "benchmarks.gpushare",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import affinity, basic, e2e, gangs, memory, reload, scaling
+from benchmarks import affinity, basic, e2e, gangs, memory, reload, scaling, steady
 from benchmarks import compile as compile_scenario
 from benchmarks.__main__ import SCENARIOS, main
 from benchmarks.agreement import Agreement, check
@@ -116,6 +116,17 @@ def test_gangs_scenario_reports_member_throughput_latency_and_gangs_placed() -> 
     # Every member compared (a gang placed holds at least 8) decided as the reference.
     assert (rows[5].unit, rows[5].median) == ("of 8", 8)
     assert "nan" not in render(rows)
+
+
+def test_steady_times_a_class_s_cycle_at_each_count_of_changed_nodes() -> None:
+    rows = steady.run(runs=1, scale=0.001, nodes=20)
+    assert _metrics(rows) == [
+        f"20 nodes, 10 pods placed, {changed} nodes changed: {what}"
+        for changed in steady.CHANGED
+        for what in ("CPU per cycle", "decides as the reference")
+    ]
+    assert all(r.median > 0 and r.unit == "µs" for r in rows[::2])
+    assert all((r.median, r.unit) == (1, "of 1") for r in rows[1::2])
 
 
 def test_compile_scenario_still_runs() -> None:
