@@ -24,14 +24,8 @@ NAME = "policyengine.test.logs"
 
 
 @pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
+def restore_this_logger(restore_logging: None) -> Iterator[None]:
     yield
-    structlog.reset_defaults()
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    logging.getLogger("urllib3").setLevel(logging.NOTSET)
     logging.getLogger(NAME).disabled = False
 
 

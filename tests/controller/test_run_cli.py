@@ -397,21 +397,6 @@ def test_bad_lease_timings_exit_2(kubeconfig_path: Path) -> None:
 # --- the log format, in-process ------------------------------------------------------------
 
 
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    import logging
-
-    import structlog
-
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    structlog.reset_defaults()
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    logging.getLogger("urllib3").setLevel(logging.NOTSET)
-
-
 @pytest.mark.usefixtures("restore_logging")
 def test_json_log_lines_put_the_fixed_keys_first() -> None:
     import io
