@@ -560,6 +560,12 @@ SCORE_VALUES = st.one_of(
 )
 
 
+def _drawn_rows(data: st.DataObject, size: int) -> np.ndarray:
+    """Up to 16 distinct rows of a column of ``size``, in order (a store's ``rows``)."""
+    drawn = data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=16, unique=True))
+    return np.array(sorted(drawn), np.int64)
+
+
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), size=st.integers(1, 24))
 def test_a_few_scores_store_as_many_do(data: st.DataObject, size: int) -> None:
@@ -568,11 +574,7 @@ def test_a_few_scores_store_as_many_do(data: st.DataObject, size: int) -> None:
     frame = _frame(size)
     fast, grouped = ScoreColumn.empty(size), ScoreColumn.empty(size)
     for _ in range(data.draw(st.integers(1, 3))):
-        rows = np.array(
-            data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=16, unique=True)),
-            np.int64,
-        )
-        rows.sort()
+        rows = _drawn_rows(data, size)
         values = data.draw(st.lists(SCORE_VALUES, min_size=len(rows), max_size=len(rows)))
         results = [ScoreValue(value) for value in values]
         lent = fast.values, fast.values.copy()
@@ -648,11 +650,7 @@ def test_a_few_verdicts_store_as_many_do(data: st.DataObject, size: int) -> None
     fast, grouped = FilterColumn.empty(size), FilterColumn.empty(size)
     rule = SimpleNamespace(qualified_name="kube.node_resources_fit")
     for _ in range(data.draw(st.integers(1, 3))):
-        rows = np.array(
-            data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=16, unique=True)),
-            np.int64,
-        )
-        rows.sort()
+        rows = _drawn_rows(data, size)
         verdicts = data.draw(st.lists(VERDICTS, min_size=len(rows), max_size=len(rows)))
         lent = fast.codes, fast.codes.copy()
         fast.lend()
