@@ -23,6 +23,7 @@ import math
 import random
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache, partial
 from operator import itemgetter
 from typing import Any, overload
 
@@ -184,7 +185,7 @@ def schedule(
     if scored is None:
         scored = _score_all(entry, feasible_mask, batch, context, errors)
     totals, stats, normalisers = scored
-    rows = _FeasibleRows(feasible_mask)  # built when read: most decisions never read the table
+    rows = cache(partial(np.flatnonzero, feasible_mask))  # most decisions never read them
     names = entry.names
     values: Sequence[np.ndarray] = [column.values for column in entry.scores]
     scored_at: Sequence[np.ndarray] = [column.scored for column in entry.scores]
@@ -194,8 +195,8 @@ def schedule(
         normalisers = Listed(normalisers, at, zero_at)
         values, scored_at = Listed(values, at, raw), Listed(scored_at, at, none)
     table = ScoreTable(
-        Names(lambda: tuple(names[rows.get()].tolist()), count),
-        rows.get,
+        Names(lambda: tuple(names[rows()].tolist()), count),
+        rows,
         totals,
         [rule.rule.qualified_name for rule in whole.scores],
         normalisers,
@@ -239,7 +240,7 @@ def schedule(
         feasible=table._nodes,
         infeasible=infeasible,
         scores=table,
-        ranking=Names(lambda: _ranking(names, rows.get(), totals, ranks), count),
+        ranking=Names(lambda: _ranking(names, rows(), totals, ranks), count),
         message=message,
         errors=tuple(dict.fromkeys(errors)),
         gpu_devices=_devices(context, snapshot, chosen, pod),
@@ -356,21 +357,6 @@ class _Picked(Sequence[NodeInfo]):
         return iter(self._get())
 
 
-class _FeasibleRows:
-    """The feasible rows (``np.flatnonzero`` of the mask), found when first read."""
-
-    __slots__ = ("_mask", "_rows")
-
-    def __init__(self, mask: np.ndarray):
-        self._mask = mask
-        self._rows: np.ndarray | None = None
-
-    def get(self) -> np.ndarray:
-        if self._rows is None:
-            self._rows = np.flatnonzero(self._mask)
-        return self._rows
-
-
 def _ranking(
     names: np.ndarray, rows: np.ndarray, totals: np.ndarray, ranks: np.ndarray | None
 ) -> tuple[str, ...]:
@@ -417,51 +403,35 @@ def _choose(
         # ``choice`` of the tied names in name order is the ``_randbelow(n)``-th of them; the
         # plain generator's ``choice`` is exactly that, so the k-th is found without sorting
         # thousands of tied rows. Rows in name order (a prefix of them ranked as they stand)
-        # need not even be ranked; otherwise the rows are read in name order (``_by_name``).
+        # need not even be ranked; otherwise the rows are read in name order (``_name_order``).
         k = rng._randbelow(ties)  # type: ignore[attr-defined]
-        ranks = entry.ranks
-        in_order = _in_order(ranks)
+        in_order, by_name = _name_order(entry.ranks)
         if not tied[in_order:].any():
             return str(names[tied.nonzero()[0][k]]), best
-        by_name = _by_name(ranks)
         return str(names[by_name[tied[by_name].nonzero()[0][k]]]), best
     at = tied.nonzero()[0]
     return rng.choice(names[at[np.argsort(entry.ranks[at], kind="stable")]].tolist()), best
 
 
-# The last ranks looked at and how many of the first rows they rank in row order.
-_last_order: tuple[np.ndarray, int] | None = None
+# The last ranks looked at, with what ``_name_order`` made of them.
+_last_order: tuple[np.ndarray, int, np.ndarray] | None = None
 
 
-def _in_order(ranks: np.ndarray) -> int:
-    """How many first rows are in name order (``ranks[:n] == arange(n)``): among them the
-    k-th in name order is the k-th in row order. Ranks are kept while the names stay, so this
-    is counted once for many cycles."""
+def _name_order(ranks: np.ndarray) -> tuple[int, np.ndarray]:
+    """How many first rows are in name order (``ranks[:n] == arange(n)``: among them the
+    k-th in name order is the k-th in row order), and the rows in name order (their inverse
+    permutation). Ranks are kept while the names stay, so both are made once for many
+    cycles."""
     global _last_order
     last = _last_order
     if last is not None and last[0] is ranks:
-        return last[1]
+        return last[1], last[2]
     off = np.flatnonzero(ranks != np.arange(len(ranks)))
     count = int(off[0]) if len(off) else len(ranks)
-    _last_order = (ranks, count)
-    return count
-
-
-# The last ranks looked at and the rows in name order (their inverse permutation).
-_last_by_name: tuple[np.ndarray, np.ndarray] | None = None
-
-
-def _by_name(ranks: np.ndarray) -> np.ndarray:
-    """The rows in name order (``rows[_by_name(ranks)]`` is sorted by name), kept while the
-    ranks stay (as ``_in_order``)."""
-    global _last_by_name
-    last = _last_by_name
-    if last is not None and last[0] is ranks:
-        return last[1]
     rows = np.empty(len(ranks), np.int64)
     rows[ranks] = np.arange(len(ranks))
-    _last_by_name = (ranks, rows)
-    return rows
+    _last_order = (ranks, count, rows)
+    return count, rows
 
 
 def _outside(
