@@ -58,8 +58,9 @@ import numpy as np
 from policyengine.engine.decision import Rejection
 from policyengine.engine.nodeviews import Frame
 from policyengine.engine.rowgroups import Copied, row_functions
+from policyengine.lang import nodes as n
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule
-from policyengine.lang.reads import RuleReads, expression_reads, rule_lets, rule_reads
+from policyengine.lang.reads import RuleReads, expression_reads, rule_reads
 from policyengine.lang.runtime import Env
 from policyengine.lang.schema import Function
 from policyengine.model.frozen import FrozenDict, HashedKey
@@ -237,7 +238,7 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
     # Lets that read nothing but the pod's own attributes are keyed by their value, not by
     # what they read: ``let job = pod.labels["job"] ?? pod.name`` keys a gang's members
     # alike by their job instead of apart by their names.
-    by_value = _pod_lets(rule)
+    by_value = _pod_lets(rule, full.followed)
     reads = full
     if by_value:
         outside = rule_reads(rule.source, rule.checked, frozenset(by_value))
@@ -310,14 +311,14 @@ def _named(reads: RuleReads) -> bool:
     )
 
 
-def _pod_lets(rule: CompiledRule) -> dict[int, Callable[[Env], Any]]:
-    """The lets ``rule`` reaches that read nothing but attributes of the pod (no function
-    reading the context, no root used whole, no other root), by the let's id, with their
-    evaluators (``CompiledRule.lets``)."""
+def _pod_lets(rule: CompiledRule, reached: Sequence[n.Let]) -> dict[int, Callable[[Env], Any]]:
+    """The lets of ``reached`` (those the rule's evaluation reaches) that read nothing but
+    attributes of the pod (no function reading the context, no root used whole, no other
+    root), by the let's id, with their evaluators (``CompiledRule.lets``)."""
     if not rule.lets or rule.checked is None:
         return {}
     found: dict[int, Callable[[Env], Any]] = {}
-    for let in rule_lets(rule.source, rule.checked):
+    for let in reached:
         evaluate = rule.lets.get(let.name)
         if evaluate is None:
             continue

@@ -47,6 +47,9 @@ class RuleReads:
     # The lets named in ``rule_reads``' ``opaque`` that the rule refers to (first-seen order):
     # what they read is left out of the fields above.
     lets: tuple[n.Let, ...] = ()
+    # The lets the walk followed into (first-seen order): with no ``opaque``, every let the
+    # rule's evaluation can reach.
+    followed: tuple[n.Let, ...] = ()
 
 
 def rule_reads(
@@ -71,17 +74,6 @@ def expression_reads(expr: n.Expr, checked: CheckResult) -> RuleReads | None:
     """What one expression reads (following its lets), as ``rule_reads``."""
     walker = _Walker(checked)
     return walker.reads() if walker.walk(expr) else None
-
-
-def rule_lets(source: n.Filter | n.Score | None, checked: CheckResult | None) -> list[n.Let]:
-    """Every let the rule's evaluation can reach (first-seen order)."""
-    if source is None or checked is None:
-        return []
-    walker = _Walker(checked)
-    for part in (source.guard, source.body, getattr(source, "reason", None)):
-        if part is not None and not walker.walk(part):
-            return []
-    return list(walker.followed.values())
 
 
 class _Walker:
@@ -113,6 +105,7 @@ class _Walker:
             frozenset(entries),
             frozenset(self.paths),
             tuple(self.skipped.values()),
+            tuple(self.followed.values()),
         )
 
     def walk(self, root: Any) -> bool:

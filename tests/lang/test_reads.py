@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from policyengine.lang.compiler import compile_texts
-from policyengine.lang.reads import RuleReads, expression_reads, rule_lets, rule_reads
+from policyengine.lang.reads import RuleReads, expression_reads, rule_reads
 from tests.lang.fake_schema import SCHEMA
 
 CASES: list[tuple[str, str, dict[str, object]]] = [
@@ -133,7 +133,9 @@ def test_lets_left_opaque_are_listed_instead_of_walked(
     result = compile_texts({"t.sched": text}, SCHEMA)
     assert result.program is not None, [d.message for d in result.diagnostics]
     compiled = result.program.policies[0].rules[0]
-    reached = rule_lets(compiled.source, compiled.checked)
+    full = rule_reads(compiled.source, compiled.checked)
+    assert full is not None
+    reached = full.followed
     ids = frozenset(id(let) for let in reached if let.name in opaque)
     reads = rule_reads(compiled.source, compiled.checked, ids)
     assert reads is not None
@@ -149,7 +151,9 @@ def test_an_expression_s_reads_follow_its_lets() -> None:
     result = compile_texts({"t.sched": text}, SCHEMA)
     assert result.program is not None and result.program.checked is not None
     compiled = result.program.policies[0].rules[0]
-    (let,) = rule_lets(compiled.source, compiled.checked)
+    full = rule_reads(compiled.source, compiled.checked)
+    assert full is not None
+    (let,) = full.followed
     reads = expression_reads(let.expr, result.program.checked)
     assert reads is not None
     assert set(reads.entries) == {("order", "wants", "gpu")}
