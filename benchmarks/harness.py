@@ -12,6 +12,7 @@ import gc
 import json
 import math
 import os
+import resource
 import statistics
 import sys
 import time
@@ -166,10 +167,38 @@ def notes() -> dict[str, dict[str, object]]:
     return {k: dict(v) for k, v in _NOTES.items()}
 
 
+def full_size(target: str, measured: int, full: int) -> str:
+    """``target`` when the run measured the issue's scenario whole (``measured == full``),
+    otherwise none: a scaled-down run weighs the first pods of each class, which evaluate
+    every node, far more than the full queue does, so its figures are not the target's."""
+    return target if measured == full else ""
+
+
 def flag(scenario: str, text: str, target: str = "") -> Measurement:
     """A row that states a fact instead of a timing (a check that failed, a count that
     differs between runs); like ``pending``, it has no number."""
     return Measurement(scenario, text, math.nan, "", 0, math.nan, math.nan, target)
+
+
+def status_kb(field: str) -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` (``VmRSS``, ``VmHWM``); None off Linux."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def peak_rss_kb() -> int:
+    """This program's peak RSS. Not ``ru_maxrss`` where ``VmHWM`` is known: Linux carries
+    ``ru_maxrss`` over ``exec`` from the process that forked this one, so a benchmark child
+    started by a large parent reported the parent's size (466 MB for a 313 MB snapshot);
+    ``VmHWM`` belongs to this program's address space alone."""
+    found = status_kb("VmHWM")
+    return found if found is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def child_env() -> dict[str, str]:

@@ -5,8 +5,10 @@ of every node and assigned pod), so its RSS grows with the cluster. Measured in 
 their own so nothing else is counted: one writes the generated cluster to a file, one object a
 line; each measuring process reads it line by line, turning each object into a model object
 at once (the generator's dicts never pile up), builds the snapshot, and reports its RSS before
-and after and its peak (``resource.getrusage``). A second variant also keeps every raw API
-object, as the controller's informers do beside the cache.
+and after and its peak (``VmHWM``). A second variant also keeps every raw API
+object, as the controller's informers do beside the cache, decoded as they decode it
+(``controller.wirejson``: orjson, whose key cache lets every object share one string per
+key, where ``json.loads`` gives each object its own: about 200 MB more at this size).
 
 The running pods are the small CPU-only benchmark templates (up to 2 cores each): 50,000 of
 the full mix do not fit on 5,000 nodes.
@@ -17,7 +19,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import Measurement, child_env, note, progress, summarise
+from benchmarks.harness import (
+    Measurement,
+    child_env,
+    note,
+    peak_rss_kb,
+    progress,
+    status_kb,
+    summarise,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 NODES = 5000
@@ -53,23 +62,20 @@ def write(path: str, nodes: int, running: int) -> None:
 
 
 def _rss_kb() -> int:
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0  # not Linux: only the peak is known
+    return status_kb("VmRSS") or 0  # not Linux: only the peak is known
 
 
 def measure(path: str, variant: str) -> dict[str, Any]:
+    from policyengine.controller import wirejson
     from policyengine.model.parse import parse_node, parse_pod
     from policyengine.model.snapshot import snapshot_from_objects
 
     gc.collect()
     baseline = _rss_kb()
     nodes, pods, raw = [], [], []
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:  # the wire's bytes, as the informers read them
         for line in f:
-            obj = json.loads(line)
+            obj = wirejson.loads(line)
             if obj["kind"] == "Node":
                 nodes.append(parse_node(obj, path))
             elif obj["kind"] == "Pod":
@@ -88,7 +94,7 @@ def measure(path: str, variant: str) -> dict[str, Any]:
         "raw_objects": len(raw),
         "baseline_kb": baseline,
         "holding_kb": holding,
-        "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_kb": peak_rss_kb(),
     }
 
 

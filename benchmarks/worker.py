@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import gc
 import json
-import resource
 import sys
 import time
 from dataclasses import asdict
 
 from benchmarks.agreement import Agreement, check
-from benchmarks.harness import progress
+from benchmarks.harness import peak_rss_kb, progress
 from benchmarks.workload import Workload, build, evenly, place_all, warm_up
 from policyengine.engine.decision import Decision
 from policyengine.model.objects import Pod
@@ -27,7 +26,7 @@ from policyengine.model.snapshot import ClusterSnapshot
 def _reset_peak_rss() -> bool:
     try:
         with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # resets VmHWM (and ru_maxrss) to the current RSS; Linux >= 4.0
+            f.write("5")  # resets VmHWM to the current RSS; Linux >= 4.0
         return True
     except OSError:
         return False
@@ -65,7 +64,7 @@ def run(workload: Workload, check_pods: int, label: str) -> dict[str, object]:
         "scheduled": placed.scheduled,
         "latencies": placed.latencies,
         "cpu": placed.cpu,
-        "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_rss_kb": peak_rss_kb(),
         "peak_rss_reset": reset,
         "build_seconds": built,
         "check_seconds": checking,

@@ -3,11 +3,19 @@ DefaultPreemption does after its PostFilter chose a node.
 
 For a pod that fits nowhere: run preemption against the cycle's snapshot; set the pod's
 ``status.nominatedNodeName`` to the chosen node; clear the nomination of lower-priority pods
-nominated to that node (they may no longer fit there); post a ``Preempted`` event on each
-victim (``Preempted by pod <uid> on node <node>``); and delete the victims gracefully (a
-plain DELETE: each pod's own ``terminationGracePeriodSeconds`` applies). The preemptor stays
-in the unschedulable queue; when a victim is finally gone, the deletion moves it back and the
-next cycle binds it.
+nominated to that node (they may no longer fit there); and for each victim, as kube's
+preemption executor does: nothing for a victim already terminating (it is going anyway);
+otherwise set its ``DisruptionTarget`` condition (status True, reason
+``PreemptionByScheduler``, "<schedulerName>: preempting to accommodate a higher priority
+pod"; a status patch, skipped when the condition already says so), delete it gracefully (a
+plain DELETE: its own ``terminationGracePeriodSeconds`` applies), and post a ``Preempted``
+event on it (``Preempted by pod <uid> on node <node>``). A victim already gone (404) is what
+we wanted. Any other refusal leaves that victim alone and forgets the preemption, so the
+preemptor's next attempt searches again instead of waiting for a victim that is not going.
+The condition is what makes a nominated preemptor wait (``engine.preemption``: a pod
+terminating *by preemption* on its nominated node), and tells the victim's owner why it went.
+The preemptor stays in the unschedulable queue; when a victim is finally gone, the deletion
+moves it back and the next cycle binds it.
 
 PodDisruptionBudgets come from their own watch (``pdb_*`` handlers) and are laid over the
 cycle's snapshot for preemption only. Nominations are remembered here (from our own patches at once, and from the watch), so that
@@ -24,9 +32,10 @@ next attempt, once they are gone, places it.
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -44,6 +53,7 @@ from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.objects import Pod
+from policyengine.model.parse import DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER
 from policyengine.model.pdb import PodDisruptionBudget, parse_pdb
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
@@ -66,6 +76,41 @@ def preempted_message(preemptor: Pod, node: str) -> str:
     return f"Preempted by pod {preemptor.uid} on node {node}"
 
 
+def disruption_condition(
+    scheduler_name: str, current: Mapping[str, Any] | None, now: dt.datetime
+) -> dict[str, Any] | None:
+    """The ``DisruptionTarget`` condition a victim of ``scheduler_name``'s preemption gets,
+    given the victim as the watch last showed it (``current``); None when its conditions
+    already say so. The transition time moves only when the status does, and the condition
+    records the pod's ``metadata.generation`` when the pod has one (``observedGeneration``)."""
+    status = (current or {}).get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    old = next(
+        (
+            c
+            for c in conditions or ()
+            if isinstance(c, Mapping) and c.get("type") == DISRUPTION_TARGET
+        ),
+        None,
+    )
+    condition: dict[str, Any] = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": PREEMPTION_BY_SCHEDULER,
+        "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
+        "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    meta = (current or {}).get("metadata")
+    generation = meta.get("generation") if isinstance(meta, Mapping) else None
+    if type(generation) is int:
+        condition["observedGeneration"] = generation
+    if old is not None and old.get("status") == "True":
+        condition["lastTransitionTime"] = old.get("lastTransitionTime")
+        if all(old.get(k) == v for k, v in condition.items()):
+            return None
+    return condition
+
+
 class Preemptor:
     """Nominations and in-flight preemptions of one scheduler (module docstring)."""
 
@@ -77,8 +122,10 @@ class Preemptor:
         topology: TopologyConfig = DEFAULT_TOPOLOGY,
         request_timeout: float = 10.0,
         on_preempt: Callable[[PreemptionDecision], None] | None = None,
+        raw_pod: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> None:
         self._core = RawAPI(api_client)
+        self._raw_pod = raw_pod  # a pod as the watch last showed it, by key
         self._events = events
         self._topology = topology
         self._timeout = request_timeout
@@ -86,6 +133,7 @@ class Preemptor:
         self._lock = threading.Lock()
         self._nominated: dict[str, Pod] = {}  # pending pod key -> pod with its nominated node
         self._victims: dict[str, frozenset[str]] = {}  # preemptor key -> victim keys
+        self._failed: set[str] = set()  # preemptors a victim's API call failed for
         self._pdbs: dict[str, PodDisruptionBudget] = {}  # "ns/name" -> budget, from the watch
 
     # ------------------------------------------------------------------ budgets (informer)
@@ -131,6 +179,7 @@ class Preemptor:
         with self._lock:
             self._nominated.pop(key, None)
             self._victims.pop(key, None)
+            self._failed.discard(key)
 
     # ------------------------------------------------------------------ preemption
 
@@ -190,19 +239,13 @@ class Preemptor:
         self._patch_nomination(pod, node)
         for other in lower:
             self._patch_nomination(other, None)
-        for victim in outcome.victims:
-            regarding = pod_reference(victim)
-            note = preempted_message(pod, node)
-            self._events.object_event(
-                regarding,
-                controller,
-                "Normal",
-                "Preempted",
-                "Preempting",
-                note,
-                related=pod_reference(pod),
-            )
-            self._delete(victim)
+        note = preempted_message(pod, node)
+        related = pod_reference(pod)
+        if not all(
+            self._preempt_victim(victim, pod.scheduler_name, controller, note, related)
+            for victim in outcome.victims
+        ):
+            self._forget_victims(pod.key)
         if self._on_preempt is not None:
             self._on_preempt(outcome)
         return outcome
@@ -249,18 +292,14 @@ class Preemptor:
         for pod, node in nominations:
             self._patch_nomination(pod, node)
         note = f"Preempted by pod group {gang.key} in {outcome.label}"
-        for victim in outcome.victims:
-            regarding = pod_reference(victim)
-            self._events.object_event(
-                regarding,
-                controller or "",
-                "Normal",
-                "Preempted",
-                "Preempting",
-                note,
-                related=pod_reference(gang.pending[0]) if gang.pending else None,
-            )
-            self._delete(victim)
+        first = gang.pending[0] if gang.pending else None
+        related = pod_reference(first) if first is not None else None
+        scheduler_name = first.scheduler_name if first is not None else controller or ""
+        if not all(
+            self._preempt_victim(victim, scheduler_name, controller or "", note, related)
+            for victim in outcome.victims
+        ):
+            self._forget_victims(gang.key, tell=False)  # the coordinator retries on its own
         if self._on_preempt is not None:
             self._on_preempt(outcome.as_preemption())
         return outcome
@@ -286,22 +325,85 @@ class Preemptor:
                 error=str(getattr(exc, "reason", None) or exc),
             )
 
-    def _delete(self, victim: Pod) -> None:
-        try:
-            response = self._core.delete_namespaced_pod(
+    def _forget_victims(self, key: str, *, tell: bool = True) -> None:
+        """A victim could not be preempted: the next attempt for ``key`` searches afresh
+        (``tell``: and ``take_failure`` says so once)."""
+        with self._lock:
+            self._victims.pop(key, None)
+            if tell:
+                self._failed.add(key)
+
+    def take_failure(self, key: str) -> bool:
+        """Whether the last preemption for ``key`` failed on a victim (asked once: the answer
+        is cleared)."""
+        with self._lock:
+            if key not in self._failed:
+                return False
+            self._failed.discard(key)
+            return True
+
+    def _preempt_victim(
+        self,
+        victim: Pod,
+        scheduler_name: str,
+        controller: str,
+        note: str,
+        related: dict[str, str] | None,
+    ) -> bool:
+        """One victim, as kube's executor preempts it (module docstring); False when the API
+        server refused something other than "not found"."""
+        if victim.is_terminating:
+            return True  # its deletion has started: nothing to send
+        current = self._raw_pod(victim.key) if self._raw_pod is not None else None
+        condition = disruption_condition(scheduler_name, current, dt.datetime.now(dt.UTC))
+        if condition is not None:
+            body = {"status": {"conditions": [condition]}}
+            done = self._call(
+                "could not set the DisruptionTarget condition",
+                victim,
+                self._core.patch_namespaced_pod_status,
                 victim.name,
                 victim.namespace,
-                _preload_content=False,
-                _request_timeout=self._timeout,
+                body,
             )
-            _ = response.data
+            if done is not True:
+                return done is None  # gone already: nothing more to do
+        done = self._call(
+            "could not delete victim",
+            victim,
+            self._core.delete_namespaced_pod,
+            victim.name,
+            victim.namespace,
+        )
+        if done is not True:
+            return done is None
+        self._events.object_event(
+            pod_reference(victim),
+            controller,
+            "Normal",
+            "Preempted",
+            "Preempting",
+            note,
+            related=related,
+        )
+        return True
+
+    def _call(self, failure: str, victim: Pod, call: Callable[..., Any], *args: Any) -> bool | None:
+        """True when the request succeeded, None when the victim is gone (404), False when
+        refused otherwise (logged)."""
+        try:
+            response = call(*args, _preload_content=False, _request_timeout=self._timeout)
+            _ = response.data  # read the body, or the pooled connection is unusable
             response.release_conn()
+            return True
         except Exception as exc:
-            # 404: already gone, which is what we wanted.
-            if getattr(exc, "status", None) != 404:
-                log.warning(
-                    "could not delete victim",
-                    pod=victim.key,
-                    status=getattr(exc, "status", None),
-                    error=str(getattr(exc, "reason", None) or exc),
-                )
+            status = getattr(exc, "status", None)
+            if status == 404:
+                return None
+            log.warning(
+                failure,
+                pod=victim.key,
+                status=status,
+                error=str(getattr(exc, "reason", None) or exc),
+            )
+            return False

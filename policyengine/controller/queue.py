@@ -93,7 +93,15 @@ class _InFlight:
 
 
 # The fields of a pod that a status update (or any write) moves without changing its verdict.
-_STATUS_FIELDS = frozenset({"resource_version", "phase", "status_qos_class", "nominated_node_name"})
+_STATUS_FIELDS = frozenset(
+    {
+        "resource_version",
+        "phase",
+        "status_qos_class",
+        "nominated_node_name",
+        "preempted_by_scheduler",
+    }
+)
 
 
 def spec_changed(old: Pod, new: Pod) -> bool:

@@ -185,7 +185,12 @@ class Scheduler:
         )
         self.events = EventRecorder(api_client, dedup_window=opts.event_dedup_window)
         # Preemption (controller/preemption.py): nominations, victims' deletion.
-        self.preemptor = Preemptor(api_client, self.events, topology=opts.topology)
+        self.preemptor = Preemptor(
+            api_client,
+            self.events,
+            topology=opts.topology,
+            raw_pod=lambda key: self.pod_informer.get(key),
+        )
         core = RawAPI(api_client)
         informer_rng = random.Random(seed)
         self.node_informer = Informer(
@@ -370,7 +375,10 @@ class Scheduler:
                 log.exception("preemption failed", pod=pod.key)
                 outcome = None
             message = failed_scheduling_message(decision, outcome)
-            self._unschedulable(item, replace(decision, message=message), start)
+            # A victim the API server would not let go: retry after the backoff (as kube
+            # activates such a preemptor) instead of waiting for an event that may not come.
+            retry = self.preemptor.take_failure(pod.key)
+            self._unschedulable(item, replace(decision, message=message), start, retry=retry)
             return
         now = int(time.time())
         devices = gpu_annotations(decision.gpu_devices, decision.node, now)
@@ -392,9 +400,14 @@ class Scheduler:
             self.cache.forget(pod.key)
             self.queue.add_backoff(item)
 
-    def _unschedulable(self, item: QueuedPod, decision: Decision, start: float) -> None:
+    def _unschedulable(
+        self, item: QueuedPod, decision: Decision, start: float, *, retry: bool = False
+    ) -> None:
         pod = item.pod
-        self.queue.add_unschedulable(item)
+        if retry:
+            self.queue.add_backoff(item)
+        else:
+            self.queue.add_unschedulable(item)
         log.info(
             "unable to schedule pod; waiting",
             pod=pod.key,

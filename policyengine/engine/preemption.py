@@ -3,9 +3,11 @@
 This is kube-scheduler's DefaultPreemption (PostFilter), over one immutable snapshot:
 
 1. *Eligibility.* A pod with ``preemptionPolicy: Never`` never preempts. A pod already
-   nominated to a node where a lower-priority pod is terminating waits for it instead of
-   preempting again (unless the nominated node is now rejected for a reason preemption cannot
-   fix).
+   nominated to a node where a pod it may evict is terminating because a scheduler preempted
+   it (deletion started, ``DisruptionTarget`` condition with reason ``PreemptionByScheduler``)
+   waits for it instead of preempting again (unless the nominated node is now rejected for a
+   reason preemption cannot fix). A pod terminating for another reason (deleted by its owner,
+   drained) does not hold it back.
 2. *Candidates.* Nodes rejected for a reason no eviction can fix (kube's
    ``UnschedulableAndUnresolvable``: unschedulable node, node name, taints, node affinity,
    required pod affinity, spread on a missing label) are skipped: "Preemption is not helpful
@@ -71,7 +73,7 @@ NEVER = "Never"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
-NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminated pod on the nominated node."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 # kube adds MaxInt32 + 1 to each priority before summing, so negative priorities sum sensibly.
 _PRIORITY_OFFSET = 2**31
 # A pod without a start time counts as starting now, the latest possible.
@@ -169,12 +171,21 @@ def preempt(
     if pod.preemption_policy == NEVER:
         return PreemptionDecision(pod.key, None, message=NOT_ELIGIBLE_NEVER)
     groups = first_rejection_groups(decision.infeasible)
+    search: _Search | None = None
     nominated_to = pod.nominated_node_name
     if nominated_to and nominated_to in snapshot:
         first = decision.infeasible.get(nominated_to, ())
         if not first or _resolvable(first[0]):
-            for info in snapshot.node(nominated_to).pods:
-                if info.pod.is_terminating and info.pod.priority < pod.priority:
+            dying = [
+                info.pod
+                for info in snapshot.node(nominated_to).pods
+                if info.pod.terminating_by_preemption
+            ]
+            if dying:
+                search = _Search(
+                    policy, pod, snapshot, nominated, topology, policy_config(policy, pod, config)
+                )
+                if any(search.eligible(victim, nominated_to) for victim in dying):
                     return PreemptionDecision(pod.key, None, message=NOT_ELIGIBLE_TERMINATING)
     helpless = [names for first_rejection, names in groups if not _resolvable(first_rejection)]
     lowest = snapshot.lowest_priority
@@ -182,7 +193,10 @@ def preempt(
         quick = _no_victims(pod, snapshot, decision, helpless, rng)
         if quick is not None:
             return quick
-    search = _Search(policy, pod, snapshot, nominated, topology, policy_config(policy, pod, config))
+    if search is None:
+        search = _Search(
+            policy, pod, snapshot, nominated, topology, policy_config(policy, pod, config)
+        )
     candidates: list[Candidate] = []
     statuses: dict[str, tuple[str, ...]] = {}
     for names in helpless:
@@ -394,7 +408,9 @@ class _Search:
         known = self._eligible.get(victim.key)
         if known is not None:
             return known
-        ok = victim.priority < self.pod.priority and not victim.is_terminating
+        # A terminating pod stays a potential victim, as in kube: it holds its resources until
+        # it is gone, and the loop sends nothing for it (``controller.preemption``).
+        ok = victim.priority < self.pod.priority
         if ok and self.allows is not None:
             context = CycleContext(self.snapshot, self.view, self.config, self.topology)
             info = self.snapshot.node(node)

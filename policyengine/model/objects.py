@@ -169,6 +169,9 @@ class Pod:
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     host_network: bool = False
     deletion_timestamp: str | None = None
+    # status.conditions holds DisruptionTarget=True for reason PreemptionByScheduler: a
+    # scheduler chose the pod as a preemption victim before deleting it.
+    preempted_by_scheduler: bool = False
     owner_references: tuple[FrozenDict[str, object], ...] = ()
     phase: str = ""
     status_qos_class: str = ""
@@ -188,6 +191,12 @@ class Pod:
     @property
     def is_terminating(self) -> bool:
         return self.deletion_timestamp is not None
+
+    @property
+    def terminating_by_preemption(self) -> bool:
+        """Going away because a scheduler preempted it (kube's ``podTerminatingByPreemption``):
+        a preemptor nominated to its node waits for it rather than preempting again."""
+        return self.deletion_timestamp is not None and self.preempted_by_scheduler
 
     @cached_property
     def pod_affinity(self) -> PodAffinity | None:

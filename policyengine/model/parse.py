@@ -574,6 +574,7 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         deletion_timestamp=None
         if meta.get("deletionTimestamp") is None
         else str(meta.get("deletionTimestamp")),
+        preempted_by_scheduler=preempted_by_scheduler(status.get("conditions")),
         owner_references=owners,
         phase=_str(ctx, status.get("phase"), "status.phase"),
         status_qos_class=_str(ctx, status.get("qosClass"), "status.qosClass"),
@@ -582,6 +583,26 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         creation_timestamp=_timestamp(
             ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"
         ),
+    )
+
+
+# The condition a scheduler sets on a preemption victim before deleting it (kube's
+# DisruptionTarget, reason PreemptionByScheduler).
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+def preempted_by_scheduler(conditions: Any) -> bool:
+    """Whether a pod's ``status.conditions`` say a scheduler preempted it. Other conditions
+    are the kubelet's and are not read: an entry that is not a map is passed over."""
+    if not isinstance(conditions, list):
+        return False
+    return any(
+        isinstance(c, Mapping)
+        and c.get("type") == DISRUPTION_TARGET
+        and c.get("status") == "True"
+        and c.get("reason") == PREEMPTION_BY_SCHEDULER
+        for c in conditions
     )
 
 

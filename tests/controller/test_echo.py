@@ -45,6 +45,10 @@ def _bound(obj: dict[str, Any], node: str = "n1", rv: str = "11") -> dict[str, A
     return new
 
 
+# What a scheduler writes on a preemption victim: the one condition parse_pod reads.
+_PREEMPTED = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+
+
 def _parse(obj: dict[str, Any]) -> Any:
     try:
         return parse_pod(obj)
@@ -82,6 +86,7 @@ def test_a_binding_echo_is_answered_without_parsing(new: dict[str, Any]) -> None
         (("status", "nominatedNodeName"), "n3"),
         (("spec", "nodeName"), 7),
         (("metadata", "resourceVersion"), 11),
+        (("status", "conditions"), [{"type": "PodScheduled", "status": "True"}, _PREEMPTED]),
     ],
 )
 def test_anything_else_changed_is_parsed(where: tuple[str, str], value: Any) -> None:
@@ -185,7 +190,10 @@ _places = st.sampled_from(
 
 @settings(max_examples=400, deadline=None)
 @given(
-    changes=st.lists(st.tuples(_places, st.one_of(_json, st.just("__delete__"))), max_size=3),
+    changes=st.lists(
+        st.tuples(_places, st.one_of(_json, st.just("__delete__"), st.just([_PREEMPTED]))),
+        max_size=3,
+    ),
     node=st.one_of(st.none(), st.sampled_from(["n1", ""]), st.integers()),
     rv=st.one_of(st.none(), st.sampled_from(["11", ""]), st.integers()),
 )

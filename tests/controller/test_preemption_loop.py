@@ -4,8 +4,13 @@ are gone (the server's ``terminate_bound_pods_after`` plays the kubelet)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
+from typing import Any
 
+import pytest
+
+from policyengine.controller.preemption import disruption_condition
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from policyengine.schedlib import default_schema
@@ -36,6 +41,19 @@ def test_a_preempting_pod_evicts_exactly_the_chosen_victims_then_binds(
     deletes = server.requests(verb="delete", resource="pods")
     assert [r.name for r in deletes] == ["low-a"]
     assert server.get("pods", "default", "low-a") is None
+    # Before its deletion the victim is marked, as kube's preemption marks it (the condition
+    # a later cycle reads to wait for it instead of preempting again).
+    (marked,) = server.requests(verb="patch", resource="pods", subresource="status", name="low-a")
+    assert marked.headers["content-type"] == "application/strategic-merge-patch+json"
+    (condition,) = marked.body["status"]["conditions"]
+    assert {k: v for k, v in condition.items() if k != "lastTransitionTime"} == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "policyengine: preempting to accommodate a higher priority pod",
+    }
+    low_a = server.requests(name="low-a")
+    assert low_a.index(marked) < low_a.index(deletes[0])
     for survivor in ("keep-b", "mid-c", "mid-d"):
         assert server.get("pods", "default", survivor) is not None
     assert nominated(server, "urgent") == "n1"
@@ -53,6 +71,45 @@ def test_a_preempting_pod_evicts_exactly_the_chosen_victims_then_binds(
     assert (event["type"], event["action"]) == ("Normal", "Preempting")
     failed = server.events(reason="FailedScheduling", regarding="urgent")
     assert failed and failed[0]["note"].startswith("0/2 nodes are available: 2 Insufficient cpu. (")
+
+
+def test_a_victim_already_terminating_is_waited_for_not_deleted_again(
+    apiserver_factory: Callable[..., LoopbackAPIServer],
+) -> None:
+    """kube's executor sends nothing for a victim whose deletion has started: no condition,
+    no DELETE, no event. The preemptor is nominated and binds once the victim is gone."""
+    server = apiserver_factory()
+    server.create(node_obj("n1", cpu="4"))
+    server.create(pod_obj("low-a", cpu="2", priority=1, node="n1"))
+    server.create(pod_obj("keep-b", cpu="2", priority=50, node="n1"))
+    server.delete("pods", "default", "low-a", grace_period_seconds=None)  # its owner's doing
+    server.create(pod_obj("urgent", cpu="2", priority=100, uid="urgent-uid"))
+    with RunningScheduler(server) as rs:
+        server.wait_for(lambda: nominated(server, "urgent") == "n1", timeout=20)
+        assert rs.scheduler.events.flush()
+        assert server.requests(name="low-a") == []
+        assert server.events(reason="Preempted") == []
+        server.finish_pod_deletions()  # the kubelet is done with it
+        server.wait_for(lambda: server.bound_nodes().get("default/urgent") == "n1", timeout=20)
+
+
+def test_a_victim_the_server_will_not_delete_is_preempted_again_after_a_backoff(
+    apiserver_factory: Callable[..., LoopbackAPIServer],
+) -> None:
+    server = apiserver_factory(terminate_bound_pods_after=0.5)
+    server.create(node_obj("n1", cpu="4"))
+    server.create(pod_obj("low-a", cpu="2", priority=1, node="n1"))
+    server.create(pod_obj("keep-b", cpu="2", priority=50, node="n1"))
+    server.create(pod_obj("urgent", cpu="2", priority=100, uid="urgent-uid"))
+    server.fail_next(1, code=500, verb="delete", resource="pods", name="low-a")
+    with RunningScheduler(server) as rs:
+        server.wait_for(lambda: server.bound_nodes().get("default/urgent") == "n1", timeout=20)
+        assert rs.scheduler.events.flush()
+    codes = [r.status for r in server.requests(verb="delete", resource="pods", name="low-a")]
+    assert codes == [500, 200]
+    # Told once, for the deletion that went through.
+    (event,) = server.events(reason="Preempted")
+    assert event["regarding"]["name"] == "low-a"
 
 
 def test_a_pod_without_lower_priority_victims_preempts_nothing(
@@ -163,3 +220,54 @@ def test_a_gang_that_fits_nowhere_frees_the_cheapest_rack_and_binds_there(
     }
     assert len(related) == 1 and related <= {("Pod", "w0"), ("Pod", "w1")}
     assert {nominated(server, f"w{i}") for i in range(2)} == {"r2-n0", "r2-n1"}
+
+
+NOW = dt.datetime(2026, 12, 4, 17, 0, 0, tzinfo=dt.UTC)
+MARK = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "PreemptionByScheduler",
+    "message": "s: preempting to accommodate a higher priority pod",
+}
+
+
+@pytest.mark.parametrize(
+    ("current", "expected"),
+    [
+        (None, {**MARK, "lastTransitionTime": "2026-12-04T17:00:00Z"}),
+        ({"status": {}}, {**MARK, "lastTransitionTime": "2026-12-04T17:00:00Z"}),
+        # Already says so: nothing to patch (kube's UpdatePodCondition reports no change).
+        ({"status": {"conditions": [{**MARK, "lastTransitionTime": "t0"}]}}, None),
+        # True for another reason: rewritten, its transition time kept (the status held).
+        (
+            {"status": {"conditions": [{**MARK, "reason": "X", "lastTransitionTime": "t0"}]}},
+            {**MARK, "lastTransitionTime": "t0"},
+        ),
+        # False before: a transition now.
+        (
+            {"status": {"conditions": [{**MARK, "status": "False", "lastTransitionTime": "t0"}]}},
+            {**MARK, "lastTransitionTime": "2026-12-04T17:00:00Z"},
+        ),
+        # A pod with a generation: the condition says which one it observed.
+        (
+            {"metadata": {"generation": 3}},
+            {**MARK, "lastTransitionTime": "2026-12-04T17:00:00Z", "observedGeneration": 3},
+        ),
+        (
+            {
+                "metadata": {"generation": 3},
+                "status": {"conditions": [{**MARK, "lastTransitionTime": "t0"}]},
+            },
+            {**MARK, "lastTransitionTime": "t0", "observedGeneration": 3},
+        ),
+        # Conditions of other types are not ours to touch, nor read.
+        (
+            {"status": {"conditions": ["junk", {"type": "Ready", "status": "True"}]}},
+            {**MARK, "lastTransitionTime": "2026-12-04T17:00:00Z"},
+        ),
+    ],
+)
+def test_the_disruption_condition_is_written_only_when_it_changes(
+    current: dict[str, Any] | None, expected: dict[str, Any] | None
+) -> None:
+    assert disruption_condition("s", current, NOW) == expected

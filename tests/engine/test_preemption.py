@@ -227,12 +227,48 @@ def test_preemption_policy_never_does_not_preempt(kube: Program) -> None:
     assert decision.message == NOT_ELIGIBLE_NEVER
 
 
-def test_a_pod_waiting_on_its_nominated_node_does_not_preempt_again(kube: Program) -> None:
-    dying = replace(running("n1", "dying", "4", 1), deletion_timestamp="2026-01-01T00:00:00Z")
+DELETED = "2026-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("deleted", "by_preemption", "priority", "outcome"),
+    [
+        # kube's podTerminatingByPreemption: deletion started and DisruptionTarget set by a
+        # scheduler: the preemptor waits for its victim.
+        (DELETED, True, 1, None),
+        # Deleted by someone else (its owner, a drain): no reason to wait. Both nodes free
+        # room with one victim of priority 1: the node whose victim started later (b) wins.
+        (DELETED, False, 1, ("n2", ("default/b",))),
+        # Marked but not deleted (the scheduler's DELETE has not landed): not waiting yet.
+        (None, True, 1, ("n2", ("default/b",))),
+        # Of higher priority than the preemptor: not its victim, so not what it waits for.
+        (DELETED, True, 200, ("n2", ("default/b",))),
+    ],
+)
+def test_a_pod_waits_on_its_nominated_node_only_for_a_victim_being_preempted(
+    kube: Program, deleted: str | None, by_preemption: bool, priority: int, outcome: Any
+) -> None:
+    dying = replace(
+        running("n1", "dying", "4", priority, start="2026-01-01T00:00:00Z"),
+        deletion_timestamp=deleted,
+        preempted_by_scheduler=by_preemption,
+    )
+    b = running("n2", "b", "4", 1, start="2026-01-02T00:00:00Z")
     pod = replace(pending(), nominated_node_name="n1")
-    decision = preempt(kube, pod, cluster(dying, running("n2", "b", "4", 1)))
-    assert decision.node is None
-    assert decision.message == NOT_ELIGIBLE_TERMINATING
+    decision = preempt(kube, pod, cluster(dying, b))
+    if outcome is None:
+        assert decision.node is None
+        assert decision.message == NOT_ELIGIBLE_TERMINATING
+    else:
+        assert (decision.node, tuple(v.key for v in decision.victims)) == outcome
+
+
+def test_a_terminating_pod_is_still_a_potential_victim(kube: Program) -> None:
+    """As in kube: it holds its node's resources until it is gone (the loop sends nothing
+    for it, ``controller.preemption``)."""
+    dying = replace(running("n1", "dying", "4", 1), deletion_timestamp=DELETED)
+    decision = preempt(kube, pending(), cluster(dying, running("n2", "keep", "4", 200)))
+    assert (decision.node, [v.key for v in decision.victims]) == ("n1", ["default/dying"])
 
 
 def test_a_pod_that_fits_needs_no_preemption(kube: Program) -> None:
