@@ -53,9 +53,15 @@ def test_per_pod_scenario_reports_throughput_latency_memory_and_the_check(scenar
 
 
 def test_scaling_reports_every_size_and_the_cost_per_node() -> None:
-    rows = scaling.run(runs=1, scale=0.0002, check=0, sizes=(10, 20))
+    rows = scaling.run(runs=1, scale=0.0002, check=0, sizes=(10, 20), base=10)
     for nodes in (10, 20):
         assert any(r.metric == f"{nodes} nodes, 2 pods: CPU time per pod per node" for r in rows)
+    ratios = [r for r in rows if r.unit == "x"]
+    assert [r.metric for r in ratios] == [
+        "20 over 10 nodes, 2 pods: mean CPU per pod, ratio",
+        "20 over 10 nodes, 2 pods: p50 per pod, ratio",
+    ]
+    assert all(r.median > 0 and r.target == "" for r in ratios)  # not the sizes
     assert not any(r.metric.endswith("reference evaluator") for r in rows)  # check=0
 
 
