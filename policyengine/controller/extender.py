@@ -8,6 +8,10 @@ module answers, with the same engine ``policyengine run`` uses:
 * ``POST …/filter`` — ``ExtenderArgs`` in, ``ExtenderFilterResult`` out: the nodes the policy
   keeps, and a reason for each node it rejects;
 * ``POST …/prioritize`` — ``ExtenderArgs`` in, ``HostPriorityList`` out: one 0–10 score a node;
+* ``POST …/preempt`` — ``ExtenderPreemptionArgs`` in, ``ExtenderPreemptionResult`` out: of the
+  nodes and victims kube-scheduler's own preemption chose, those the policy agrees with
+  (``engine.preemption.review_victims``); needs the node cache (kube-scheduler sends victims,
+  not nodes);
 * ``GET /healthz``, ``/readyz``, ``/metrics`` — for the kubelet's probes and Prometheus.
 
 The JSON is kube-scheduler's own (Go field names, capitalised; see
@@ -35,11 +39,15 @@ running, or a policy that cannot be evaluated, is reported in ``Error`` of the f
 failing score rules score 0 (the engine's rule) and are logged and counted.
 
 **Preemption.** kube-scheduler may preempt pods on a node an extender rejected as
-``FailedNodes`` without asking the extender again (this one has no ``preemptVerb``). So only
-rejections kube-scheduler itself considers resolvable by preemption (the rules reproducing
-NodeResourcesFit, NodePorts, InterPodAffinity and PodTopologySpread) go to ``FailedNodes``;
-every other rejection goes to ``FailedAndUnresolvableNodes``, so no pod is evicted for a node
-the policy would refuse anyway.
+``FailedNodes``. Only rejections kube-scheduler itself considers resolvable by preemption (the
+rules reproducing NodeResourcesFit, NodePorts, InterPodAffinity and PodTopologySpread) go
+there; every other rejection goes to ``FailedAndUnresolvableNodes``, so no pod is evicted for
+a node the policy would refuse anyway. With ``preemptVerb: preempt`` kube-scheduler also shows
+this extender every candidate node and its victims before it evicts anything: a node stays
+only when each victim is one the policy's ``preempt`` rules let the pod evict, a gang member
+comes with its whole gang, and the pod passes the policy's filters there once the victims are
+gone; its victims come back unchanged (kube-scheduler then chooses among the nodes left, by
+its own criteria). A pod no policy governs keeps every node.
 """
 
 from __future__ import annotations
@@ -73,6 +81,7 @@ from policyengine.controller.informer import Informer, InformerOptions, object_k
 from policyengine.controller.scheduler import POD_FIELD_SELECTOR, TERMINAL_PHASES
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.preemption import review_victims
 from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
 from policyengine.model.objects import Node, Pod
@@ -87,7 +96,7 @@ JSON = dict[str, Any]
 MAX_EXTENDER_PRIORITY = 10  # kube-scheduler's extenderv1.MaxExtenderPriority
 MAX_RULE_SCORE = 100
 MAX_BODY = 64 * 1024 * 1024  # a NodeList of 5,000 full nodes is well under this
-FILTER, PRIORITIZE = "filter", "prioritize"
+FILTER, PRIORITIZE, PREEMPT = "filter", "prioritize", "preempt"
 # The kube rules whose rejections kube-scheduler reports as Unschedulable (preemption may help)
 # rather than UnschedulableAndUnresolvable; see the module docstring.
 RESOLVABLE_RULES = frozenset(
@@ -118,19 +127,8 @@ class ExtenderArgs:
 
 def parse_args(body: bytes) -> ExtenderArgs:
     """``ExtenderArgs`` from a request body; raises :class:`BadRequest` saying what is wrong."""
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BadRequest(f"the body is not JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise BadRequest("the body must be a JSON object (ExtenderArgs)")
-    raw_pod = data.get("Pod")
-    if not isinstance(raw_pod, dict):
-        raise BadRequest("ExtenderArgs.Pod is missing or not an object")
-    try:
-        pod = parse_pod(raw_pod)
-    except ModelError as error:
-        raise BadRequest(f"ExtenderArgs.Pod: {error}") from None
+    data = _json_object(body, "ExtenderArgs")
+    pod = _pod(data, "ExtenderArgs")
     nodes = data.get("Nodes")
     names = data.get("NodeNames")
     if nodes is None and names is None:
@@ -146,6 +144,83 @@ def parse_args(body: bytes) -> ExtenderArgs:
         if not isinstance(item, dict) or not (item.get("metadata") or {}).get("name"):
             raise BadRequest(f"ExtenderArgs.Nodes.items[{index}] is not a node with a name")
     return ExtenderArgs(pod, items, None)
+
+
+@dataclass(frozen=True)
+class PreemptionArgs:
+    """``ExtenderPreemptionArgs``: the preemptor, and per candidate node the victims
+    kube-scheduler chose there — whole pods (``NodeNameToVictims``, ``nodeCacheCapable: false``)
+    or their UIDs (``NodeNameToMetaVictims``) — and the budget violations it counted."""
+
+    pod: Pod
+    victims: dict[str, tuple[Pod, ...]] | None
+    victim_uids: dict[str, tuple[str, ...]] | None
+    pdb_violations: dict[str, int]
+
+
+def parse_preemption_args(body: bytes) -> PreemptionArgs:
+    """``ExtenderPreemptionArgs`` from a request body; raises :class:`BadRequest`."""
+    data = _json_object(body, "ExtenderPreemptionArgs")
+    pod = _pod(data, "ExtenderPreemptionArgs")
+    whole = data.get("NodeNameToVictims")
+    meta = data.get("NodeNameToMetaVictims")
+    if whole is None and meta is None:
+        raise BadRequest(
+            "ExtenderPreemptionArgs has neither NodeNameToVictims nor NodeNameToMetaVictims"
+        )
+    field_ = "NodeNameToMetaVictims" if meta is not None else "NodeNameToVictims"
+    given = meta if meta is not None else whole
+    if not isinstance(given, dict):
+        raise BadRequest(f"ExtenderPreemptionArgs.{field_} must be an object (node -> victims)")
+    victims: dict[str, tuple[Pod, ...]] = {}
+    uids: dict[str, tuple[str, ...]] = {}
+    violations: dict[str, int] = {}
+    for node, entry in given.items():
+        where = f"ExtenderPreemptionArgs.{field_}[{node}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("Pods") or [], list):
+            raise BadRequest(f'{where} must be {{"Pods": [...], "NumPDBViolations": n}}')
+        count = entry.get("NumPDBViolations") or 0
+        if type(count) is not int:
+            raise BadRequest(f"{where}.NumPDBViolations must be an integer")
+        violations[node] = count
+        pods = entry.get("Pods") or []
+        if meta is not None:
+            if not all(isinstance(p, dict) and isinstance(p.get("UID"), str) for p in pods):
+                raise BadRequest(f'{where}.Pods must be [{{"UID": "..."}}, ...]')
+            uids[node] = tuple(p["UID"] for p in pods)
+            continue
+        parsed = []
+        for index, raw in enumerate(pods):
+            if not isinstance(raw, dict):
+                raise BadRequest(f"{where}.Pods[{index}] is not a pod")
+            try:
+                parsed.append(parse_pod(raw))
+            except ModelError as error:
+                raise BadRequest(f"{where}.Pods[{index}]: {error}") from None
+        victims[node] = tuple(parsed)
+    if meta is not None:
+        return PreemptionArgs(pod, None, uids, violations)
+    return PreemptionArgs(pod, victims, None, violations)
+
+
+def _json_object(body: bytes, kind: str) -> JSON:
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadRequest(f"the body is not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise BadRequest(f"the body must be a JSON object ({kind})")
+    return data
+
+
+def _pod(data: JSON, kind: str) -> Pod:
+    raw_pod = data.get("Pod")
+    if not isinstance(raw_pod, dict):
+        raise BadRequest(f"{kind}.Pod is missing or not an object")
+    try:
+        return parse_pod(raw_pod)
+    except ModelError as error:
+        raise BadRequest(f"{kind}.Pod: {error}") from None
 
 
 def extender_score(total: float, max_total: float) -> int:
@@ -300,7 +375,7 @@ class _Outcome:
 
 
 class Extender:
-    """Answers ``filter`` and ``prioritize`` with the policy (module docstring)."""
+    """Answers ``filter``, ``prioritize`` and ``preempt`` with the policy (module docstring)."""
 
     def __init__(
         self,
@@ -371,6 +446,75 @@ class Extender:
             for name in args.candidates
         ]
 
+    def preempt(self, args: PreemptionArgs) -> JSON:
+        """The ``ExtenderPreemptionResult`` for ``args``: the nodes whose victims the policy
+        agrees with, their victims unchanged (by UID, as kube-scheduler reads them back)."""
+        if self.node_cache is None:
+            raise PolicyUnavailable(
+                "the preempt verb needs the node cache (kube-scheduler sends victims, not "
+                "nodes): start this extender with --node-cache, or remove preemptVerb"
+            )
+        program = self._program_source()
+        snapshot = self.node_cache.snapshot()
+        pod = args.pod
+        if pod.key in snapshot.pod_nodes:
+            snapshot = snapshot.without_pod(pod.key)
+        proposals: dict[str, tuple[Pod, ...]] = {}
+        unknown: dict[str, str] = {}
+        nodes = args.victims if args.victims is not None else args.victim_uids or {}
+        for node in nodes:
+            found = self._victims_on(snapshot, args, node)
+            if isinstance(found, str):
+                unknown[node] = found
+            else:
+                proposals[node] = found
+        reviewed = review_victims(
+            program,
+            pod,
+            snapshot,
+            proposals,
+            self._topology,
+            scheduler_name=self._scheduler_name,
+        )
+        kept: JSON = {}
+        for node, victims in proposals.items():
+            verdict = None if reviewed is None else reviewed[node]
+            if verdict is None:
+                kept[node] = {
+                    "Pods": [{"UID": victim.uid} for victim in victims],
+                    "NumPDBViolations": args.pdb_violations.get(node, 0),
+                }
+            else:
+                unknown[node] = verdict
+        if unknown:
+            log.info("preemption candidates dropped", pod=pod.key, nodes=unknown)
+        return {"NodeNameToMetaVictims": kept}
+
+    @staticmethod
+    def _victims_on(
+        snapshot: ClusterSnapshot, args: PreemptionArgs, node: str
+    ) -> tuple[Pod, ...] | str:
+        """The victims proposed on ``node`` as the node cache holds them; why not, when it
+        does not hold the node or one of them."""
+        if node not in snapshot:
+            return UNKNOWN_NODE
+        on_node = {info.pod.uid: info.pod for info in snapshot.node(node).pods}
+        by_key = {pod.key: pod for pod in on_node.values()}
+        found: list[Pod] = []
+        if args.victim_uids is not None:
+            for uid in args.victim_uids.get(node, ()):
+                pod = on_node.get(uid)
+                if pod is None:
+                    return f"pod {uid} is not on node {node} in the extender's node cache"
+                found.append(pod)
+        else:
+            for victim in (args.victims or {}).get(node, ()):
+                pod = by_key.get(victim.key)
+                if pod is None:
+                    return f"{victim.key} is not on node {node} in the extender's node cache"
+                found.append(pod)
+        return tuple(found)
+
     # ------------------------------------------------------------------ evaluation
 
     def _evaluate(self, args: ExtenderArgs) -> _Outcome:
@@ -438,11 +582,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         verb = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-        if verb not in (FILTER, PRIORITIZE):
+        if verb not in (FILTER, PRIORITIZE, PREEMPT):
             self._discard_body()
             self._text(
                 HTTPStatus.NOT_FOUND,
-                f"no extender verb at {self.path}: POST …/filter or …/prioritize",
+                f"no extender verb at {self.path}: POST …/filter, …/prioritize or …/preempt",
             )
             return
         extender = self.server.extender
@@ -450,7 +594,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         start = time.perf_counter()
         result = "ok"
         try:
-            args = parse_args(self._read_body())
+            body = self._read_body()
+            if verb == PREEMPT:
+                self._json(HTTPStatus.OK, extender.preempt(parse_preemption_args(body)))
+                return
+            args = parse_args(body)
             if verb == FILTER:
                 answer: Any = extender.filter(args)
                 if answer["Error"]:
@@ -493,7 +641,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         else:
             self._text(
                 HTTPStatus.NOT_FOUND,
-                "not found: POST …/filter, …/prioritize; GET /healthz, /readyz, /metrics",
+                "not found: POST …/filter, …/prioritize, …/preempt; "
+                "GET /healthz, /readyz, /metrics",
             )
 
     def _failed(self, verb: str, message: str) -> None:

@@ -511,6 +511,55 @@ class _Search:
         return Candidate(node, tuple(victims), pdb_violations)
 
 
+def review_victims(
+    program: Program,
+    pod: Pod,
+    snapshot: ClusterSnapshot,
+    proposals: Mapping[str, Sequence[Pod]],
+    topology: TopologyConfig = DEFAULT_TOPOLOGY,
+    config: SchedulerConfig = DEFAULT_CONFIG,
+    scheduler_name: str | None = None,
+) -> dict[str, str | None] | None:
+    """The policy's opinion of victims another scheduler's preemption chose (kube-scheduler
+    asking an extender, ``controller.extender``): for each node and the victims proposed on
+    it, None when the policy agrees — each victim is on that node and is one the policy lets
+    ``pod`` evict (lower priority, its ``preempt`` rules), a victim in a gang comes with every
+    member of its gang, and the pod passes the policy's filters on the node once the victims
+    are gone — otherwise why not. None as a whole when no policy governs the pod: no opinion."""
+    view = PodView(pod)
+    env = Env({"pod": view}, CycleContext(snapshot, view, config, topology))
+    policy = program.governing_policy(profile_for(program, pod, scheduler_name), env)
+    if policy is None:
+        return None
+    search = _Search(policy, pod, snapshot, (), topology, policy_config(policy, pod, config))
+    return {node: _review(search, node, victims) for node, victims in proposals.items()}
+
+
+def _review(search: _Search, node: str, victims: Sequence[Pod]) -> str | None:
+    if node not in search.snapshot:
+        return f"node {node} is not in the scheduler's cache"
+    info = search.snapshot.node(node)
+    proposed = {victim.key for victim in victims}
+    for victim in victims:
+        if info.pod_index(victim.key) < 0:
+            return f"{victim.key} is not on node {node}"
+        if not search.eligible(victim, node):
+            return f"the policy does not let {search.pod.key} evict {victim.key}"
+        group = _group(victim)
+        if group is not None:
+            staying = [p.key for p, _ in search.groups.get(group, []) if p.key not in proposed]
+            if staying:
+                return (
+                    f"{victim.key} is in gang {group}, which goes whole or not at all: "
+                    f"{', '.join(sorted(staying))} would stay"
+                )
+        info = info.without_pod(victim.key)
+    rejection = search.fits(search.snapshot, info)
+    if rejection is None:
+        return None
+    return "; ".join(rejection.reasons) or f"rejected by {rejection.rule}"
+
+
 def _lower_ranked(info: NodeInfo, pod: Pod) -> bool:
     """Whether ``info`` holds a pod of lower priority than ``pod``. Only those are evictable
     (and a gang only when all its members are): a node without one has no victim, whatever

@@ -29,6 +29,7 @@ from policyengine.controller.extender import (
 )
 from policyengine.controller.informer import InformerOptions
 from policyengine.lang.compiler import Program
+from tests.controller.builders import pod_obj
 
 WIRE = Path(__file__).resolve().parents[1] / "data" / "k8s-wire"
 CAPTURE_POLICY = """
@@ -369,3 +370,139 @@ def test_resource_rejections_leave_preemption_a_chance(tmp_path: Path, serve: An
     assert [n["metadata"]["name"] for n in got["Nodes"]["items"]] == ["node-b"]
     assert got["FailedNodes"] == {"node-a": "Insufficient cpu"}
     assert got["FailedAndUnresolvableNodes"] == {}
+
+
+# --- the preempt verb -----------------------------------------------------------------------
+
+GUARD_POLICY = """
+policy "guard" {
+  filter room { node.free["cpu"] >= 3 } reason "{node.name} has no room"
+  preempt { victim.labels["protected"] ?? "" != "true" }
+}
+"""
+PREEMPTOR = pod_obj("urgent", cpu="3", priority=100, uid="u-urgent")
+# node-a (4 CPUs): low-a; node-b (8 CPUs): guarded (protected by the policy) and low-b.
+RUNNING = (
+    pod_obj("low-a", cpu="3", priority=1, node="node-a", uid="u-low-a"),
+    pod_obj(
+        "guarded", cpu="7", priority=1, node="node-b", uid="u-guarded", labels={"protected": "true"}
+    ),
+    pod_obj("low-b", cpu="1", priority=1, node="node-b", uid="u-low-b"),
+)
+
+
+@pytest.fixture
+def running_pods(apiserver: Any, node_cache: NodeCache) -> NodeCache:
+    for obj in RUNNING:
+        apiserver.create(obj)
+    deadline = time.monotonic() + 20
+    while len(node_cache.snapshot().pod_nodes) < len(RUNNING):  # the watch is quick
+        if time.monotonic() >= deadline:  # a bound on waiting, not a speed check
+            pytest.fail("the pods never reached the node cache")
+        time.sleep(0.05)
+    return node_cache
+
+
+def meta(*uids: str, violations: int = 0) -> dict[str, Any]:
+    return {"Pods": [{"UID": uid} for uid in uids], "NumPDBViolations": violations}
+
+
+@pytest.mark.parametrize(
+    ("proposed", "kept"),
+    [
+        ({"node-a": meta("u-low-a")}, {"node-a": meta("u-low-a")}),
+        ({"node-b": meta("u-guarded", violations=1)}, {}),  # the policy protects it
+        ({"node-b": meta("u-low-b")}, {}),  # 1 CPU freed: the pod still fits nowhere there
+        ({"node-a": meta("u-low-b")}, {}),  # not on that node
+        ({"node-new": meta("u-low-a")}, {}),  # a node the cache does not know
+        (
+            {"node-a": meta("u-low-a", violations=2), "node-b": meta("u-guarded", "u-low-b")},
+            {"node-a": meta("u-low-a", violations=2)},  # victims and violations as sent
+        ),
+    ],
+)
+def test_preempt_keeps_the_nodes_whose_victims_the_policy_agrees_with(
+    tmp_path: Path,
+    serve: Any,
+    running_pods: NodeCache,
+    proposed: dict[str, Any],
+    kept: dict[str, Any],
+) -> None:
+    prog = program(tmp_path, GUARD_POLICY)
+    client = serve(Extender(lambda: prog, node_cache=running_pods))
+    body = {"Pod": PREEMPTOR, "NodeNameToVictims": None, "NodeNameToMetaVictims": proposed}
+    status, content_type, raw = client.post("/scheduler/preempt", json.dumps(body))
+    assert (status, content_type) == (200, "application/json")
+    assert json.loads(raw) == {"NodeNameToMetaVictims": kept}
+
+
+def test_preempt_takes_whole_victims_and_answers_by_uid(
+    tmp_path: Path, serve: Any, running_pods: NodeCache
+) -> None:
+    """``nodeCacheCapable: false``: kube-scheduler sends the victims whole; the answer is
+    always by UID (kube-scheduler looks them up on the node)."""
+    prog = program(tmp_path, GUARD_POLICY)
+    client = serve(Extender(lambda: prog, node_cache=running_pods))
+    whole = {
+        "node-a": {"Pods": [RUNNING[0]], "NumPDBViolations": 0},
+        "node-b": {"Pods": [RUNNING[1], RUNNING[2]], "NumPDBViolations": 0},
+    }
+    body = {"Pod": PREEMPTOR, "NodeNameToVictims": whole, "NodeNameToMetaVictims": None}
+    status, _, raw = client.post("/scheduler/preempt", json.dumps(body))
+    assert status == 200
+    assert json.loads(raw) == {"NodeNameToMetaVictims": {"node-a": meta("u-low-a")}}
+
+
+def test_preempt_for_a_pod_no_policy_governs_keeps_every_node(
+    tmp_path: Path, serve: Any, running_pods: NodeCache
+) -> None:
+    prog = program(tmp_path, SELECTIVE_POLICY)
+    client = serve(Extender(lambda: prog, node_cache=running_pods))
+    proposed = {"node-a": meta("u-low-a"), "node-b": meta("u-guarded")}
+    body = {"Pod": PREEMPTOR, "NodeNameToMetaVictims": proposed}
+    _, _, raw = client.post("/scheduler/preempt", json.dumps(body))
+    assert json.loads(raw) == {"NodeNameToMetaVictims": proposed}
+
+
+def test_preempt_without_a_node_cache_is_an_error(tmp_path: Path, serve: Any) -> None:
+    prog = program(tmp_path, GUARD_POLICY)
+    client = serve(Extender(lambda: prog))
+    body = {"Pod": PREEMPTOR, "NodeNameToMetaVictims": {"node-a": meta("u-low-a")}}
+    status, _, raw = client.post("/scheduler/preempt", json.dumps(body))
+    assert status == 500
+    assert raw.decode() == (
+        "the preempt verb needs the node cache (kube-scheduler sends victims, not nodes): "
+        "start this extender with --node-cache, or remove preemptVerb\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{}", "ExtenderPreemptionArgs.Pod is missing or not an object"),
+        (b'{"Pod": {"metadata": {"name": "p"}}}', "has neither NodeNameToVictims nor"),
+        (b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": []}', "must be an object"),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": {"n": {"Pods": [1]}}}',
+            'ExtenderPreemptionArgs.NodeNameToMetaVictims[n].Pods must be [{"UID": "..."}, ...]',
+        ),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": '
+            b'{"n": {"Pods": [], "NumPDBViolations": "1"}}}',
+            "NumPDBViolations must be an integer",
+        ),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToVictims": {"n": {"Pods": [7]}}}',
+            "ExtenderPreemptionArgs.NodeNameToVictims[n].Pods[0] is not a pod",
+        ),
+    ],
+)
+def test_bad_preempt_requests_get_400_with_a_message(
+    tmp_path: Path, serve: Any, body: bytes, message: str
+) -> None:
+    prog = program(tmp_path, GUARD_POLICY)
+    client = serve(Extender(lambda: prog))
+    status, content_type, text = client.post("/scheduler/preempt", body)
+    assert status == 400, text
+    assert content_type.startswith("text/plain")
+    assert message in text.decode()

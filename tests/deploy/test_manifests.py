@@ -315,9 +315,11 @@ def test_the_extender_deployment_and_scheduler_configuration(
     assert set(entry) <= EXTENDER_FIELDS, set(entry) - EXTENDER_FIELDS
     assert entry["filterVerb"] == "filter"
     assert entry["prioritizeVerb"] == "prioritize"
+    assert entry["preemptVerb"] == "preempt"
     assert entry["ignorable"] is False
     assert entry["weight"] >= 1
     host = f"{service['metadata']['name']}.{NAMESPACE}.svc:{service_port['port']}"
     assert entry["urlPrefix"].startswith(f"http://{host}/")
     assert entry["nodeCacheCapable"] is args.node_cache
-    assert "bindVerb" not in entry and "preemptVerb" not in entry  # verbs we do not serve
+    assert "bindVerb" not in entry  # a verb we do not serve
+    assert args.node_cache  # the preempt verb needs it

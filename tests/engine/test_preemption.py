@@ -23,6 +23,7 @@ from policyengine.engine.preemption import (
     failed_scheduling_message,
     num_candidates,
     preempt,
+    review_victims,
     with_nominated,
 )
 from policyengine.lang.compiler import Program, compile_paths, compile_texts
@@ -448,6 +449,60 @@ def test_a_gang_with_a_member_that_may_not_go_stays_whole() -> None:
     pods = [running("n1", "w0", "4", 1, labels=GANG), running("n2", "w1", "4", 1, labels=GANG)]
     decision = preempt(program, pending(), cluster(*pods))
     assert decision.node is None
+
+
+# --- another scheduler's victims, reviewed (the extender's preempt verb) ---------------------
+
+REVIEWED = """
+import "kube-default.sched"
+policy "p" {
+  use kube
+  filter not_n3 { node.name != "n3" } reason "n3 is kept for batch"
+  preempt { victim.labels["protected"] ?? "" != "true" }
+}
+"""
+REVIEW_PODS = (
+    running("n1", "a", "2", 1),
+    running("n1", "b", "2", 1),
+    running("n2", "guarded", "4", 1, labels={"protected": "true"}),
+    running("n3", "c", "4", 1),
+    running("n4", "w0", "4", 1, labels=GANG),
+    running("n5", "w1", "4", 1, labels=GANG),
+)
+
+
+@pytest.mark.parametrize(
+    ("node", "proposed", "verdict"),
+    [
+        ("n1", ["a", "b"], None),  # both must go for 3 CPUs: agreed
+        ("n1", ["a"], "Insufficient cpu"),  # one is not enough: the pod still does not fit
+        ("n1", ["c"], "default/c is not on node n1"),
+        ("n2", ["guarded"], "the policy does not let default/preemptor evict default/guarded"),
+        ("n3", ["c"], "n3 is kept for batch"),  # the policy refuses the node whatever goes
+        (
+            "n4",
+            ["w0"],
+            "default/w0 is in gang default/train, which goes whole or not at all: "
+            "default/w1 would stay",
+        ),
+        ("n9", ["a"], "node n9 is not in the scheduler's cache"),
+    ],
+)
+def test_another_schedulers_victims_are_reviewed_by_the_policy(
+    node: str, proposed: list[str], verdict: str | None
+) -> None:
+    snap = cluster(*REVIEW_PODS, nodes=5)
+    by_name = {p.name: p for p in REVIEW_PODS}
+    reviewed = review_victims(
+        with_kube(REVIEWED), pending(), snap, {node: [by_name[n] for n in proposed]}
+    )
+    assert reviewed == {node: verdict}
+
+
+def test_a_pod_no_policy_governs_gets_no_opinion() -> None:
+    program = with_kube('policy "p" {\n  match pod.labels["app"] == "gpu"\n}\n')
+    snap = cluster(*REVIEW_PODS, nodes=5)
+    assert review_victims(program, pending(), snap, {"n3": [REVIEW_PODS[3]]}) is None
 
 
 # --- nominated pods --------------------------------------------------------------------------
