@@ -12,7 +12,8 @@ A binding changes only ``metadata.resourceVersion``, ``metadata.managedFields``,
 ``binder``). When the new object differs from the old one *only there* (compared value and
 type alike), its parse is the old parse with the new node name, resource version and
 annotations: ``parse_pod`` does not read ``managedFields``, reads of the ``conditions`` only
-whether a scheduler preempted the pod (``DisruptionTarget``, compared on its own), reads the node
+whether a scheduler preempted the pod (``DisruptionTarget``) and whether a resize is
+infeasible (``PodResizePending``), both compared on their own, reads the node
 name and resource version as plain strings (``None`` is ``""``) and the annotations as a map
 of strings, which is taken as it stands when every value is a string (``None`` or ``{}``:
 none), and otherwise left to ``parse_pod``. ``kind`` and
@@ -31,7 +32,7 @@ from typing import Any
 
 from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.objects import Pod
-from policyengine.model.parse import preempted_by_scheduler
+from policyengine.model.parse import preempted_by_scheduler, resize_infeasible
 
 # Per top-level key, the fields a binding writes that parse_pod does not read as structure.
 _WRITTEN = {
@@ -80,8 +81,11 @@ def reparsed(old: Mapping[str, Any], old_pod: Pod, new: Mapping[str, Any]) -> Po
         return None
     status = new.get("status")
     conditions = status.get("conditions") if isinstance(status, dict) else None
-    if preempted_by_scheduler(conditions) != old_pod.preempted_by_scheduler:
-        return None  # the one thing parse_pod reads of the conditions moved
+    if (
+        preempted_by_scheduler(conditions) != old_pod.preempted_by_scheduler
+        or resize_infeasible(conditions) != old_pod.resize_infeasible
+    ):
+        return None  # what parse_pod reads of the conditions moved
     annotations = _annotations(old, new)
     if annotations is _PARSE:
         return None

@@ -100,6 +100,7 @@ _STATUS_FIELDS = frozenset(
         "status_qos_class",
         "nominated_node_name",
         "preempted_by_scheduler",
+        "resize_infeasible",
     }
 )
 

@@ -50,6 +50,10 @@ class Container:
     limits: ResourceList = field(default=EMPTY)
     ports: tuple[ContainerPort, ...] = ()
     restart_policy: str | None = None  # "Always" on an init container: a sidecar
+    # In-place resize (InPlacePodVerticalScaling): what the kubelet reports the container
+    # holds — the larger of its status.resources.requests and allocatedResources — when its
+    # status carries resources; None otherwise (``model.resources``).
+    status_requests: ResourceList | None = None
 
     @property
     def is_sidecar(self) -> bool:
@@ -172,6 +176,9 @@ class Pod:
     # status.conditions holds DisruptionTarget=True for reason PreemptionByScheduler: a
     # scheduler chose the pod as a preemption victim before deleting it.
     preempted_by_scheduler: bool = False
+    # status.conditions says PodResizePending with reason Infeasible: a requested resize will
+    # not happen, so the containers' status resources count instead of their spec.
+    resize_infeasible: bool = False
     owner_references: tuple[FrozenDict[str, object], ...] = ()
     phase: str = ""
     status_qos_class: str = ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -514,13 +515,23 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
     spec = _map(ctx, obj.get("spec"), "spec")
     status = _map(ctx, obj.get("status"), "status")
     host_network = _bool(ctx, spec.get("hostNetwork"), "spec.hostNetwork")
-    containers = tuple(
-        _container(ctx, c, f"spec.containers[{i}]", host_network)
-        for i, c in enumerate(_list(ctx, spec.get("containers"), "spec.containers"))
+    containers = _with_status(
+        ctx,
+        tuple(
+            _container(ctx, c, f"spec.containers[{i}]", host_network)
+            for i, c in enumerate(_list(ctx, spec.get("containers"), "spec.containers"))
+        ),
+        status.get("containerStatuses"),
+        "status.containerStatuses",
     )
-    init_containers = tuple(
-        _container(ctx, c, f"spec.initContainers[{i}]", host_network)
-        for i, c in enumerate(_list(ctx, spec.get("initContainers"), "spec.initContainers"))
+    init_containers = _with_status(
+        ctx,
+        tuple(
+            _container(ctx, c, f"spec.initContainers[{i}]", host_network)
+            for i, c in enumerate(_list(ctx, spec.get("initContainers"), "spec.initContainers"))
+        ),
+        status.get("initContainerStatuses"),
+        "status.initContainerStatuses",
     )
     overhead = None
     if spec.get("overhead") is not None:
@@ -575,6 +586,7 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         if meta.get("deletionTimestamp") is None
         else str(meta.get("deletionTimestamp")),
         preempted_by_scheduler=preempted_by_scheduler(status.get("conditions")),
+        resize_infeasible=resize_infeasible(status.get("conditions")),
         owner_references=owners,
         phase=_str(ctx, status.get("phase"), "status.phase"),
         status_qos_class=_str(ctx, status.get("qosClass"), "status.qosClass"),
@@ -590,6 +602,45 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
 # DisruptionTarget, reason PreemptionByScheduler).
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+def resize_infeasible(conditions: Any) -> bool:
+    """kube's ``IsPodResizeInfeasible``: the first ``PodResizePending`` condition says
+    ``Infeasible``."""
+    if not isinstance(conditions, list):
+        return False
+    for c in conditions:
+        if isinstance(c, Mapping) and c.get("type") == "PodResizePending":
+            return c.get("reason") == "Infeasible"
+    return False
+
+
+def _with_status(
+    ctx: _Ctx, containers: tuple[Container, ...], statuses: Any, path: str
+) -> tuple[Container, ...]:
+    """``containers`` with what their statuses report they hold (``Container.status_requests``):
+    for a status with ``resources``, the larger of its ``resources.requests`` and
+    ``allocatedResources``, per resource. Statuses are matched by name; one without
+    ``resources`` (the kubelet did not report them) leaves its container as it is."""
+    if statuses is None or not containers:
+        return containers
+    held: dict[str, ResourceList] = {}
+    for i, raw in enumerate(_list(ctx, statuses, path)):
+        cs = _map(ctx, raw, f"{path}[{i}]")
+        if cs.get("resources") is None:
+            continue
+        res = _map(ctx, cs.get("resources"), f"{path}[{i}].resources")
+        actual = dict(_resources(ctx, res.get("requests"), f"{path}[{i}].resources.requests"))
+        allocated = _resources(ctx, cs.get("allocatedResources"), f"{path}[{i}].allocatedResources")
+        for name, quantity in allocated.items():
+            if name not in actual or quantity > actual[name]:
+                actual[name] = quantity
+        held[_str(ctx, cs.get("name"), f"{path}[{i}].name")] = FrozenDict(actual)
+    if not held:
+        return containers
+    return tuple(
+        replace(c, status_requests=held[c.name]) if c.name in held else c for c in containers
+    )
 
 
 def preempted_by_scheduler(conditions: Any) -> bool:

@@ -6,6 +6,14 @@ least its own request (plus the sidecars started before it); sidecars (init cont
 ``spec.resources.requests`` (PodLevelResources, beta since 1.34) replace the aggregate for cpu,
 memory and hugepages; ``spec.overhead`` is added last.
 
+A running pod being resized in place (InPlacePodVerticalScaling, on by default since 1.33)
+counts, per container whose status reports resources, the larger of its spec and what the
+kubelet reports it holds (``status.containerStatuses[].resources.requests`` and
+``allocatedResources``), or only what it holds when the resize is infeasible (condition
+``PodResizePending``, reason ``Infeasible``): kube-scheduler's accounting of the pods on a node
+(``UseStatusResources``). Sidecars count their status too; other init containers do not. A
+pending pod has no such status, so its own requests are its spec's.
+
 The *non-zero* variant replaces a missing (not a zero) cpu or memory request of each container
 with 100m / 200Mi; kube-scheduler uses it for LeastAllocated scoring so that request-less pods
 still count.
@@ -102,27 +110,46 @@ def _max(into: dict[str, Fraction], other: Mapping[str, Fraction]) -> None:
             into[k] = v
 
 
-def _container_requests(
-    c: Container, non_missing: Mapping[str, Fraction] | None
-) -> Mapping[str, Fraction]:
-    if not non_missing:
+def _held(c: Container, infeasible: bool, use_status: bool) -> Mapping[str, Fraction]:
+    """kube's ``determineContainerReqs``: a container whose status reports resources counts
+    the larger of its spec and what it holds, or only what it holds when its pod's resize is
+    infeasible (the spec will not be reached)."""
+    if c.status_requests is None or not use_status:
         return c.requests
-    missing = {k: v for k, v in non_missing.items() if k not in c.requests}
-    return {**c.requests, **missing} if missing else c.requests
+    if infeasible:
+        return c.status_requests
+    larger = dict(c.requests)
+    _max(larger, c.status_requests)
+    return larger
+
+
+def _container_requests(
+    c: Container,
+    non_missing: Mapping[str, Fraction] | None,
+    infeasible: bool = False,
+    use_status: bool = True,
+) -> Mapping[str, Fraction]:
+    requests = _held(c, infeasible, use_status)
+    if not non_missing:
+        return requests
+    missing = {k: v for k, v in non_missing.items() if k not in requests}
+    return {**requests, **missing} if missing else requests
 
 
 def aggregate_container_requests(
     containers: Iterable[Container],
     init_containers: Iterable[Container],
     non_missing: Mapping[str, Fraction] | None = None,
+    resize_infeasible: bool = False,
 ) -> dict[str, Fraction]:
     total: dict[str, Fraction] = {}
     for c in containers:
-        _add(total, _container_requests(c, non_missing))
+        _add(total, _container_requests(c, non_missing, resize_infeasible))
     sidecars: dict[str, Fraction] = {}
     init_peak: dict[str, Fraction] = {}
     for c in init_containers:
-        reqs = _container_requests(c, non_missing)
+        # Only a sidecar's status counts: a finished init container holds nothing.
+        reqs = _container_requests(c, non_missing, resize_infeasible, c.is_sidecar)
         if c.is_sidecar:
             _add(total, reqs)
             _add(sidecars, reqs)
@@ -170,6 +197,7 @@ def pod_requests(
         pod.init_containers,
         pod.pod_requests,
         pod.overhead,
+        pod.resize_infeasible,
         non_missing,
         include_overhead,
         pod_level,
@@ -182,7 +210,9 @@ def pod_requests(
         if memo is not None:
             memo[slot] = found
         return found
-    total = aggregate_container_requests(pod.containers, pod.init_containers, non_missing)
+    total = aggregate_container_requests(
+        pod.containers, pod.init_containers, non_missing, pod.resize_infeasible
+    )
     if pod_level and pod.pod_requests:
         for name, q in pod.pod_requests.items():
             if _supports_pod_level(name):

@@ -169,7 +169,13 @@ POD = _record(
         "requests",
         RESOURCES,
         attrgetter("requests"),
-        "Effective requests: containers summed, init containers and sidecars, overhead; a missing resource reads 0.",
+        "Effective requests as kube-scheduler counts them: containers summed, init containers "
+        "and sidecars, pod-level requests, overhead; for a running pod resized in place "
+        "(InPlacePodVerticalScaling, on by default since 1.33), each container whose status "
+        "reports resources counts the larger of its spec and what it holds "
+        "(`status.containerStatuses[].resources.requests`, `allocatedResources`), only what "
+        "it holds when the pod's `PodResizePending` condition says `Infeasible`. A missing "
+        "resource reads 0.",
         cost=2,
     ),
     _field(

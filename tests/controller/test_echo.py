@@ -87,6 +87,7 @@ def test_a_binding_echo_is_answered_without_parsing(new: dict[str, Any]) -> None
         (("spec", "nodeName"), 7),
         (("metadata", "resourceVersion"), 11),
         (("status", "conditions"), [{"type": "PodScheduled", "status": "True"}, _PREEMPTED]),
+        (("status", "conditions"), [{"type": "PodResizePending", "reason": "Infeasible"}]),
     ],
 )
 def test_anything_else_changed_is_parsed(where: tuple[str, str], value: Any) -> None:

@@ -6,6 +6,8 @@ from fractions import Fraction
 import pytest
 
 from policyengine.model import resources
+from policyengine.model.errors import ModelError
+from policyengine.model.parse import parse_pod
 from policyengine.model.resources import (
     is_compressible,
     is_extended_resource,
@@ -16,7 +18,7 @@ from policyengine.model.resources import (
     pod_requests,
     to_units,
 )
-from tests.model.builders import container, make_pod
+from tests.model.builders import container, make_pod, pod_dict
 
 Gi = 1024**3
 Mi = 1024**2
@@ -178,3 +180,74 @@ def test_pods_sharing_a_memo_read_the_first_s_requests() -> None:
     assert pod_requests(own) == {"cpu": Fraction(2)}
     resources.share_requests(own, memo)  # type: ignore[arg-type]
     assert pod_requests(own) == {"cpu": Fraction(2)}
+
+
+def _status(name: str, requests: str | None = None, allocated: str | None = None) -> dict:
+    cs: dict = {"name": name}
+    if requests is not None:
+        cs["resources"] = {"requests": {"cpu": requests}}
+    if allocated is not None:
+        cs["allocatedResources"] = {"cpu": allocated}
+    return cs
+
+
+INFEASIBLE = {"type": "PodResizePending", "status": "True", "reason": "Infeasible"}
+DEFERRED = {"type": "PodResizePending", "status": "True", "reason": "Deferred"}
+
+
+@pytest.mark.parametrize(
+    ("statuses", "init_statuses", "conditions", "cpu"),
+    [
+        ([], [], [], "5/2"),  # a 2 + sidecar 0.5; no status: the spec
+        ([_status("a", "3")], [], [], "7/2"),  # resized up and actuated: what it holds
+        ([_status("a", "1", "1")], [], [], "5/2"),  # a resize down not done yet: the spec
+        ([_status("a", "1", "4")], [], [], "9/2"),  # allocated above both
+        ([_status("a", "1")], [], [DEFERRED], "5/2"),  # deferred: still the larger
+        ([_status("a", "1")], [], [INFEASIBLE], "3/2"),  # infeasible: only what it holds
+        ([_status("a", None, "4")], [], [], "5/2"),  # no resources reported: the spec
+        ([], [_status("s", "2")], [], "4"),  # a sidecar's status counts (a 2 + s 2)
+        ([], [_status("i", "5")], [], "5/2"),  # an init container's does not
+    ],
+)
+def test_a_pod_resized_in_place_counts_what_its_containers_hold(
+    statuses: list[dict], init_statuses: list[dict], conditions: list[dict], cpu: str
+) -> None:
+    """kube-scheduler's accounting with InPlacePodVerticalScaling (``UseStatusResources``)."""
+    obj = pod_dict(
+        containers=[container("a", {"cpu": "2"})],
+        init_containers=[
+            container("i", {"cpu": "1"}),
+            container("s", {"cpu": "500m"}, restart_policy="Always"),
+        ],
+        node_name="n1",
+    )
+    obj["status"] = {
+        "containerStatuses": statuses,
+        "initContainerStatuses": init_statuses,
+        "conditions": conditions,
+    }
+    pod = parse_pod(obj)
+    assert pod_requests(pod)["cpu"] == Fraction(cpu)
+    # Kept apart from the same containers without a status (the lookup by value).
+    assert pod_requests(make_pod(**_spec_only()))["cpu"] == Fraction(5, 2)
+
+
+def _spec_only() -> dict:
+    return {
+        "containers": [container("a", {"cpu": "2"})],
+        "init_containers": [
+            container("i", {"cpu": "1"}),
+            container("s", {"cpu": "500m"}, restart_policy="Always"),
+        ],
+        "node_name": "n1",
+    }
+
+
+def test_a_malformed_status_quantity_names_the_field() -> None:
+    obj = pod_dict(containers=[container("a", {"cpu": "2"})])
+    obj["status"] = {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "x"}}}]}
+    with pytest.raises(ModelError) as error:
+        parse_pod(obj)
+    assert str(error.value).startswith(
+        "Pod default/p: status.containerStatuses[0].resources.requests.cpu: "
+    )
