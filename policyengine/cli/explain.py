@@ -264,7 +264,14 @@ def explain(setup: common.Setup, node: str | None = None) -> Explanation:
     policy = common.policy_named(setup.program, decision.policy)
     if policy is None:
         listed = tuple(setup.program.profiles.get(profile, ()))
-        return Explanation(decision, profile, (), profile_policies=listed, gang=gang)
+        return Explanation(
+            decision,
+            profile,
+            (),
+            profile_policies=listed,
+            gang=gang,
+            gated=setup.target.pod.gated_message,
+        )
     requests = dict(pod_requests(setup.target.pod))
     return Explanation(
         decision=decision,
@@ -281,6 +288,7 @@ def explain(setup: common.Setup, node: str | None = None) -> Explanation:
         node=node_report(setup, policy, decision, node) if node is not None else None,
         gang=gang,
         preemption=preemption(setup, decision) if gang is None else gang_preemption(setup, gang),
+        gated=setup.target.pod.gated_message,
     )
 
 

@@ -282,6 +282,7 @@ class Explanation:
     top: int = 5
     gang: GangDecision | None = None  # the pod's gang placed as a unit, when it is in one
     preemption: PreemptionDecision | None = None  # for a pod that fits nowhere
+    gated: str = ""  # the pod's scheduling gates, in kube-scheduler's words (empty: none)
 
 
 def _explain_head(e: Explanation) -> list[str]:
@@ -292,6 +293,11 @@ def _explain_head(e: Explanation) -> list[str]:
     else:
         status = "unschedulable"
     lines = [f"Pod {d.pod}: {status}"]
+    if e.gated:
+        lines.append(
+            f"  {e.gated}: kube-scheduler does not try it before they are removed; "
+            "what follows is what it would decide then"
+        )
     if d.policy is None:
         listed = ", ".join(e.profile_policies) or "none"
         lines.append(f"  {d.message} (its policies: {listed})")
@@ -517,6 +523,7 @@ def simulation_summary(simulation: Simulation) -> dict[str, Any]:
         "pods": len(simulation.decisions),
         "scheduled": simulation.scheduled,
         "unschedulable": simulation.unschedulable,
+        **({"gated": len(simulation.gated)} if simulation.gated else {}),
         "nodes": simulation.snapshot.num_nodes,
         "policy_version": simulation.policy_version,
         "seed": simulation.seed,
@@ -589,7 +596,9 @@ def _percent(used: float, allocatable: float) -> str:
 def simulation_table(simulation: Simulation) -> str:
     """Placements, then the unschedulable pods with reasons, then the summary."""
     placed = [d for d in simulation.decisions if d.node is not None]
-    failed = [d for d in simulation.decisions if d.node is None]
+    held = set(simulation.gated)
+    failed = [d for d in simulation.decisions if d.node is None and d.pod not in held]
+    gated = [d for d in simulation.decisions if d.pod in held]
     sections: list[str] = []
     if placed:
         rows = [
@@ -609,12 +618,17 @@ def simulation_table(simulation: Simulation) -> str:
         sections.append(
             f"Unschedulable ({len(failed)}):\n" + table(("POD", "POLICY", "REASON"), rows)
         )
+    if gated:
+        rows = [[d.pod, d.message] for d in gated]
+        sections.append(f"Gated, not tried ({len(gated)}):\n" + table(("POD", "REASON"), rows))
     if not simulation.decisions:
         sections.append("No pending pods to place.")
     summary = simulation_summary(simulation)
     head = (
         f"Summary: {plural(summary['pods'], 'pending pod')}, {summary['scheduled']} scheduled, "
-        f"{summary['unschedulable']} unschedulable, on {plural(summary['nodes'], 'node')}; "
+        f"{summary['unschedulable']} unschedulable, "
+        + (f"{summary['gated']} gated, " if "gated" in summary else "")
+        + f"on {plural(summary['nodes'], 'node')}; "
         f"policy version {summary['policy_version']}, seed {summary['seed']}"
     )
     rows = []

@@ -25,6 +25,10 @@ expect:
   ==========================  ==============================================================
 
   A moved pod goes to backoffQ while its backoff window lasts, otherwise to activeQ.
+* **gated** — pods with ``spec.schedulingGates`` (kube-scheduler's SchedulingGates
+  PreEnqueue): never tried and never reported unschedulable (the API server already marks
+  them ``PodScheduled=False``, ``SchedulingGated``). Gates are set at creation and only ever
+  removed: the update that removes the last one moves the pod to activeQ.
 
 **In flight.** A popped pod is *in flight* until the loop reports its fate (``done``,
 ``add_unschedulable``, ``add_backoff``) — through its whole binding cycle. Updates that arrive
@@ -65,6 +69,7 @@ ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 IN_FLIGHT = "in_flight"
+GATED = "gated"
 
 
 @dataclass(eq=False)
@@ -143,6 +148,7 @@ class SchedulingQueue:
         self._backoff: dict[str, tuple[int, QueuedPod]] = {}
         self._backoff_heap: list[_HeapEntry] = []
         self._unschedulable: dict[str, QueuedPod] = {}
+        self._gated: dict[str, QueuedPod] = {}
         self._in_flight: dict[str, _InFlight] = {}
         self._cycle = 0
         self._move_cycle = -1
@@ -161,6 +167,19 @@ class SchedulingQueue:
             flight = self._in_flight.get(key)
             if flight is not None:
                 self._note_in_flight_update(flight, pod, created)
+                return
+            gated = self._gated.get(key)
+            if pod.scheduling_gates:
+                if gated is not None:
+                    gated.pod = pod
+                else:  # gates come with the pod's creation: it is in no other sub-queue
+                    self._gated[key] = QueuedPod(pod, created, enqueued_at=self._clock())
+                return
+            if gated is not None:  # the last gate is gone: it may be tried now
+                del self._gated[key]
+                gated.pod = pod
+                gated.enqueued_at = self._clock()
+                self._push_active(gated)
                 return
             if key in self._active:
                 _, item = self._active[key]
@@ -188,6 +207,7 @@ class SchedulingQueue:
             self._active.pop(key, None)
             self._backoff.pop(key, None)
             self._unschedulable.pop(key, None)
+            self._gated.pop(key, None)
             flight = self._in_flight.get(key)
             if flight is not None:
                 flight.gone = True
@@ -297,6 +317,7 @@ class SchedulingQueue:
                 ACTIVE: len(self._active),
                 BACKOFF: len(self._backoff),
                 UNSCHEDULABLE: len(self._unschedulable),
+                GATED: len(self._gated),
             }
 
     def in_flight(self) -> int:
@@ -314,6 +335,8 @@ class SchedulingQueue:
                 return BACKOFF
             if key in self._unschedulable:
                 return UNSCHEDULABLE
+            if key in self._gated:
+                return GATED
             return None
 
     def get(self, key: str) -> QueuedPod | None:
@@ -323,7 +346,7 @@ class SchedulingQueue:
             for table in (self._active, self._backoff):
                 if key in table:
                     return table[key][1]
-            return self._unschedulable.get(key)
+            return self._unschedulable.get(key) or self._gated.get(key)
 
     def backoff_duration(self, item: QueuedPod) -> float:
         if item.attempts <= 0:
@@ -332,7 +355,9 @@ class SchedulingQueue:
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._active) + len(self._backoff) + len(self._unschedulable)
+            return (
+                len(self._active) + len(self._backoff) + len(self._unschedulable) + len(self._gated)
+            )
 
     # ------------------------------------------------------------------ internals (locked)
 

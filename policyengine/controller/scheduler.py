@@ -530,6 +530,10 @@ class Scheduler:
         if self.cache.is_assumed(key, pod.uid):
             return  # our bind is in flight or awaits the watch; not pending any more
         created = str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+        if pod.scheduling_gates:  # held in the queue's gated pool, outside its gang too
+            self.gangs.removed(key)
+            self.queue.update(pod, created)
+            return
         if self.gangs.offer(pod, created):
             return  # a gang member: its gang enters the queue as one entry
         self.queue.update(pod, created)

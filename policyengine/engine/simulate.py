@@ -3,7 +3,9 @@
 Pods are taken in kube-scheduler's queue order (higher priority first, then older first, then
 by name for a stable order). Each placement is assumed into the snapshot before the next pod is
 scheduled — its requests count as allocated and it counts for affinity and spread — exactly as
-kube-scheduler's assume step makes the next cycle see it.
+kube-scheduler's assume step makes the next cycle see it. A pod with scheduling gates is not
+placed (kube-scheduler never takes it into its queue): it is reported after the others, unplaced,
+with kube-scheduler's ``waiting for scheduling gates: [...]``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class Simulation:
     gpu: GpuReport | None = None  # device-level GPU use after the run (None: no GPU devices)
     # Pods that fit nowhere and evicted lower-priority pods to run, in queue order.
     preemptions: tuple[PreemptionDecision, ...] = ()
+    # Pods held by scheduling gates (never tried), by key; their decisions come last.
+    gated: tuple[str, ...] = ()
 
     @property
     def scheduled(self) -> int:
@@ -70,7 +74,8 @@ class Simulation:
 
     @property
     def unschedulable(self) -> int:
-        return len(self.decisions) - self.scheduled
+        """Pods tried and placed nowhere (gated pods were not tried)."""
+        return len(self.decisions) - self.scheduled - len(self.gated)
 
 
 def queue_order(pods: Iterable[Pod]) -> list[Pod]:
@@ -128,7 +133,9 @@ def simulate(
     keep = Decision.settled if settle else _whole
     rng = random.Random(seed)
     before = resource_use(snapshot)
-    ordered = queue_order(pending)
+    # Gated pods never enter kube-scheduler's queue: reported, in queue order, after the rest.
+    ordered = queue_order(p for p in pending if not p.scheduling_gates)
+    gated = queue_order(p for p in pending if p.scheduling_gates)
     decisions: list[Decision] = []
     options = CycleOptions(all_filters=False, scheduler_name=scheduler_name)
     gangs: list[GangDecision] = []
@@ -164,6 +171,10 @@ def simulate(
             done += 1
         if progress is not None:
             progress(done, len(ordered))
+    decisions.extend(
+        Decision(pod.key, None, program.version, None, len(snapshot), message=pod.gated_message)
+        for pod in gated
+    )
     return Simulation(
         decisions=tuple(decisions),
         before=before,
@@ -175,6 +186,7 @@ def simulate(
         gangs=tuple(gangs),
         preemptions=tuple(preemptions),
         gpu=gpu_result(snapshot, ordered, gpu_shapes),
+        gated=tuple(pod.key for pod in gated),
     )
 
 

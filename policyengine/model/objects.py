@@ -173,6 +173,9 @@ class Pod:
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     host_network: bool = False
     deletion_timestamp: str | None = None
+    # spec.schedulingGates' names: while any is left the pod is not scheduled (kube's
+    # SchedulingGates PreEnqueue); gates are set at creation and only ever removed.
+    scheduling_gates: tuple[str, ...] = ()
     # status.conditions holds DisruptionTarget=True for reason PreemptionByScheduler: a
     # scheduler chose the pod as a preemption victim before deleting it.
     preempted_by_scheduler: bool = False
@@ -198,6 +201,14 @@ class Pod:
     @property
     def is_terminating(self) -> bool:
         return self.deletion_timestamp is not None
+
+    @property
+    def gated_message(self) -> str:
+        """kube-scheduler's word for a gated pod (its SchedulingGates PreEnqueue status), empty
+        when the pod has no gate left: ``waiting for scheduling gates: [a b]``."""
+        if not self.scheduling_gates:
+            return ""
+        return f"waiting for scheduling gates: [{' '.join(self.scheduling_gates)}]"
 
     @property
     def terminating_by_preemption(self) -> bool:

@@ -585,6 +585,14 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         deletion_timestamp=None
         if meta.get("deletionTimestamp") is None
         else str(meta.get("deletionTimestamp")),
+        scheduling_gates=tuple(
+            _str(
+                ctx,
+                _map(ctx, g, f"spec.schedulingGates[{i}]").get("name"),
+                f"spec.schedulingGates[{i}].name",
+            )
+            for i, g in enumerate(_list(ctx, spec.get("schedulingGates"), "spec.schedulingGates"))
+        ),
         preempted_by_scheduler=preempted_by_scheduler(status.get("conditions")),
         resize_infeasible=resize_infeasible(status.get("conditions")),
         owner_references=owners,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from policyengine.cli.main import main
 
@@ -79,6 +80,23 @@ def test_schedulable_pod_shows_the_ranking_and_the_selected_node(
         "  2     gpu-a100-1  300    selected\n"
         "  3     gpu-h100-1  100\n"
     )
+
+
+def test_a_gated_pod_is_explained_as_it_would_be_decided_once_ungated(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cluster = yaml.safe_load(Path(CLUSTER).read_text())
+    (web,) = [p for p in cluster["items"] if p["metadata"]["name"] == "web-1"]
+    web["spec"]["schedulingGates"] = [{"name": "example.com/a"}, {"name": "example.com/b"}]
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(yaml.safe_dump(cluster))
+    code, out, _ = run(capsys, "--policy", GPU_POLICY, "--cluster", str(snapshot), "--pod", "web-1")
+    assert code == 0
+    assert out.splitlines()[:2] == [
+        "Pod default/web-1: schedulable: would be placed on gpu-a100-1 (score 300)",
+        "  waiting for scheduling gates: [example.com/a example.com/b]: kube-scheduler does "
+        "not try it before they are removed; what follows is what it would decide then",
+    ]
 
 
 def test_node_with_resource_shortage(capsys: pytest.CaptureFixture[str]) -> None:

@@ -249,3 +249,51 @@ def test_broken_policy(capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, out) == (2, "")
     assert err.count("error PE2") == 2
     assert err.endswith("policyengine simulate: the policy has 2 errors; nothing was evaluated\n")
+
+
+def test_a_gated_pod_is_listed_apart(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """kube-scheduler never tries a pod with scheduling gates: it is neither placed nor
+    unschedulable, and takes no room from the others."""
+    cluster = yaml.safe_load(Path(CLUSTER).read_text())
+    cluster["items"].append(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "queued", "namespace": "default"},
+            "spec": {
+                "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+                "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+                ],
+            },
+        }
+    )
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(yaml.safe_dump(cluster))
+    code, out, _ = run(
+        capsys, "--policy", GPU_POLICY, "--cluster", str(snapshot), "--format", "json"
+    )
+    document = json.loads(out)
+    assert code == 0
+    assert document["placements"][-1] == {
+        "pod": "default/queued",
+        "node": None,
+        "reason": "waiting for scheduling gates: [kueue.x-k8s.io/admission]",
+    }
+    expected = expected_document(document["summary"]["policy_version"])
+    assert document["placements"][:-1] == expected["placements"]
+    summary = document["summary"]
+    assert (summary["pods"], summary["scheduled"], summary["unschedulable"], summary["gated"]) == (
+        5,
+        3,
+        1,
+        1,
+    )
+    assert summary["resources"] == expected["summary"]["resources"]
+    code, out, _ = run(capsys, "--policy", GPU_POLICY, "--cluster", str(snapshot))
+    assert (
+        "Gated, not tried (1):\n"
+        "POD             REASON\n"
+        "default/queued  waiting for scheduling gates: [kueue.x-k8s.io/admission]\n"
+    ) in out
+    assert "Summary: 5 pending pods, 3 scheduled, 1 unschedulable, 1 gated, on 4 nodes;" in out

@@ -14,6 +14,7 @@ from policyengine.controller.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     BACKOFF,
+    GATED,
     IN_FLIGHT,
     NODE_ADD,
     UNSCHEDULABLE,
@@ -258,9 +259,33 @@ def test_depths_and_close(q: SchedulingQueue) -> None:
     item = q.pop(timeout=0)
     assert item is not None
     q.add_backoff(item)
-    assert q.depths() == {ACTIVE: 1, BACKOFF: 1, UNSCHEDULABLE: 0}
+    assert q.depths() == {ACTIVE: 1, BACKOFF: 1, UNSCHEDULABLE: 0, GATED: 0}
     q.close()
     assert q.pop(timeout=None) is None
+
+
+def test_a_gated_pod_waits_until_its_last_gate_is_removed(q: SchedulingQueue) -> None:
+    """kube-scheduler's SchedulingGates PreEnqueue: never tried while gated, then queued."""
+    gated = replace(pod("g", priority=10), scheduling_gates=("example.com/a", "example.com/b"))
+    q.add(gated)
+    q.add(pod("plain"))
+    assert q.where("default/g") == GATED
+    assert q.depths() == {ACTIVE: 1, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 1}
+    assert len(q) == 2
+    assert drain(q) == ["plain"]
+    q.update(replace(gated, scheduling_gates=("example.com/b",)))  # one gate left
+    assert q.where("default/g") == GATED
+    assert q.move_all(NODE_ADD) == 0  # cluster events do not reach gated pods
+    assert drain(q) == []
+    q.update(replace(gated, scheduling_gates=()))
+    assert q.where("default/g") == ACTIVE
+    assert drain(q) == ["g"]
+
+
+def test_a_gated_pod_deleted_leaves_the_queue(q: SchedulingQueue) -> None:
+    q.add(replace(pod("g"), scheduling_gates=("x",)))
+    q.delete("default/g")
+    assert q.where("default/g") is None and len(q) == 0
 
 
 def test_spec_changed_ignores_status() -> None:

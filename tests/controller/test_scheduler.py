@@ -322,10 +322,36 @@ def test_hooks_observe_the_loop(apiserver: LoopbackAPIServer) -> None:
     with RunningScheduler(apiserver, hooks=hooks, options=options):
         apiserver.wait_for(lambda: "default/fits" in apiserver.bound_nodes())
         apiserver.wait_for(lambda: ("unschedulable", SCHEDULER) in seen["attempt"])
-        apiserver.wait_for(lambda: {"unschedulable": 1, "active": 0, "backoff": 0} in seen["queue"])
+        apiserver.wait_for(
+            lambda: {"unschedulable": 1, "active": 0, "backoff": 0, "gated": 0} in seen["queue"]
+        )
     assert ("scheduled", SCHEDULER) in seen["attempt"]
     assert {"filter_score", "bind", "e2e"} <= set(seen["stage"])
     assert 1 in seen["bind"] and seen["bind"][-1] == 0
+
+
+def test_a_gated_pod_is_not_tried_until_its_gates_are_removed(
+    apiserver: LoopbackAPIServer,
+) -> None:
+    """As kube-scheduler's SchedulingGates: no attempt, no event, no condition patch while a
+    gate is left (the API server shows the pod SchedulingGated); bound once none is."""
+    apiserver.create(node_obj("n1", cpu="4"))
+    gated = pod_obj("held", cpu="1")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    apiserver.create(gated)
+    apiserver.create(pod_obj("free", cpu="1"))
+    with RunningScheduler(apiserver) as rs:
+        apiserver.wait_for(lambda: "default/free" in apiserver.bound_nodes())
+        apiserver.wait_for(lambda: rs.scheduler.queue.where("default/held") == "gated")
+        assert rs.scheduler.stats()["gated"] == 1
+        assert rs.scheduler.events.flush()
+        assert apiserver.events(regarding="held") == []
+        assert apiserver.requests(name="held", verb="patch") == []
+        current = apiserver.get("pods", "default", "held")
+        assert current is not None
+        current["spec"]["schedulingGates"] = []  # the gate's owner lets it go
+        apiserver.update(current)
+        apiserver.wait_for(lambda: apiserver.bound_nodes().get("default/held") == "n1")
 
 
 @pytest.mark.parametrize("fate", ["deleted", "bound by someone else"])

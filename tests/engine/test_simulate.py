@@ -56,6 +56,24 @@ def test_each_placement_is_assumed_before_the_next_pod() -> None:
     assert result.after["cpu"].allocatable == Fraction(8)
 
 
+def test_gated_pods_are_reported_not_tried() -> None:
+    """kube-scheduler never queues a pod with scheduling gates: it takes no room, even of
+    highest priority, and is reported after the others with kube-scheduler's words."""
+    from dataclasses import replace
+
+    nodes = [make_node("a", cpu="4")]
+    gated = replace(
+        pod_with_requests("first", cpu="3"), priority=100, scheduling_gates=("x.io/a", "x.io/b")
+    )
+    pending = [gated, pod_with_requests("p1", cpu="3")]
+    result = simulate(kube_default(), snapshot(nodes), pending, seed=1)
+    assert [(d.pod, d.node, d.message) for d in result.decisions][1:] == [
+        ("default/first", None, "waiting for scheduling gates: [x.io/a x.io/b]")
+    ]
+    assert result.decisions[0].node == "a"  # p1 had the room the gated pod would have taken
+    assert (result.scheduled, result.unschedulable, result.gated) == (1, 0, ("default/first",))
+
+
 def test_same_seed_same_placements() -> None:
     nodes = [make_node(f"n{i}") for i in range(6)]
     pending = [pod_with_requests(f"p{i}", cpu="100m") for i in range(10)]

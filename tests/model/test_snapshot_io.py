@@ -109,6 +109,14 @@ def test_missing_snapshot(tmp_path: Path) -> None:
             "Pod default/web-1: spec.containers: expected a list, got string",
         ),
         (lambda p: p["metadata"].pop("name"), "Pod default/<unnamed>: metadata.name: is required"),
+        (
+            lambda p: p["spec"].update(schedulingGates=[{"name": 7}]),
+            "Pod default/web-1: spec.schedulingGates[0].name: expected a string, got number 7",
+        ),
+        (
+            lambda p: p["spec"].update(schedulingGates="x"),
+            "Pod default/web-1: spec.schedulingGates: expected a list, got string",
+        ),
     ],
 )
 def test_malformed_pods_name_the_field(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
