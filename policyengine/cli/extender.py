@@ -29,7 +29,7 @@ _POLL = 0.2
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "extender",
-        help="serve the policy as a kube-scheduler extender (filter, prioritize and preempt)",
+        help="serve the policy as a kube-scheduler extender (filter, prioritize, preempt, bind)",
         description="Serve the kube-scheduler extender protocol: POST …/filter answers an "
         "ExtenderFilterResult, POST …/prioritize a HostPriorityList (the policy's total mapped "
         "to 0–10), GET /healthz, /readyz and /metrics. Exit status: 0 stopped by a signal, "

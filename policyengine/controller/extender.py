@@ -12,6 +12,12 @@ module answers, with the same engine ``policyengine run`` uses:
   nodes and victims kube-scheduler's own preemption chose, those the policy agrees with
   (``engine.preemption.review_victims``); needs the node cache (kube-scheduler sends victims,
   not nodes);
+* ``POST …/bind`` — ``ExtenderBindingArgs`` in, ``ExtenderBindingResult`` out: with
+  ``bindVerb`` kube-scheduler leaves the binding to this extender, which posts it with the GPU
+  devices the pod gets on the node as HAMi annotations (``engine.gpu_placement``, as
+  ``policyengine run`` binds), so GPU sharing works behind kube-scheduler too; the placement is
+  assumed in the node cache until the watch shows it, so binds running at once never hand out
+  the same device; needs the node cache;
 * ``GET /healthz``, ``/readyz``, ``/metrics`` — for the kubelet's probes and Prometheus.
 
 The JSON is kube-scheduler's own (Go field names, capitalised; see
@@ -75,12 +81,15 @@ from prometheus_client import (
     generate_latest,
 )
 
-from policyengine.controller.cache import ClusterCache
+from policyengine.controller.binder import binding_body
+from policyengine.controller.cache import AssumeError, ClusterCache
 from policyengine.controller.health import parse_address
 from policyengine.controller.informer import Informer, InformerOptions, object_key
+from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.scheduler import POD_FIELD_SELECTOR, TERMINAL_PHASES
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.gpu_placement import choose_devices, gpu_annotations, with_devices
 from policyengine.engine.preemption import review_victims
 from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
@@ -96,7 +105,8 @@ JSON = dict[str, Any]
 MAX_EXTENDER_PRIORITY = 10  # kube-scheduler's extenderv1.MaxExtenderPriority
 MAX_RULE_SCORE = 100
 MAX_BODY = 64 * 1024 * 1024  # a NodeList of 5,000 full nodes is well under this
-FILTER, PRIORITIZE, PREEMPT = "filter", "prioritize", "preempt"
+FILTER, PRIORITIZE, PREEMPT, BIND = "filter", "prioritize", "preempt", "bind"
+BIND_TIMEOUT = 10.0  # seconds for the Binding POST
 # The kube rules whose rejections kube-scheduler reports as Unschedulable (preemption may help)
 # rather than UnschedulableAndUnresolvable; see the module docstring.
 RESOLVABLE_RULES = frozenset(
@@ -203,6 +213,32 @@ def parse_preemption_args(body: bytes) -> PreemptionArgs:
     return PreemptionArgs(pod, victims, None, violations)
 
 
+@dataclass(frozen=True)
+class BindingArgs:
+    """``ExtenderBindingArgs``: which pod (name, namespace, UID) goes to which node."""
+
+    name: str
+    namespace: str
+    uid: str
+    node: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def parse_binding_args(body: bytes) -> BindingArgs:
+    """``ExtenderBindingArgs`` from a request body; raises :class:`BadRequest`."""
+    data = _json_object(body, "ExtenderBindingArgs")
+    values = []
+    for field_ in ("PodName", "PodNamespace", "PodUID", "Node"):
+        value = data.get(field_, "")
+        if not isinstance(value, str) or (not value and field_ != "PodUID"):
+            raise BadRequest(f"ExtenderBindingArgs.{field_} must be a non-empty string")
+        values.append(value)
+    return BindingArgs(*values)
+
+
 def _json_object(body: bytes, kind: str) -> JSON:
     try:
         data = json.loads(body)
@@ -250,7 +286,8 @@ class ExtenderMetrics:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "policyengine_extender_requests",
-            "Extender requests, by verb and result (ok, policy_error, bad_request, internal_error).",
+            "Extender requests, by verb and result "
+            "(ok, policy_error, bind_error, bad_request, internal_error).",
             ("verb", "result"),
             registry=self.registry,
         )
@@ -287,7 +324,15 @@ class NodeCache:
 
     def __init__(self, api_client: k8s.ApiClient, options: InformerOptions | None = None) -> None:
         self.cache = ClusterCache()
+        self.api_client = api_client
         core = k8s.CoreV1Api(api_client)
+        self._pods = Informer(
+            "pods",
+            core.list_pod_for_all_namespaces,
+            _Handler(self._pod_set, self._pod_deleted),
+            field_selector=POD_FIELD_SELECTOR,
+            options=options,
+        )
         self._informers = (
             Informer(
                 "nodes",
@@ -295,13 +340,7 @@ class NodeCache:
                 _Handler(self._node_set, self._node_deleted),
                 options=options,
             ),
-            Informer(
-                "pods",
-                core.list_pod_for_all_namespaces,
-                _Handler(self._pod_set, self._pod_deleted),
-                field_selector=POD_FIELD_SELECTOR,
-                options=options,
-            ),
+            self._pods,
         )
 
     def start(self) -> None:
@@ -325,6 +364,18 @@ class NodeCache:
 
     def snapshot(self) -> ClusterSnapshot:
         return self.cache.snapshot()
+
+    def pending_pod(self, key: str) -> Pod | None:
+        """The pod ``key`` as the watch last showed it, while it waits for a node; None when
+        the watch has not shown it, or shows it assigned or unreadable."""
+        raw = self._pods.get(key)
+        if raw is None:
+            return None
+        try:
+            pod = parse_pod(raw)
+        except ModelError:
+            return None
+        return None if pod.node_name else pod
 
     def _node_set(self, obj: JSON) -> None:
         try:
@@ -375,7 +426,7 @@ class _Outcome:
 
 
 class Extender:
-    """Answers ``filter``, ``prioritize`` and ``preempt`` with the policy (module docstring)."""
+    """Answers ``filter``, ``prioritize``, ``preempt`` and ``bind`` (module docstring)."""
 
     def __init__(
         self,
@@ -393,6 +444,8 @@ class Extender:
         self._topology = topology
         self._seed = seed
         self.metrics = metrics or ExtenderMetrics()
+        self._core: RawAPI | None = None  # the bind verb's client, made at its first call
+        self._bind_lock = threading.Lock()  # device choice and assumption, one pod at a time
 
     def ready(self) -> str | None:
         """None when requests can be answered, else why not."""
@@ -490,6 +543,54 @@ class Extender:
             log.info("preemption candidates dropped", pod=pod.key, nodes=unknown)
         return {"NodeNameToMetaVictims": kept}
 
+    def bind(self, args: BindingArgs) -> JSON:
+        """The ``ExtenderBindingResult`` of binding ``args``' pod (module docstring): ``Error``
+        empty once the Binding is posted, else why not (kube-scheduler then retries the pod)."""
+        cache = self.node_cache
+        if cache is None:
+            raise PolicyUnavailable(
+                "the bind verb needs the node cache (the pod's GPU devices are chosen from it): "
+                "start this extender with --node-cache, or remove bindVerb"
+            )
+        cache.cache.cleanup_expired()
+        pod = cache.pending_pod(args.key)
+        if pod is None:
+            return {"Error": f"pod {args.key} is not waiting in the extender's node cache"}
+        if args.uid and pod.uid != args.uid:
+            return {"Error": f"pod {args.key} is now uid {pod.uid}, not {args.uid}"}
+        now = int(time.time())
+        with self._bind_lock:
+            snapshot = cache.snapshot()
+            if args.node not in snapshot:
+                return {"Error": f"node {args.node} is not in the extender's node cache"}
+            grants = choose_devices(snapshot, args.node, pod)
+            try:
+                cache.cache.assume(with_devices(pod, args.node, grants, now), args.node)
+            except AssumeError as error:
+                return {"Error": f"pod {args.key}: {error}"}
+        annotations = gpu_annotations(grants, args.node, now)
+        if self._core is None:
+            self._core = RawAPI(cache.api_client)
+        try:
+            response = self._core.create_namespaced_pod_binding(
+                pod.name,
+                pod.namespace,
+                binding_body(pod, args.node, annotations),
+                _preload_content=False,
+                _request_timeout=BIND_TIMEOUT,
+            )
+            _ = response.data  # read the body, or the pooled connection is unusable
+            response.release_conn()
+        except Exception as error:
+            cache.cache.forget(pod.key)
+            status = getattr(error, "status", None)
+            reason = str(getattr(error, "reason", None) or error)
+            log.warning("bind failed", pod=args.key, node=args.node, status=status, error=reason)
+            return {"Error": f"binding {args.key} to {args.node}: {status or ''} {reason}".strip()}
+        cache.cache.finish_binding(pod.key)
+        log.info("bound pod", pod=args.key, node=args.node, gpu_devices=len(grants))
+        return {"Error": ""}
+
     @staticmethod
     def _victims_on(
         snapshot: ClusterSnapshot, args: PreemptionArgs, node: str
@@ -582,11 +683,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         verb = self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-        if verb not in (FILTER, PRIORITIZE, PREEMPT):
+        if verb not in (FILTER, PRIORITIZE, PREEMPT, BIND):
             self._discard_body()
             self._text(
                 HTTPStatus.NOT_FOUND,
-                f"no extender verb at {self.path}: POST …/filter, …/prioritize or …/preempt",
+                f"no extender verb at {self.path}: POST …/filter, …/prioritize, …/preempt "
+                "or …/bind",
             )
             return
         extender = self.server.extender
@@ -597,6 +699,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
             body = self._read_body()
             if verb == PREEMPT:
                 self._json(HTTPStatus.OK, extender.preempt(parse_preemption_args(body)))
+                return
+            if verb == BIND:
+                bound = extender.bind(parse_binding_args(body))
+                if bound["Error"]:
+                    result = "bind_error"
+                self._json(HTTPStatus.OK, bound)
                 return
             args = parse_args(body)
             if verb == FILTER:
@@ -641,11 +749,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
         else:
             self._text(
                 HTTPStatus.NOT_FOUND,
-                "not found: POST …/filter, …/prioritize, …/preempt; "
+                "not found: POST …/filter, …/prioritize, …/preempt, …/bind; "
                 "GET /healthz, /readyz, /metrics",
             )
 
     def _failed(self, verb: str, message: str) -> None:
+        if verb == BIND:  # the result's own error field, as for filter
+            self._json(HTTPStatus.OK, {"Error": message})
+            return
         if verb == FILTER:
             # The result's own error field: kube-scheduler fails the attempt and says why.
             empty: dict[str, Any] = {"Nodes": None, "NodeNames": None, "FailedNodes": {}}

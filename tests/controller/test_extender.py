@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,8 @@ from policyengine.controller.extender import (
 )
 from policyengine.controller.informer import InformerOptions
 from policyengine.lang.compiler import Program
-from tests.controller.builders import pod_obj
+from policyengine.model.hami import pod_grants
+from tests.controller.builders import node_obj, pod_obj
 
 WIRE = Path(__file__).resolve().parents[1] / "data" / "k8s-wire"
 CAPTURE_POLICY = """
@@ -293,7 +296,7 @@ def test_bad_requests_get_400_with_a_message(
 def test_unknown_paths_and_health(tmp_path: Path, serve: Any) -> None:
     prog = program(tmp_path, CAPTURE_POLICY)
     client = serve(Extender(lambda: prog))
-    status, _, _ = client.post("/scheduler/bind", "{}")
+    status, _, _ = client.post("/scheduler/unbind", "{}")
     assert status == 404
     assert client.get("/healthz") == (200, b"ok\n")
     assert client.get("/readyz") == (200, b"ok\n")
@@ -505,4 +508,127 @@ def test_bad_preempt_requests_get_400_with_a_message(
     status, content_type, text = client.post("/scheduler/preempt", body)
     assert status == 400, text
     assert content_type.startswith("text/plain")
+    assert message in text.decode()
+
+
+# --- the bind verb --------------------------------------------------------------------------
+
+SHARE = {"policyengine.io/gpu-share": "cores=40"}
+
+
+@pytest.fixture
+def gpu_cache(apiserver: Any, kube_api_client: Any) -> Iterator[NodeCache]:
+    """One node of two GPUs and five pods asking 40% of one each (two fit on a device)."""
+    node = node_obj("g1")
+    node["metadata"]["labels"].update(
+        {"nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "40960"}
+    )
+    apiserver.create(node)
+    for i in range(5):
+        obj = pod_obj(f"s{i}", uid=f"u-s{i}")
+        obj["metadata"]["annotations"] = dict(SHARE)
+        apiserver.create(obj)
+    cache = NodeCache(kube_api_client, InformerOptions(watch_timeout=(5, 5)))
+    cache.start()
+    assert cache.wait_for_sync(20)
+    yield cache
+    cache.stop()
+
+
+def binding(name: str, node: str = "g1", uid: str | None = None) -> str:
+    uid = f"u-{name}" if uid is None else uid
+    return json.dumps({"PodName": name, "PodNamespace": "default", "PodUID": uid, "Node": node})
+
+
+def test_bind_posts_the_binding_with_each_pods_gpu_devices(
+    tmp_path: Path, serve: Any, apiserver: Any, gpu_cache: NodeCache
+) -> None:
+    """Four binds at once, as kube-scheduler's binding goroutines send them: each pod gets a
+    device with room, two shares a device, none twice (the assumption holds the devices)."""
+    prog = program(tmp_path, CAPTURE_POLICY)
+    extender = Extender(lambda: prog, node_cache=gpu_cache)
+    clients = [serve(extender) for _ in range(4)]
+    answers: dict[str, Any] = {}
+
+    def bind(client: Client, name: str) -> None:
+        status, _, raw = client.post("/scheduler/bind", binding(name))
+        answers[name] = (status, json.loads(raw))
+
+    threads = [threading.Thread(target=bind, args=(c, f"s{i}")) for i, c in enumerate(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert answers == {f"s{i}": (200, {"Error": ""}) for i in range(4)}
+    assert apiserver.bound_nodes() == {f"default/s{i}": "g1" for i in range(4)}
+    devices: Counter[str] = Counter()
+    for i in range(4):
+        (sent,) = apiserver.requests(name=f"s{i}", subresource="binding")
+        grants = pod_grants(sent.body["metadata"]["annotations"])
+        assert grants is not None and len(grants) == 1
+        devices[grants[0].uuid] += 1
+    assert devices == {"g1-gpu0": 2, "g1-gpu1": 2}
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (binding("s0", uid="u-old"), "pod default/s0 is now uid u-s0, not u-old"),
+        (binding("ghost"), "pod default/ghost is not waiting in the extender's node cache"),
+        (binding("s0", node="g9"), "node g9 is not in the extender's node cache"),
+    ],
+)
+def test_bind_refusals_are_reported_in_error(
+    tmp_path: Path, serve: Any, apiserver: Any, gpu_cache: NodeCache, body: str, error: str
+) -> None:
+    prog = program(tmp_path, CAPTURE_POLICY)
+    client = serve(Extender(lambda: prog, node_cache=gpu_cache))
+    status, _, raw = client.post("/scheduler/bind", body)
+    assert (status, json.loads(raw)) == (200, {"Error": error})
+    assert apiserver.bound_nodes() == {}
+
+
+def test_a_refused_binding_holds_no_device(
+    tmp_path: Path, serve: Any, apiserver: Any, gpu_cache: NodeCache
+) -> None:
+    prog = program(tmp_path, CAPTURE_POLICY)
+    client = serve(Extender(lambda: prog, node_cache=gpu_cache))
+    apiserver.fail_next(1, code=500, subresource="binding", name="s0")
+    status, _, raw = client.post("/scheduler/bind", binding("s0"))
+    assert status == 200
+    assert json.loads(raw)["Error"].startswith("binding default/s0 to g1: 500")
+    assert not gpu_cache.cache.is_assumed("default/s0")
+    _, _, raw = client.post("/scheduler/bind", binding("s0"))  # kube-scheduler's retry
+    assert json.loads(raw) == {"Error": ""}
+    assert apiserver.bound_nodes() == {"default/s0": "g1"}
+
+
+def test_bind_without_a_node_cache_is_an_error(tmp_path: Path, serve: Any) -> None:
+    prog = program(tmp_path, CAPTURE_POLICY)
+    client = serve(Extender(lambda: prog))
+    status, _, raw = client.post("/scheduler/bind", binding("s0"))
+    assert (status, json.loads(raw)) == (
+        200,
+        {
+            "Error": "the bind verb needs the node cache (the pod's GPU devices are chosen "
+            "from it): start this extender with --node-cache, or remove bindVerb"
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"[]", "the body must be a JSON object (ExtenderBindingArgs)"),
+        (b'{"PodName": "p", "PodNamespace": "default"}', "ExtenderBindingArgs.Node must be"),
+        (b'{"PodName": 1, "PodNamespace": "d", "Node": "n"}', "ExtenderBindingArgs.PodName must"),
+    ],
+)
+def test_bad_bind_requests_get_400_with_a_message(
+    tmp_path: Path, serve: Any, body: bytes, message: str
+) -> None:
+    prog = program(tmp_path, CAPTURE_POLICY)
+    client = serve(Extender(lambda: prog))
+    status, _, text = client.post("/scheduler/bind", body)
+    assert status == 400
     assert message in text.decode()

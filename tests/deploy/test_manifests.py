@@ -307,6 +307,7 @@ def test_the_extender_deployment_and_scheduler_configuration(
 
     service = one(extender, "Service", "policyengine-extender")
     (service_port,) = service["spec"]["ports"]
+    assert service["spec"]["sessionAffinity"] == "ClientIP"  # binds go to one replica
 
     config = yaml.safe_load((EXTENDER / "kube-scheduler-config.yaml").read_text())
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
@@ -321,5 +322,5 @@ def test_the_extender_deployment_and_scheduler_configuration(
     host = f"{service['metadata']['name']}.{NAMESPACE}.svc:{service_port['port']}"
     assert entry["urlPrefix"].startswith(f"http://{host}/")
     assert entry["nodeCacheCapable"] is args.node_cache
-    assert "bindVerb" not in entry  # a verb we do not serve
-    assert args.node_cache  # the preempt verb needs it
+    assert entry["bindVerb"] == "bind"
+    assert args.node_cache  # the preempt and bind verbs need it

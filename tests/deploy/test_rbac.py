@@ -376,6 +376,7 @@ def test_extender_grants_exactly_what_it_calls(extender_docs: list[dict[str, Any
         Call("", "nodes", "watch"),
         Call("", "pods", "list"),
         Call("", "pods", "watch"),
+        Call("", "pods/binding", "create"),  # the bind verb
     }
     granted = grants(role(extender_docs, "ClusterRole", "policyengine-extender"))
     assert granted == calls
