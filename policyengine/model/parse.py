@@ -515,24 +515,8 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
     spec = _map(ctx, obj.get("spec"), "spec")
     status = _map(ctx, obj.get("status"), "status")
     host_network = _bool(ctx, spec.get("hostNetwork"), "spec.hostNetwork")
-    containers = _with_status(
-        ctx,
-        tuple(
-            _container(ctx, c, f"spec.containers[{i}]", host_network)
-            for i, c in enumerate(_list(ctx, spec.get("containers"), "spec.containers"))
-        ),
-        status.get("containerStatuses"),
-        "status.containerStatuses",
-    )
-    init_containers = _with_status(
-        ctx,
-        tuple(
-            _container(ctx, c, f"spec.initContainers[{i}]", host_network)
-            for i, c in enumerate(_list(ctx, spec.get("initContainers"), "spec.initContainers"))
-        ),
-        status.get("initContainerStatuses"),
-        "status.initContainerStatuses",
-    )
+    containers = _containers(ctx, spec, status, "containers", host_network)
+    init_containers = _containers(ctx, spec, status, "initContainers", host_network)
     overhead = None
     if spec.get("overhead") is not None:
         overhead = _resources(ctx, spec.get("overhead"), "spec.overhead")
@@ -621,6 +605,19 @@ def resize_infeasible(conditions: Any) -> bool:
         if isinstance(c, Mapping) and c.get("type") == "PodResizePending":
             return c.get("reason") == "Infeasible"
     return False
+
+
+def _containers(
+    ctx: _Ctx, spec: Mapping[str, Any], status: Mapping[str, Any], field: str, host_network: bool
+) -> tuple[Container, ...]:
+    """``spec.<field>`` (containers or initContainers), each with what its status in
+    ``status.<field minus s>Statuses`` reports it holds."""
+    parsed = tuple(
+        _container(ctx, c, f"spec.{field}[{i}]", host_network)
+        for i, c in enumerate(_list(ctx, spec.get(field), f"spec.{field}"))
+    )
+    statuses = f"{field[:-1]}Statuses"
+    return _with_status(ctx, parsed, status.get(statuses), f"status.{statuses}")
 
 
 def _with_status(

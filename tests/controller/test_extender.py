@@ -480,32 +480,50 @@ def test_preempt_without_a_node_cache_is_an_error(tmp_path: Path, serve: Any) ->
 
 
 @pytest.mark.parametrize(
-    ("body", "message"),
+    ("verb", "body", "message"),
     [
-        (b"{}", "ExtenderPreemptionArgs.Pod is missing or not an object"),
-        (b'{"Pod": {"metadata": {"name": "p"}}}', "has neither NodeNameToVictims nor"),
-        (b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": []}', "must be an object"),
+        ("bind", b"[]", "the body must be a JSON object (ExtenderBindingArgs)"),
         (
+            "bind",
+            b'{"PodName": "p", "PodNamespace": "default"}',
+            "ExtenderBindingArgs.Node must be",
+        ),
+        (
+            "bind",
+            b'{"PodName": 1, "PodNamespace": "d", "Node": "n"}',
+            "ExtenderBindingArgs.PodName must",
+        ),
+        ("preempt", b"{}", "ExtenderPreemptionArgs.Pod is missing or not an object"),
+        ("preempt", b'{"Pod": {"metadata": {"name": "p"}}}', "has neither NodeNameToVictims nor"),
+        (
+            "preempt",
+            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": []}',
+            "must be an object",
+        ),
+        (
+            "preempt",
             b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": {"n": {"Pods": [1]}}}',
             'ExtenderPreemptionArgs.NodeNameToMetaVictims[n].Pods must be [{"UID": "..."}, ...]',
         ),
         (
+            "preempt",
             b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": '
             b'{"n": {"Pods": [], "NumPDBViolations": "1"}}}',
             "NumPDBViolations must be an integer",
         ),
         (
+            "preempt",
             b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToVictims": {"n": {"Pods": [7]}}}',
             "ExtenderPreemptionArgs.NodeNameToVictims[n].Pods[0] is not a pod",
         ),
     ],
 )
-def test_bad_preempt_requests_get_400_with_a_message(
-    tmp_path: Path, serve: Any, body: bytes, message: str
+def test_bad_preempt_and_bind_requests_get_400_with_a_message(
+    tmp_path: Path, serve: Any, verb: str, body: bytes, message: str
 ) -> None:
     prog = program(tmp_path, GUARD_POLICY)
     client = serve(Extender(lambda: prog))
-    status, content_type, text = client.post("/scheduler/preempt", body)
+    status, content_type, text = client.post(f"/scheduler/{verb}", body)
     assert status == 400, text
     assert content_type.startswith("text/plain")
     assert message in text.decode()
@@ -614,21 +632,3 @@ def test_bind_without_a_node_cache_is_an_error(tmp_path: Path, serve: Any) -> No
             "from it): start this extender with --node-cache, or remove bindVerb"
         },
     )
-
-
-@pytest.mark.parametrize(
-    ("body", "message"),
-    [
-        (b"[]", "the body must be a JSON object (ExtenderBindingArgs)"),
-        (b'{"PodName": "p", "PodNamespace": "default"}', "ExtenderBindingArgs.Node must be"),
-        (b'{"PodName": 1, "PodNamespace": "d", "Node": "n"}', "ExtenderBindingArgs.PodName must"),
-    ],
-)
-def test_bad_bind_requests_get_400_with_a_message(
-    tmp_path: Path, serve: Any, body: bytes, message: str
-) -> None:
-    prog = program(tmp_path, CAPTURE_POLICY)
-    client = serve(Extender(lambda: prog))
-    status, _, text = client.post("/scheduler/bind", body)
-    assert status == 400
-    assert message in text.decode()
