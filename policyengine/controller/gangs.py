@@ -175,7 +175,8 @@ class GangCoordinator:
         topology: TopologyConfig = DEFAULT_TOPOLOGY,
         default_timeout: float = DEFAULT_GANG_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
-        preempt: Callable[[Program, Gang, ClusterSnapshot, str], str | None] | None = None,
+        preempt: Callable[[Program, Gang, ClusterSnapshot, str], tuple[str | None, bool]]
+        | None = None,
     ) -> None:
         self._cache = cache
         self._queue = queue
@@ -190,7 +191,7 @@ class GangCoordinator:
         self._default_timeout = default_timeout
         self._clock = clock
         # Gang preemption (controller/preemption.py): called for a gang that fits nowhere;
-        # returns what it did, appended to the gang's reason.
+        # returns what it did (appended to the gang's reason) and whether a victim was refused.
         self._preempt = preempt
         self._lock = threading.RLock()
         self._gangs: dict[str, _GangState] = {}
@@ -453,9 +454,12 @@ class GangCoordinator:
             reason = decision.message
             if decision.scheduled:
                 reason = next((d.message for d in decision.placements if d.message), reason)
-            elif self._preempt is not None:
+            retry = False
+            if not decision.scheduled and self._preempt is not None:
                 try:
-                    preempted = self._preempt(program, gang, snapshot, item.pod.scheduler_name)
+                    preempted, retry = self._preempt(
+                        program, gang, snapshot, item.pod.scheduler_name
+                    )
                 except Exception:
                     log.exception("gang preemption failed", gang=gang_key)
                     preempted = None
@@ -465,7 +469,10 @@ class GangCoordinator:
                 state.reason, state.gated, state.immediate = reason, False, False
                 state.policy = decision.policy
                 state.attempting = False
-            self._queue.add_unschedulable(item)
+            if retry:  # a victim the API server would not let go: try again after the backoff
+                self._queue.add_backoff(item)
+            else:
+                self._queue.add_unschedulable(item)
             log.info("unable to schedule gang; waiting", gang=gang_key, reason=reason)
             self._call(
                 self._hooks.on_gang_attempt, UNSCHEDULABLE_RESULT, time.perf_counter() - start

@@ -10,8 +10,9 @@ otherwise set its ``DisruptionTarget`` condition (status True, reason
 pod"; a status patch, skipped when the condition already says so), delete it gracefully (a
 plain DELETE: its own ``terminationGracePeriodSeconds`` applies), and post a ``Preempted``
 event on it (``Preempted by pod <uid> on node <node>``). A victim already gone (404) is what
-we wanted. Any other refusal leaves that victim alone and forgets the preemption, so the
-preemptor's next attempt searches again instead of waiting for a victim that is not going.
+we wanted. Any other refusal leaves that victim and the ones after it alone and forgets the
+preemption, and ``take_failure`` tells the loop to retry the preemptor (or gang) after its
+backoff: it searches again instead of waiting for a victim that is not going.
 The condition is what makes a nominated preemptor wait (``engine.preemption``: a pod
 terminating *by preemption* on its nominated node), and tells the victim's owner why it went.
 The preemptor stays in the unschedulable queue; when a victim is finally gone, the deletion
@@ -299,7 +300,7 @@ class Preemptor:
             self._preempt_victim(victim, scheduler_name, controller or "", note, related)
             for victim in outcome.victims
         ):
-            self._forget_victims(gang.key, tell=False)  # the coordinator retries on its own
+            self._forget_victims(gang.key)
         if self._on_preempt is not None:
             self._on_preempt(outcome.as_preemption())
         return outcome
@@ -325,13 +326,12 @@ class Preemptor:
                 error=str(getattr(exc, "reason", None) or exc),
             )
 
-    def _forget_victims(self, key: str, *, tell: bool = True) -> None:
-        """A victim could not be preempted: the next attempt for ``key`` searches afresh
-        (``tell``: and ``take_failure`` says so once)."""
+    def _forget_victims(self, key: str) -> None:
+        """A victim could not be preempted: the next attempt for ``key`` searches afresh, and
+        ``take_failure`` says so once."""
         with self._lock:
             self._victims.pop(key, None)
-            if tell:
-                self._failed.add(key)
+            self._failed.add(key)
 
     def take_failure(self, key: str) -> bool:
         """Whether the last preemption for ``key`` failed on a victim (asked once: the answer

@@ -540,11 +540,13 @@ class Scheduler:
 
     def _preempt_gang(
         self, program: Program, gang: Gang, snapshot: ClusterSnapshot, profile: str
-    ) -> str | None:
-        """Gang preemption for the coordinator: what it did when it evicted pods; None when
-        it could not help (the gang's own reason stands) or while earlier victims go."""
+    ) -> tuple[str | None, bool]:
+        """Gang preemption for the coordinator: what it did when it evicted pods (None when it
+        could not help, the gang's own reason standing, or while earlier victims go), and
+        whether a victim was refused (the gang is then retried after its backoff)."""
         outcome = self.preemptor.run_gang(program, gang, snapshot, profile, self._rng)
-        return outcome.message if outcome is not None and outcome.preempts else None
+        message = outcome.message if outcome is not None and outcome.preempts else None
+        return message, self.preemptor.take_failure(gang.key)
 
     def _pod_deleted(self, obj: JSON) -> None:
         key = object_key(obj)
