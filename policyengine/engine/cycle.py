@@ -132,6 +132,10 @@ def schedule(
             num_nodes=num_nodes,
             message=f"no policy of profile {profile} matches the pod",
         )
+    if pod.resource_claims:  # devices only kube-scheduler's DynamicResources can allocate
+        return Decision(
+            pod.key, policy.name, program.version, None, num_nodes, message=pod.dra_message
+        )
     config = context.config = policy_config(policy, pod, config)
     whole = policy_plan(policy)
     frame = node_frame(snapshot, topology)

@@ -167,9 +167,12 @@ def preempt(
     env = Env({"pod": pod_view}, CycleContext(snapshot, pod_view, config, topology))
     policy = program.governing_policy(profile_for(program, pod, scheduler_name), env)
     if policy is None or decision.node is not None:
-        return PreemptionDecision(pod.key, None, message=decision.message)
+        # Nothing to preempt for: no PostFilter failure to add to the cycle's own message.
+        return PreemptionDecision(pod.key, None)
     if pod.preemption_policy == NEVER:
         return PreemptionDecision(pod.key, None, message=NOT_ELIGIBLE_NEVER)
+    if pod.resource_claims:  # no eviction lets policyengine allocate its claims
+        return PreemptionDecision(pod.key, None)
     groups = first_rejection_groups(decision.infeasible)
     search: _Search | None = None
     nominated_to = pod.nominated_node_name

@@ -66,6 +66,8 @@ def reference_decision(
     policy = program.governing_policy(profile_for(program, pod), Env({"pod": pod_view}, context))
     if policy is None:
         return ReferenceDecision(None, (), {}, {}, {}, {}, None)
+    if pod.resource_claims:  # as ``engine.cycle``: not placed, no node evaluated
+        return ReferenceDecision(policy.name, (), {}, {}, {}, {}, None)
     context.config = policy_config(policy, pod, config)
     envs = {
         info.name: Env({"pod": pod_view, "node": NodeView(info, topology)}, context)

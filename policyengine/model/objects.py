@@ -176,6 +176,9 @@ class Pod:
     # spec.schedulingGates' names: while any is left the pod is not scheduled (kube's
     # SchedulingGates PreEnqueue); gates are set at creation and only ever removed.
     scheduling_gates: tuple[str, ...] = ()
+    # spec.resourceClaims' names: devices from dynamic resource allocation (DRA), which the
+    # scheduler must allocate; policyengine does not (``dra_message``).
+    resource_claims: tuple[str, ...] = ()
     # status.conditions holds DisruptionTarget=True for reason PreemptionByScheduler: a
     # scheduler chose the pod as a preemption victim before deleting it.
     preempted_by_scheduler: bool = False
@@ -209,6 +212,20 @@ class Pod:
         if not self.scheduling_gates:
             return ""
         return f"waiting for scheduling gates: [{' '.join(self.scheduling_gates)}]"
+
+    @property
+    def dra_message(self) -> str:
+        """Why the pod is not placed when it asks for devices through dynamic resource
+        allocation (empty when it does not): kube-scheduler's DynamicResources plugin allocates
+        each claim from the cluster's ResourceSlices at scheduling time, and a pod bound
+        without that allocation never starts."""
+        if not self.resource_claims:
+            return ""
+        return (
+            f"pod {self.key} uses dynamic resource allocation (spec.resourceClaims: "
+            f"{', '.join(self.resource_claims)}), which policyengine does not allocate: "
+            "schedule it with kube-scheduler (schedulerName: default-scheduler)"
+        )
 
     @property
     def terminating_by_preemption(self) -> bool:

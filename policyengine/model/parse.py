@@ -577,6 +577,14 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
             )
             for i, g in enumerate(_list(ctx, spec.get("schedulingGates"), "spec.schedulingGates"))
         ),
+        resource_claims=tuple(
+            _str(
+                ctx,
+                _map(ctx, c, f"spec.resourceClaims[{i}]").get("name"),
+                f"spec.resourceClaims[{i}].name",
+            )
+            for i, c in enumerate(_list(ctx, spec.get("resourceClaims"), "spec.resourceClaims"))
+        ),
         preempted_by_scheduler=preempted_by_scheduler(status.get("conditions")),
         resize_infeasible=resize_infeasible(status.get("conditions")),
         owner_references=owners,

@@ -354,6 +354,27 @@ def test_a_gated_pod_is_not_tried_until_its_gates_are_removed(
         apiserver.wait_for(lambda: apiserver.bound_nodes().get("default/held") == "n1")
 
 
+def test_a_pod_with_resource_claims_is_told_to_use_kube_scheduler(
+    apiserver: LoopbackAPIServer,
+) -> None:
+    """Dynamic resource allocation needs kube-scheduler's allocation of each claim: a pod
+    bound without it would never start, so it is not bound, and the event says why."""
+    apiserver.create(node_obj("n1", cpu="4"))
+    claimed = pod_obj("dra", cpu="1")
+    claimed["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    apiserver.create(claimed)
+    with RunningScheduler(apiserver) as rs:
+        apiserver.wait_for(lambda: bool(apiserver.events(reason="FailedScheduling")))
+        assert rs.scheduler.events.flush()
+    (event,) = apiserver.events(reason="FailedScheduling", regarding="dra")
+    assert event["note"].startswith(
+        "pod default/dra uses dynamic resource allocation (spec.resourceClaims: gpu), which "
+        "policyengine does not allocate: schedule it with kube-scheduler (schedulerName: "
+        "default-scheduler) (policy "
+    )
+    assert apiserver.bound_nodes() == {}
+
+
 @pytest.mark.parametrize("fate", ["deleted", "bound by someone else"])
 def test_pending_pod_that_goes_away_leaves_the_queue(
     apiserver: LoopbackAPIServer, fate: str

@@ -272,6 +272,38 @@ def test_a_terminating_pod_is_still_a_potential_victim(kube: Program) -> None:
     assert (decision.node, [v.key for v in decision.victims]) == ("n1", ["default/dying"])
 
 
+DRA = (
+    "pod default/preemptor uses dynamic resource allocation (spec.resourceClaims: gpu), which "
+    "policyengine does not allocate: schedule it with kube-scheduler (schedulerName: "
+    "default-scheduler)"
+)
+
+
+@pytest.mark.parametrize(
+    ("program", "pod", "message"),
+    [
+        # Devices from dynamic resource allocation: not placed, and nothing to preempt for.
+        ("kube", replace(pending("1"), resource_claims=("gpu",)), DRA),
+        # No policy governs the pod: its own reason, once (no "preemption:" repeating it).
+        ("gpu-only", pending("1"), "no policy of profile policyengine matches the pod"),
+    ],
+)
+def test_pods_policyengine_does_not_place_are_told_once_why(
+    kube: Program, program: str, pod: Pod, message: str
+) -> None:
+    chosen = (
+        kube
+        if program == "kube"
+        else with_kube('policy "p" {\n  match pod.labels["app"] == "gpu"\n}\n')
+    )
+    snap = cluster(running("n1", "a", "4", 1), nodes=2)
+    decision = schedule(chosen, pod, snap, random.Random(0))
+    assert (decision.node, decision.message) == (None, message)
+    outcome = preempt(chosen, pod, snap, decision)
+    assert (outcome.node, outcome.victims) == (None, ())
+    assert failed_scheduling_message(decision, outcome) == message
+
+
 def test_a_pod_that_fits_needs_no_preemption(kube: Program) -> None:
     decision = preempt(kube, pending("1"), cluster(running("n1", "a", "1", 1), nodes=1))
     assert decision.node is None and decision.victims == ()

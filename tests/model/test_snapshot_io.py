@@ -114,6 +114,10 @@ def test_missing_snapshot(tmp_path: Path) -> None:
             "Pod default/web-1: spec.schedulingGates[0].name: expected a string, got number 7",
         ),
         (
+            lambda p: p["spec"].update(resourceClaims=[{"name": 3}]),
+            "Pod default/web-1: spec.resourceClaims[0].name: expected a string, got number 3",
+        ),
+        (
             lambda p: p["spec"].update(schedulingGates="x"),
             "Pod default/web-1: spec.schedulingGates: expected a list, got string",
         ),
