@@ -491,7 +491,13 @@ class Extender:
         if pod.key in snapshot.pod_nodes:  # a stale copy of the pod itself must not compete
             snapshot = snapshot.without_pod(pod.key)
         rng = random.Random(self._seed)
-        options = CycleOptions(all_filters=True, scheduler_name=self._scheduler_name)
+        # kube-scheduler asks after its own filters, DynamicResources among them: a pod's
+        # resource claims are its to allocate, the rest is the policy's to decide.
+        options = CycleOptions(
+            all_filters=True,
+            scheduler_name=self._scheduler_name,
+            claims_allocated_elsewhere=True,
+        )
         decision = schedule(program, pod, snapshot, rng, options, self._topology)
         if decision.policy is None:
             return _Outcome(None, 0.0, unknown, "")

@@ -87,6 +87,9 @@ class CycleOptions:
     # after filtering, with ``candidates_reason``. None: every node.
     candidates: frozenset[str] | None = None
     candidates_reason: str = "node(s) outside the gang's topology domain"
+    # Another scheduler allocates the pod's dynamic resource claims (the extender behind
+    # kube-scheduler): the policy decides the rest. Otherwise such a pod is not placed.
+    claims_allocated_elsewhere: bool = False
 
 
 def profile_for(program: Program, pod: Pod, scheduler_name: str | None = None) -> str:
@@ -132,7 +135,8 @@ def schedule(
             num_nodes=num_nodes,
             message=f"no policy of profile {profile} matches the pod",
         )
-    if pod.resource_claims:  # devices only kube-scheduler's DynamicResources can allocate
+    if pod.resource_claims and not options.claims_allocated_elsewhere:
+        # Devices only kube-scheduler's DynamicResources plugin allocates (``Pod.dra_message``).
         return Decision(
             pod.key, policy.name, program.version, None, num_nodes, message=pod.dra_message
         )

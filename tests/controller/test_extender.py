@@ -152,6 +152,19 @@ def test_replays_the_full_node_capture(tmp_path: Path, serve: Any) -> None:
         assert_same_result(got, exchange["response"]["body_json"])
 
 
+def test_a_pod_with_resource_claims_is_decided_by_the_policy(tmp_path: Path, serve: Any) -> None:
+    """Behind kube-scheduler the claims are its DynamicResources plugin's to allocate: the
+    policy decides as for any pod (``policyengine run`` would not place such a pod)."""
+    prog = program(tmp_path, CAPTURE_POLICY)
+    client = serve(Extender(lambda: prog))
+    for exchange in capture("false")["exchanges"]:
+        body = json.loads(exchange["request"]["body"])
+        body["Pod"]["spec"]["resourceClaims"] = [{"name": "gpu"}]
+        status, _, raw = client.post(exchange["request"]["path"], json.dumps(body))
+        assert status == exchange["response"]["status"] == 200
+        assert_same_result(json.loads(raw), exchange["response"]["body_json"])
+
+
 def test_full_nodes_come_back_as_sent(tmp_path: Path, serve: Any) -> None:
     prog = program(tmp_path, CAPTURE_POLICY)
     client = serve(Extender(lambda: prog))
