@@ -10,6 +10,8 @@ one) so that tests and several schedulers in one process do not share counts, an
 | ``policyengine_schedule_attempts_total`` | counter | result, profile | attempts by result (scheduled, unschedulable, error) |
 | ``policyengine_scheduling_attempt_duration_seconds`` | histogram | result, profile | one attempt, end to end (kube-scheduler's scheduling_attempt_duration_seconds) |
 | ``policyengine_scheduling_stage_duration_seconds`` | histogram | stage | one stage of an attempt (filter, score, select, bind, …) |
+| ``policyengine_preemption_attempts_total`` | counter | preemptor, result | preemption tried for a pod or gang (``preemptor``) that fits nowhere: preempted, unhelpful (no candidate, or not eligible), waiting (its earlier victims are still going) — kube-scheduler's preemption_attempts_total |
+| ``policyengine_preemption_victims`` | histogram | preemptor | pods evicted by one preemption (kube-scheduler's preemption_victims) |
 | ``policyengine_pending_pods`` | gauge | queue | pods waiting, by sub-queue (active, backoff, unschedulable, gated) |
 | ``policyengine_binds_in_flight`` | gauge | | binds sent and not yet answered |
 | ``policyengine_policy_info`` | gauge (1) | policy, version | the policies loaded and the version of the program |
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 STAGE_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
+VICTIM_BUCKETS = tuple(float(2**i) for i in range(10))  # 1 to 512 pods
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
@@ -109,6 +112,20 @@ class Metrics:
             ("reason",),
             registry=self.registry,
         )
+        self.preemption_attempts = Counter(
+            "policyengine_preemption_attempts",
+            "Preemption tried for a pod or gang that fits nowhere, by preemptor (pod, gang) and "
+            "result (preempted, unhelpful, waiting).",
+            ("preemptor", "result"),
+            registry=self.registry,
+        )
+        self.preemption_victims = Histogram(
+            "policyengine_preemption_victims",
+            "Pods evicted by one preemption, by preemptor (pod, gang).",
+            ("preemptor",),
+            buckets=VICTIM_BUCKETS,
+            registry=self.registry,
+        )
         self.gangs_waiting = Gauge(
             "policyengine_gangs_waiting",
             "Gangs (PodGroups) with members waiting to be placed.",
@@ -165,6 +182,11 @@ class Metrics:
     def set_gangs_waiting(self, count: int) -> None:
         self.gangs_waiting.set(count)
 
+    def observe_preemption(self, preemptor: str, result: str, victims: int) -> None:
+        self.preemption_attempts.labels(preemptor=preemptor, result=result).inc()
+        if result == "preempted":
+            self.preemption_victims.labels(preemptor=preemptor).observe(victims)
+
     def hooks(self) -> SchedulerHooks:
         """``SchedulerHooks`` that feed these collectors."""
         from policyengine.controller.scheduler import SchedulerHooks
@@ -177,6 +199,7 @@ class Metrics:
             on_gang_attempt=self.observe_gang_attempt,
             on_gang_report=self.observe_gang_report,
             on_gangs_waiting=self.set_gangs_waiting,
+            on_preemption=self.observe_preemption,
         )
 
     # --- what the process reports ------------------------------------------------------------

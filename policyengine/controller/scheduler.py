@@ -67,9 +67,14 @@ from policyengine.controller.queue import (
 from policyengine.controller.rawapi import RawAPI
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.gang_preemption import GangPreemption
 from policyengine.engine.gangs import Gang
 from policyengine.engine.gpu_placement import gpu_annotations, with_devices
-from policyengine.engine.preemption import failed_scheduling_message, with_nominated
+from policyengine.engine.preemption import (
+    PreemptionDecision,
+    failed_scheduling_message,
+    with_nominated,
+)
 from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
 from policyengine.model.load import DEFAULT_MAX_AGE
@@ -113,6 +118,9 @@ class SchedulerHooks:
     on_gang_report: Callable[[str], None] = _noop
     # gangs with members waiting
     on_gangs_waiting: Callable[[int], None] = _noop
+    # a preemption attempt for a "pod" or "gang" that fits nowhere: "preempted" |
+    # "unhelpful" | "waiting" (its earlier victims are still going); the victims it evicted
+    on_preemption: Callable[[str, str, int], None] = _noop
 
 
 @dataclass(frozen=True)
@@ -374,6 +382,8 @@ class Scheduler:
             except Exception:
                 log.exception("preemption failed", pod=pod.key)
                 outcome = None
+            else:
+                self._observe_preemption("pod", outcome)
             message = failed_scheduling_message(decision, outcome)
             # A victim the API server would not let go: retry after the backoff (as kube
             # activates such a preemptor) instead of waiting for an event that may not come.
@@ -545,6 +555,7 @@ class Scheduler:
         could not help, the gang's own reason standing, or while earlier victims go), and
         whether a victim was refused (the gang is then retried after its backoff)."""
         outcome = self.preemptor.run_gang(program, gang, snapshot, profile, self._rng)
+        self._observe_preemption("gang", outcome)
         message = outcome.message if outcome is not None and outcome.preempts else None
         return message, self.preemptor.take_failure(gang.key)
 
@@ -558,6 +569,16 @@ class Scheduler:
             self.queue.move_all(ASSIGNED_POD_DELETE)
 
     # ------------------------------------------------------------------ helpers
+
+    def _observe_preemption(
+        self, kind: str, outcome: PreemptionDecision | GangPreemption | None
+    ) -> None:
+        if outcome is None:
+            self._call(self._hooks.on_preemption, kind, "waiting", 0)
+        elif outcome.preempts:
+            self._call(self._hooks.on_preemption, kind, "preempted", len(outcome.victims))
+        else:
+            self._call(self._hooks.on_preemption, kind, "unhelpful", 0)
 
     def _on_bind_count(self, count: int) -> None:
         self._call(self._hooks.on_bind, count)

@@ -40,7 +40,25 @@ def test_every_metric_is_exposed_with_its_type(metrics: Metrics) -> None:
         "policyengine_gang_attempts": "counter",
         "policyengine_gang_reports": "counter",
         "policyengine_gangs_waiting": "gauge",
+        "policyengine_preemption_attempts": "counter",
+        "policyengine_preemption_victims": "histogram",
     }
+
+
+def test_preemption_attempts_and_victims_are_counted(metrics: Metrics) -> None:
+    hooks = metrics.hooks()
+    hooks.on_preemption("pod", "preempted", 3)
+    hooks.on_preemption("pod", "waiting", 0)
+    hooks.on_preemption("gang", "preempted", 16)
+    hooks.on_preemption("gang", "unhelpful", 0)
+    attempts = "policyengine_preemption_attempts_total"
+    for preemptor, result in (("pod", "preempted"), ("pod", "waiting"), ("gang", "unhelpful")):
+        assert value(metrics, attempts, preemptor=preemptor, result=result) == 1
+    victims = "policyengine_preemption_victims"
+    assert value(metrics, f"{victims}_sum", preemptor="pod") == 3
+    assert value(metrics, f"{victims}_count", preemptor="gang") == 1
+    assert value(metrics, f"{victims}_bucket", preemptor="gang", le="16.0") == 1
+    assert value(metrics, f"{victims}_bucket", preemptor="gang", le="8.0") == 0
 
 
 def test_hooks_feed_the_collectors(metrics: Metrics) -> None:

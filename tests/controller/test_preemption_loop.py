@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from policyengine.controller.preemption import disruption_condition
+from policyengine.controller.scheduler import SchedulerHooks
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from policyengine.schedlib import default_schema
@@ -35,9 +36,14 @@ def test_a_preempting_pod_evicts_exactly_the_chosen_victims_then_binds(
     server.create(pod_obj("mid-c", cpu="2", priority=20, node="n2"))
     server.create(pod_obj("mid-d", cpu="2", priority=20, node="n2"))
     server.create(pod_obj("urgent", cpu="2", priority=100, uid="urgent-uid"))
-    with RunningScheduler(server) as rs:
+    seen: list[tuple[str, str, int]] = []
+    hooks = SchedulerHooks(on_preemption=lambda *observed: seen.append(observed))
+    with RunningScheduler(server, hooks=hooks) as rs:
         server.wait_for(lambda: server.bound_nodes().get("default/urgent") == "n1", timeout=20)
         assert rs.scheduler.events.flush()
+    # The preemption, then (while low-a terminates) attempts that wait for it.
+    assert seen[0] == ("pod", "preempted", 1)
+    assert set(seen[1:]) <= {("pod", "waiting", 0)}
     deletes = server.requests(verb="delete", resource="pods")
     assert [r.name for r in deletes] == ["low-a"]
     assert server.get("pods", "default", "low-a") is None
