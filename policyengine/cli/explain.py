@@ -272,6 +272,9 @@ def explain(setup: common.Setup, node: str | None = None) -> Explanation:
             gang=gang,
             gated=setup.target.pod.gated_message,
         )
+    if decision.node is None and setup.target.pod.resource_claims:
+        # Not placed for its claims alone (``Pod.dra_message``): no node was looked at.
+        return Explanation(decision, profile, (), gang=gang, evaluated=False)
     requests = dict(pod_requests(setup.target.pod))
     return Explanation(
         decision=decision,

@@ -283,6 +283,7 @@ class Explanation:
     gang: GangDecision | None = None  # the pod's gang placed as a unit, when it is in one
     preemption: PreemptionDecision | None = None  # for a pod that fits nowhere
     gated: str = ""  # the pod's scheduling gates, in kube-scheduler's words (empty: none)
+    evaluated: bool = True  # False: the cycle looked at no node (a pod with resource claims)
 
 
 def _explain_head(e: Explanation) -> list[str]:
@@ -399,7 +400,7 @@ def _explain_node(r: NodeReport) -> list[str]:
 
 def explain_text(e: Explanation) -> str:
     sections = [_explain_head(e)]
-    if e.decision.policy is not None:
+    if e.decision.policy is not None and e.evaluated:
         sections.append(_explain_filters(e))
         if e.decision.ranking:
             sections.append(_explain_ranking(e))

@@ -99,6 +99,27 @@ def test_a_gated_pod_is_explained_as_it_would_be_decided_once_ungated(
     ]
 
 
+def test_a_pod_with_resource_claims_is_explained_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """No node is looked at: no filter table, no preemption, only why."""
+    cluster = yaml.safe_load(Path(CLUSTER).read_text())
+    (web,) = [p for p in cluster["items"] if p["metadata"]["name"] == "web-1"]
+    web["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(yaml.safe_dump(cluster))
+    code, out, _ = run(capsys, "--policy", GPU_POLICY, "--cluster", str(snapshot), "--pod", "web-1")
+    assert code == 0
+    version = out.split("version ", 1)[1].split("\n", 1)[0]
+    assert out == (
+        "Pod default/web-1: unschedulable\n"
+        "  pod default/web-1 uses dynamic resource allocation (spec.resourceClaims: gpu), which "
+        "policyengine does not allocate: schedule it with kube-scheduler (schedulerName: "
+        "default-scheduler)\n"
+        f"Governed by policy everything-else (profile policyengine), version {version}\n"
+    )
+
+
 def test_node_with_resource_shortage(capsys: pytest.CaptureFixture[str]) -> None:
     out, _ = explain(capsys, "--pod", "ml/train-huge", "--node", "cpu-1")
     node_section = out.split("\n\n")[-1]
