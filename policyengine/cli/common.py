@@ -177,6 +177,15 @@ def guarded(command: str, body: Callable[[argparse.Namespace], int]) -> Callable
     return run
 
 
+def rules_only_decision(command: str, setup: Setup) -> Decision:
+    """``setup.decide(rules_only=True)``, warning on stderr when the pod's resource claims
+    keep ``run`` and ``simulate`` from placing it whatever the rules say."""
+    message = setup.target.pod.dra_message
+    if message:
+        warn(command, [f"{message}; the policy's rules would say:"])
+    return setup.decide(rules_only=True)
+
+
 def warn(command: str, messages: Sequence[str]) -> None:
     for message in messages:
         print(f"policyengine {command}: warning: {message}", file=sys.stderr)
@@ -357,8 +366,15 @@ class Setup:
     def profile(self) -> str:
         return profile_for(self.program, self.target.pod, self.scheduler_name)
 
-    def decide(self) -> Decision:
-        options = CycleOptions(all_filters=True, scheduler_name=self.scheduler_name)
+    def decide(self, rules_only: bool = False) -> Decision:
+        """The target pod's cycle. ``rules_only``: what the policy's rules say of every node
+        even for a pod ``run`` and ``simulate`` would not place for its resource claims
+        (``filter`` and ``score`` show the rules; a warning says the rest)."""
+        options = CycleOptions(
+            all_filters=True,
+            scheduler_name=self.scheduler_name,
+            claims_allocated_elsewhere=rules_only,
+        )
         return schedule(
             self.program,
             self.target.pod,

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     setup = common.setup("filter", args)
-    decision = setup.decide()
+    decision = common.rules_only_decision("filter", setup)
     common.warn("filter", decision.errors)
     if args.format == "json":
         if decision.policy is None:

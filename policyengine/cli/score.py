@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     setup = common.setup("score", args)
-    decision = setup.decide()
+    decision = common.rules_only_decision("score", setup)
     common.warn("score", decision.errors)
     if args.format == "json":
         if decision.policy is None:

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from policyengine.cli.main import main
 
@@ -299,3 +300,28 @@ def test_cluster_is_required(capsys: pytest.CaptureFixture[str]) -> None:
         main(["filter", "--pod", "web-1"])
     assert exit_info.value.code == 2
     assert "the following arguments are required: --cluster" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["filter", "score"])
+def test_a_pod_with_resource_claims_shows_the_rules_with_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """``run`` and ``simulate`` do not place it (kube-scheduler allocates claims); ``filter``
+    and ``score`` still show what the rules say, and say so on stderr."""
+    cluster = yaml.safe_load(Path(CLUSTER).read_text())
+    (web,) = [p for p in cluster["items"] if p["metadata"]["name"] == "web-1"]
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump(cluster))
+    web["spec"]["resourceClaims"] = [{"name": "gpu"}]
+    claimed = tmp_path / "claimed.yaml"
+    claimed.write_text(yaml.safe_dump(cluster))
+    args = ("--policy", GPU_POLICY, "--pod", "web-1", "--format", "json")
+    code, out, err = (main([command, "--cluster", str(claimed), *args]), *capsys.readouterr())
+    assert code == 0
+    assert err == (
+        f"policyengine {command}: warning: pod default/web-1 uses dynamic resource allocation "
+        "(spec.resourceClaims: gpu), which policyengine does not allocate: schedule it with "
+        "kube-scheduler (schedulerName: default-scheduler); the policy's rules would say:\n"
+    )
+    main([command, "--cluster", str(plain), *args])
+    assert json.loads(out) == json.loads(capsys.readouterr().out)
