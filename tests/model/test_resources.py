@@ -4,6 +4,8 @@ import dataclasses
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policyengine.model import resources
 from policyengine.model.errors import ModelError
@@ -251,3 +253,41 @@ def test_a_malformed_status_quantity_names_the_field() -> None:
     assert str(error.value).startswith(
         "Pod default/p: status.containerStatuses[0].resources.requests.cpu: "
     )
+
+
+_MILLI = st.integers(0, 4000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    spec=st.lists(_MILLI, min_size=1, max_size=3),
+    reported=st.lists(st.tuples(st.one_of(st.none(), _MILLI), _MILLI), min_size=1, max_size=3),
+    infeasible=st.booleans(),
+)
+def test_status_resources_count_as_kube_scheduler_counts_them(
+    spec: list[int], reported: list[tuple[int | None, int]], infeasible: bool
+) -> None:
+    """Per container, the larger of spec, reported and allocated; only reported and allocated
+    when the resize is infeasible; a container without reported resources counts its spec."""
+    names = [f"c{i}" for i in range(len(spec))]
+    obj = pod_dict(
+        containers=[container(n, {"cpu": f"{m}m"}) for n, m in zip(names, spec, strict=True)]
+    )
+    statuses = []
+    for name, (actual, allocated) in zip(names, reported, strict=False):
+        status: dict = {"name": name, "allocatedResources": {"cpu": f"{allocated}m"}}
+        if actual is not None:
+            status["resources"] = {"requests": {"cpu": f"{actual}m"}}
+        statuses.append(status)
+    conditions = [{"type": "PodResizePending", "reason": "Infeasible"}] if infeasible else []
+    obj["status"] = {"containerStatuses": statuses, "conditions": conditions}
+    expected = 0
+    for i, wanted in enumerate(spec):
+        actual, allocated = reported[i] if i < len(reported) else (None, 0)
+        if actual is None:
+            expected += wanted
+        elif infeasible:
+            expected += max(actual, allocated)
+        else:
+            expected += max(wanted, actual, allocated)
+    assert pod_requests(parse_pod(obj)).get("cpu", 0) == Fraction(expected, 1000)
