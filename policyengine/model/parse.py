@@ -634,7 +634,8 @@ def _with_status(
     """``containers`` with what their statuses report they hold (``Container.status_requests``):
     for a status with ``resources``, the larger of its ``resources.requests`` and
     ``allocatedResources``, per resource. Statuses are matched by name; one without
-    ``resources`` (the kubelet did not report them) leaves its container as it is."""
+    ``resources`` (the kubelet did not report them), or reporting exactly the spec, leaves its
+    container as it is."""
     if statuses is None or not containers:
         return containers
     held: dict[str, ResourceList] = {}
@@ -651,8 +652,13 @@ def _with_status(
         held[_str(ctx, cs.get("name"), f"{path}[{i}].name")] = FrozenDict(actual)
     if not held:
         return containers
+    # A container holding exactly its spec (every running pod not being resized) counts its
+    # spec either way: it stays as it is, equal to the spec-only container.
     return tuple(
-        replace(c, status_requests=held[c.name]) if c.name in held else c for c in containers
+        replace(c, status_requests=held[c.name])
+        if c.name in held and held[c.name] != c.requests
+        else c
+        for c in containers
     )
 
 

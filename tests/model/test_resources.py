@@ -291,3 +291,13 @@ def test_status_resources_count_as_kube_scheduler_counts_them(
         else:
             expected += max(wanted, actual, allocated)
     assert pod_requests(parse_pod(obj)).get("cpu", 0) == Fraction(expected, 1000)
+
+
+def test_a_container_holding_its_spec_stays_the_spec_only_container() -> None:
+    """Every running pod not being resized reports what its spec asks: no extra object."""
+    obj = pod_dict(containers=[container("a", {"cpu": "2"})])
+    plain = parse_pod(obj)
+    obj["status"] = {"containerStatuses": [_status("a", "2", "2")]}
+    assert parse_pod(obj).containers == plain.containers
+    obj["status"] = {"containerStatuses": [_status("a", "1", "1")]}  # resized down, not yet
+    assert parse_pod(obj).containers[0].status_requests == {"cpu": 1}
