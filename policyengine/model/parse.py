@@ -569,22 +569,8 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         deletion_timestamp=None
         if meta.get("deletionTimestamp") is None
         else str(meta.get("deletionTimestamp")),
-        scheduling_gates=tuple(
-            _str(
-                ctx,
-                _map(ctx, g, f"spec.schedulingGates[{i}]").get("name"),
-                f"spec.schedulingGates[{i}].name",
-            )
-            for i, g in enumerate(_list(ctx, spec.get("schedulingGates"), "spec.schedulingGates"))
-        ),
-        resource_claims=tuple(
-            _str(
-                ctx,
-                _map(ctx, c, f"spec.resourceClaims[{i}]").get("name"),
-                f"spec.resourceClaims[{i}].name",
-            )
-            for i, c in enumerate(_list(ctx, spec.get("resourceClaims"), "spec.resourceClaims"))
-        ),
+        scheduling_gates=_entry_names(ctx, spec, "schedulingGates"),
+        resource_claims=_entry_names(ctx, spec, "resourceClaims"),
         preempted_by_scheduler=preempted_by_scheduler(status.get("conditions")),
         resize_infeasible=resize_infeasible(status.get("conditions")),
         owner_references=owners,
@@ -613,6 +599,15 @@ def resize_infeasible(conditions: Any) -> bool:
         if isinstance(c, Mapping) and c.get("type") == "PodResizePending":
             return c.get("reason") == "Infeasible"
     return False
+
+
+def _entry_names(ctx: _Ctx, spec: Mapping[str, Any], field: str) -> tuple[str, ...]:
+    """The ``name`` of each entry of the list ``spec.<field>`` (scheduling gates, resource
+    claims: lists of objects whose other keys the scheduler does not read)."""
+    return tuple(
+        _str(ctx, _map(ctx, entry, f"spec.{field}[{i}]").get("name"), f"spec.{field}[{i}].name")
+        for i, entry in enumerate(_list(ctx, spec.get(field), f"spec.{field}"))
+    )
 
 
 def _containers(
