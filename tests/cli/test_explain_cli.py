@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from policyengine.cli.main import main
+from tests.cli.snapshots import with_pod_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -85,12 +85,9 @@ def test_schedulable_pod_shows_the_ranking_and_the_selected_node(
 def test_a_gated_pod_is_explained_as_it_would_be_decided_once_ungated(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    cluster = yaml.safe_load(Path(CLUSTER).read_text())
-    (web,) = [p for p in cluster["items"] if p["metadata"]["name"] == "web-1"]
-    web["spec"]["schedulingGates"] = [{"name": "example.com/a"}, {"name": "example.com/b"}]
-    snapshot = tmp_path / "cluster.yaml"
-    snapshot.write_text(yaml.safe_dump(cluster))
-    code, out, _ = run(capsys, "--policy", GPU_POLICY, "--cluster", str(snapshot), "--pod", "web-1")
+    gates = [{"name": "example.com/a"}, {"name": "example.com/b"}]
+    snapshot = with_pod_spec(tmp_path, "web-1", schedulingGates=gates)
+    code, out, _ = run(capsys, "--policy", GPU_POLICY, "--cluster", snapshot, "--pod", "web-1")
     assert code == 0
     assert out.splitlines()[:2] == [
         "Pod default/web-1: schedulable: would be placed on gpu-a100-1 (score 300)",
@@ -103,12 +100,9 @@ def test_a_pod_with_resource_claims_is_explained_in_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """No node is looked at: no filter table, no preemption, only why."""
-    cluster = yaml.safe_load(Path(CLUSTER).read_text())
-    (web,) = [p for p in cluster["items"] if p["metadata"]["name"] == "web-1"]
-    web["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
-    snapshot = tmp_path / "cluster.yaml"
-    snapshot.write_text(yaml.safe_dump(cluster))
-    code, out, _ = run(capsys, "--policy", GPU_POLICY, "--cluster", str(snapshot), "--pod", "web-1")
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    snapshot = with_pod_spec(tmp_path, "web-1", resourceClaims=claims)
+    code, out, _ = run(capsys, "--policy", GPU_POLICY, "--cluster", snapshot, "--pod", "web-1")
     assert code == 0
     version = out.split("version ", 1)[1].split("\n", 1)[0]
     assert out == (

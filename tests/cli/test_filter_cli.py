@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from policyengine.cli.main import main
+from tests.cli.snapshots import with_pod_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -308,20 +308,14 @@ def test_a_pod_with_resource_claims_shows_the_rules_with_a_warning(
 ) -> None:
     """``run`` and ``simulate`` do not place it (kube-scheduler allocates claims); ``filter``
     and ``score`` still show what the rules say, and say so on stderr."""
-    cluster = yaml.safe_load(Path(CLUSTER).read_text())
-    (web,) = [p for p in cluster["items"] if p["metadata"]["name"] == "web-1"]
-    plain = tmp_path / "plain.yaml"
-    plain.write_text(yaml.safe_dump(cluster))
-    web["spec"]["resourceClaims"] = [{"name": "gpu"}]
-    claimed = tmp_path / "claimed.yaml"
-    claimed.write_text(yaml.safe_dump(cluster))
+    claimed = with_pod_spec(tmp_path, "web-1", resourceClaims=[{"name": "gpu"}])
     args = ("--policy", GPU_POLICY, "--pod", "web-1", "--format", "json")
-    code, out, err = (main([command, "--cluster", str(claimed), *args]), *capsys.readouterr())
+    code, out, err = (main([command, "--cluster", claimed, *args]), *capsys.readouterr())
     assert code == 0
     assert err == (
         f"policyengine {command}: warning: pod default/web-1 uses dynamic resource allocation "
         "(spec.resourceClaims: gpu), which policyengine does not allocate: schedule it with "
         "kube-scheduler (schedulerName: default-scheduler); the policy's rules would say:\n"
     )
-    main([command, "--cluster", str(plain), *args])
+    main([command, "--cluster", CLUSTER, *args])
     assert json.loads(out) == json.loads(capsys.readouterr().out)
