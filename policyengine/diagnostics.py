@@ -87,6 +87,26 @@ def sorted_diagnostics(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
+# The most of a source line a diagnostic shows: a generated policy may hold a line of a
+# megabyte, and a terminal (or a log line) wants the part around the caret.
+SHOWN_COLUMNS = 120
+_LEAD = 30  # columns shown before the caret when the line is cut
+
+
+def _window(text: str, start: int, end: int) -> tuple[str, int, int]:
+    """``text`` cut to ``SHOWN_COLUMNS`` around columns ``start``..``end`` (1-based, end
+    exclusive), with an ellipsis where it was cut, and the columns moved to match."""
+    if len(text) <= SHOWN_COLUMNS:
+        return text, start, end
+    first = max(0, min(start - 1 - _LEAD, len(text) - SHOWN_COLUMNS))
+    shown = text[first : first + SHOWN_COLUMNS]
+    before = "…" if first > 0 else ""
+    after = "…" if first + SHOWN_COLUMNS < len(text) else ""
+    new_start = start - first + len(before)
+    new_end = min(end - first, len(shown) + 1) + len(before)
+    return before + shown + after, new_start, max(new_end, new_start + 1)
+
+
 def render(diagnostic: Diagnostic, source: str | None = None) -> str:
     """``file:line:col: severity code: message``, then the source line and a caret under the span."""
     d = diagnostic
@@ -101,6 +121,7 @@ def render(diagnostic: Diagnostic, source: str | None = None) -> str:
             else:
                 end = len(text) + 1
             end = min(end, max(len(text) + 1, start + 1))
+            text, start, end = _window(text, start, end)
             lines.append(f"    {text}")
             lines.append("    " + " " * (start - 1) + "^" * (end - start))
     if d.hint:

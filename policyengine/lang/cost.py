@@ -20,88 +20,16 @@ which call is a schema function), so this module needs no checker and the checke
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from policyengine.lang import nodes as n
+from policyengine.lang.nodes import children
 from policyengine.lang.schema import Function
 from policyengine.lang.types import DYN, ListType, RecordType, Type, bound_of, non_null
 
 # The builtins that walk the whole of a collection argument.
 AGGREGATES = frozenset({"any", "all", "count", "sum", "min", "max"})
-
-
-def _map_children(expr: n.MapLit) -> tuple[n.Expr, ...]:
-    return tuple(part for entry in expr.entries for part in entry)
-
-
-def _comprehension_children(expr: n.Comprehension) -> tuple[n.Expr, ...]:
-    if expr.condition is None:
-        return (expr.iterable, expr.element)
-    return (expr.iterable, expr.element, expr.condition)
-
-
-# The same walk as ``_walk_children`` keyed by exact node type: every checker, cost and lint
-# pass asks for children, so a dict look-up instead of a class-pattern match pays off.
-_CHILDREN: dict[type, Callable[[Any], tuple[n.Expr, ...]]] = {
-    n.Literal: lambda expr: (),
-    n.Name: lambda expr: (),
-    n.Attribute: lambda expr: (expr.obj,),
-    n.Index: lambda expr: (expr.obj, expr.index),
-    n.Call: lambda expr: expr.args,
-    n.MethodCall: lambda expr: (expr.obj, *expr.args),
-    n.Unary: lambda expr: (expr.operand,),
-    n.Binary: lambda expr: (expr.left, expr.right),
-    n.Conditional: lambda expr: (expr.cond, expr.then, expr.otherwise),
-    n.ListLit: lambda expr: expr.items,
-    n.SetLit: lambda expr: expr.items,
-    n.MapLit: _map_children,
-    n.Comprehension: _comprehension_children,
-    n.Template: lambda expr: tuple(p for p in expr.parts if isinstance(p, n.Expr)),
-}
-
-
-def children(expr: n.Expr) -> Iterable[n.Expr]:
-    """The direct sub-expressions of ``expr``, in source order."""
-    direct = _CHILDREN.get(type(expr))
-    return direct(expr) if direct is not None else _walk_children(expr)
-
-
-def _walk_children(expr: n.Expr) -> Iterator[n.Expr]:
-    match expr:
-        case n.Attribute(obj=obj):
-            yield obj
-        case n.Index(obj=obj, index=index):
-            yield obj
-            yield index
-        case n.Call(args=args):
-            yield from args
-        case n.MethodCall(obj=obj, args=args):
-            yield obj
-            yield from args
-        case n.Unary(operand=operand):
-            yield operand
-        case n.Binary(left=left, right=right):
-            yield left
-            yield right
-        case n.Conditional(cond=cond, then=then, otherwise=otherwise):
-            yield cond
-            yield then
-            yield otherwise
-        case n.ListLit(items=items) | n.SetLit(items=items):
-            yield from items
-        case n.MapLit(entries=entries):
-            for key, value in entries:
-                yield key
-                yield value
-        case n.Comprehension(element=element, iterable=iterable, condition=condition):
-            yield iterable
-            yield element
-            if condition is not None:
-                yield condition
-        case n.Template(parts=parts):
-            yield from (p for p in parts if isinstance(p, n.Expr))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ Layout rules (the README's "Formatting" section repeats them):
   after the first operand, continuation lines one indent deeper, led by their operator.
 * Parentheses only where precedence needs them, with one exception for readability: a
   conditional used as the condition or the ``then`` branch of another one keeps them. A
-  double negation is written ``- -x``.
+  double negation is written ``- -x``. ``and`` and ``or`` are associative: a parenthesised
+  run of one inside a run of the same one (``a or (b or c)``) joins it (``a or b or c``).
 * Number and quantity literals, and string literals, keep their spelling (the tree records it
   and compares it); strings the tree keeps only as values — names of policies and profiles,
   import paths, reason templates — are re-escaped canonically: ``\\"`` ``\\\\`` ``\\n`` ``\\t``
@@ -225,6 +226,8 @@ def _operand_levels(expr: n.Binary) -> tuple[int, int]:
         return COAL, COAL
     if level == COAL:  # right-associative
         return ADD, COAL
+    if level in (OR, AND):  # associative: the parser balances a run and joins parenthesised ones
+        return level, level
     return level, level + 1  # left-associative
 
 
@@ -297,7 +300,7 @@ def _spine(expr: n.Binary) -> tuple[list[n.Expr], list[str], list[int]]:
     """A run of operators of one level as operands, operators and each operand's minimum level.
 
     ``a - b + c`` (left-nested) gives [a, b, c] and [-, +]; ``a ?? b ?? c`` (right-nested) gives
-    [a, b, c] too; a comparison has just its two sides.
+    [a, b, c] too, and so does a balanced ``a or b or c``; a comparison has just its two sides.
     """
     level = _level(expr)
     left_min, right_min = _operand_levels(expr)
@@ -306,6 +309,17 @@ def _spine(expr: n.Binary) -> tuple[list[n.Expr], list[str], list[int]]:
     operands: list[n.Expr] = []
     ops: list[str] = []
     node: n.Expr = expr
+    if level in (OR, AND):
+        # A balanced run: its operands in order, however the tree was split.
+        stack: list[n.Expr] = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, n.Binary) and _level(node) == level:
+                stack += (node.right, node.left)
+                ops.append(node.op)
+            else:
+                operands.append(node)
+        return operands, ops, [level + 1] * len(operands)
     if level == COAL:
         while isinstance(node, n.Binary) and _level(node) == level:
             operands.append(node.left)

@@ -301,11 +301,23 @@ class TreeDriver:
 
 
 def build_from_tree(tree: Tree, builder: Any) -> Any:
-    """The reference: ``builder`` run over a tree lark built with ``propagate_positions``."""
-    children = [
-        build_from_tree(child, builder) if isinstance(child, Tree) else child
-        for child in tree.children
-    ]
-    meta = tree.meta
-    position = None if meta.empty else (meta.line, meta.column, meta.end_line, meta.end_column)
-    return getattr(builder, tree.data)(position, children)
+    """The reference: ``builder`` run over a tree lark built with ``propagate_positions``,
+    children before parents, without recursion (a tree may be thousands of levels deep)."""
+    built: dict[int, Any] = {}
+    stack: list[tuple[Tree, bool]] = [(tree, False)]
+    while stack:
+        node, ready = stack.pop()
+        if not ready:
+            stack.append((node, True))
+            # Reversed, so children are built left to right, as reductions run.
+            stack.extend(
+                (child, False) for child in reversed(node.children) if isinstance(child, Tree)
+            )
+            continue
+        children = [
+            built.pop(id(child)) if isinstance(child, Tree) else child for child in node.children
+        ]
+        meta = node.meta
+        position = None if meta.empty else (meta.line, meta.column, meta.end_line, meta.end_column)
+        built[id(node)] = getattr(builder, node.data)(position, children)
+    return built[id(tree)]

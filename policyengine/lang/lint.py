@@ -273,46 +273,13 @@ class CheckResultLike(Protocol):
 # --- walking expressions -------------------------------------------------------------------
 
 
-def children(expr: n.Expr) -> Iterator[n.Expr]:
-    """The direct sub-expressions of ``expr``, in source order."""
-    if isinstance(expr, n.Attribute):
-        yield expr.obj
-    elif isinstance(expr, n.Index):
-        yield expr.obj
-        yield expr.index
-    elif isinstance(expr, n.Call):
-        yield from expr.args
-    elif isinstance(expr, n.MethodCall):
-        yield expr.obj
-        yield from expr.args
-    elif isinstance(expr, n.Unary):
-        yield expr.operand
-    elif isinstance(expr, n.Binary):
-        yield expr.left
-        yield expr.right
-    elif isinstance(expr, n.Conditional):
-        yield expr.cond
-        yield expr.then
-        yield expr.otherwise
-    elif isinstance(expr, n.ListLit | n.SetLit):
-        yield from expr.items
-    elif isinstance(expr, n.MapLit):
-        for key, value in expr.entries:
-            yield key
-            yield value
-    elif isinstance(expr, n.Comprehension):
-        yield expr.iterable
-        yield expr.element
-        if expr.condition is not None:
-            yield expr.condition
-    elif isinstance(expr, n.Template):
-        yield from (part for part in expr.parts if isinstance(part, n.Expr))
-
-
 def walk(expr: n.Expr) -> Iterator[n.Expr]:
-    yield expr
-    for child in children(expr):
-        yield from walk(child)
+    """``expr`` and every expression below it, parents first, in source order."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(n.children(node)))
 
 
 def free_names(expr: n.Expr, bound: frozenset[str] = frozenset()) -> Iterator[str]:
@@ -329,7 +296,7 @@ def free_names(expr: n.Expr, bound: frozenset[str] = frozenset()) -> Iterator[st
         if expr.condition is not None:
             yield from free_names(expr.condition, inner)
         return
-    for child in children(expr):
+    for child in n.children(expr):
         yield from free_names(child, bound)
 
 

@@ -5,14 +5,17 @@ Both become a ``Unit``: the entry files in a stable order (their policies and pr
 ones that run), the files they import (which contribute libraries only), every diagnostic met
 on the way, and a digest of all sources that names this exact version of the policy.
 
-Imports resolve relative to the importing file, then in the policies shipped with the package
-(so ``import "kube-default.sched"`` works anywhere).
+Imports resolve relative to the importing file, inside the policy sources only, then in the
+policies shipped with the package (so ``import "kube-default.sched"`` works anywhere); see
+"where an import may lead" below.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+import os
+import posixpath
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -70,21 +73,40 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Diagnost
     """Files as given, and the ``.sched`` files below each directory, sorted, hidden ones skipped.
 
     Hidden entries matter for mounted ConfigMaps, whose ``..data`` and ``..2024_…`` entries
-    would otherwise make every file appear twice.
+    would otherwise make every file appear twice. A file found in a directory that is a
+    symbolic link to something outside it is refused, unread (see ``Roots``).
     """
+    return _expand(paths)[:2]
+
+
+def _expand(
+    paths: Iterable[str | Path],
+) -> tuple[list[Path], list[Diagnostic], dict[str, _Root]]:
     files: list[Path] = []
     problems: list[Diagnostic] = []
+    roots: dict[str, _Root] = {}
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(
+            root = _Root.of(path)
+            for found in sorted(
                 p
                 for p in path.rglob(f"*{SUFFIX}")
                 if not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
-            files.extend(found)
+            ):
+                refusal = root.refusal(found)
+                if refusal is not None:
+                    problems.append(
+                        _refused_entry(str(found), refusal, f"the policy directory {raw}")
+                    )
+                    continue
+                files.append(found)
+                roots.setdefault(str(found), root)
         elif path.exists():
+            # A file named on its own was chosen by whoever ran us: it is read as it is, and
+            # the directory it stands in is what its imports may reach.
             files.append(path)
+            roots.setdefault(str(path), _Root.of(path.parent))
         else:
             problems.append(
                 Diagnostic(
@@ -95,35 +117,142 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Diagnost
                     "pass a .sched file or a directory of them",
                 )
             )
-    return files, problems
+    return files, problems, roots
+
+
+# --- where an import may lead ----------------------------------------------------------------
+#
+# A policy may come from anyone who can edit a ConfigMap, and the scheduler can read its own
+# service-account token and every secret mounted into it. An import therefore resolves only
+# inside the policy sources: beside the importing file within the root it came from (a
+# ``--policy`` directory, the directory of a ``--policy`` file, the keys of the ConfigMaps), or
+# among the shipped policies by name. Whatever else it names is refused before anything is
+# read, so no diagnostic, log line or Event can quote a file that is not a policy source.
+
+IMPORT_REFUSED = "PE002"
+_SHOWN_PATH = 120  # characters of a refused path quoted in a message
+
+
+@dataclass(frozen=True)
+class _Root:
+    """A directory imports may not leave: as named (``..`` is judged against it) and resolved
+    (symbolic links are judged by where they really lead)."""
+
+    named: Path
+    real: Path
+
+    @classmethod
+    def of(cls, directory: Path) -> _Root:
+        return cls(Path(os.path.abspath(directory)), Path(os.path.realpath(directory)))
+
+    def holds(self, path: Path) -> bool:
+        return path.is_relative_to(self.named) or path.is_relative_to(self.real)
+
+    def refusal(self, path: Path) -> str | None:
+        """Why the existing file ``path`` (inside the root by its name) may not be read."""
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(self.real):
+            return "it is a symbolic link to a file outside the policy sources"
+        if not real.name.endswith(SUFFIX):
+            return f"it is a symbolic link to a file that is not a {SUFFIX} file"
+        return None
+
+
+def _shown(path: str) -> str:
+    return path if len(path) <= _SHOWN_PATH else path[: _SHOWN_PATH - 1] + "…"
+
+
+def _refused_entry(path: str, why: str, where: str) -> Diagnostic:
+    return Diagnostic(
+        IMPORT_REFUSED,
+        Severity.ERROR,
+        f"{_shown(path)} is not read: {why}",
+        Span(path, 1, 1, 1, 1),
+        f"copy the file into {where}, or pass its own directory as another --policy",
+    )
+
+
+def _import_refused(written: str, why: str, span: Span) -> Diagnostic:
+    return Diagnostic(
+        IMPORT_REFUSED,
+        Severity.ERROR,
+        f'import "{_shown(written)}" is refused: {why}',
+        span,
+        f"import a {SUFFIX} file of the policy sources by a path relative to this file, or a "
+        f"shipped policy by name ({', '.join(_shipped_names())})",
+    )
+
+
+def _shipped_names() -> list[str]:
+    return sorted(p.name for p in shipped_policies_dir().glob("*" + SUFFIX))
+
+
+@dataclass(frozen=True)
+class _Found:
+    path: str
+    root: _Root | None  # None: an in-memory source
+
+
+@dataclass(frozen=True)
+class _Refused:
+    why: str
+
+
+class _Sources:
+    """Reading policy sources and resolving imports among them: on disk or in memory."""
+
+    def __init__(self, texts: Mapping[str, str] | None, roots: Mapping[str, _Root]):
+        self.texts = texts
+        self.roots = dict(roots)
+        self.shipped = _Root.of(shipped_policies_dir())
+
+    def read(self, path: str) -> str:
+        if self.texts is not None and path in self.texts:
+            return self.texts[path]
+        return Path(path).read_text(encoding="utf-8")
+
+    def resolve(self, written: str, importer: str) -> _Found | _Refused | None:
+        """Where ``import "written"`` in ``importer`` leads, why it may not, or None (no
+        such policy source)."""
+        if written.startswith("/") or PurePosixPath(written).is_absolute():
+            return _Refused(
+                "an import names a file relative to the importing file, not an absolute path"
+            )
+        if not written.endswith(SUFFIX):
+            return _Refused(f"only {SUFFIX} files can be imported")
+        climbs = ".." in PurePosixPath(written).parts
+        beside = posixpath.normpath(posixpath.join(posixpath.dirname(importer), written))
+        if self.texts is not None and importer in self.texts:
+            if beside in self.texts:
+                return _Found(beside, None)
+            if climbs:
+                return _Refused("it leads out of the policy sources")
+        else:
+            root = self.roots.get(importer, self.shipped)
+            candidate = Path(beside)
+            if not root.holds(Path(os.path.abspath(candidate))):
+                return _Refused("it leads out of the policy sources")
+            if candidate.is_file():
+                refusal = root.refusal(candidate)
+                return _Refused(refusal) if refusal is not None else _Found(beside, root)
+        shipped = self.shipped.named / written
+        if not climbs and shipped.is_file() and self.shipped.refusal(shipped) is None:
+            return _Found(str(shipped), self.shipped)
+        return None
 
 
 def load(paths: Iterable[str | Path]) -> Unit:
-    files, problems = expand_paths(paths)
-
-    def read(path: str) -> str:
-        return Path(path).read_text(encoding="utf-8")
-
-    return _load([str(p) for p in files], read, lambda p: Path(p).is_file(), problems)
+    files, problems, roots = _expand(paths)
+    return _load([str(p) for p in files], _Sources(None, roots), problems)
 
 
 def load_texts(texts: Mapping[str, str]) -> Unit:
-    """A unit from in-memory sources (a ConfigMap's data, a test); names act as file paths."""
-
-    def read(path: str) -> str:
-        if path in texts:
-            return texts[path]
-        return Path(path).read_text(encoding="utf-8")
-
-    return _load(sorted(texts), read, lambda p: p in texts or Path(p).is_file(), [])
+    """A unit from in-memory sources (a ConfigMap's data, a test); names act as file paths,
+    and imports resolve among those names or the shipped policies, never on disk."""
+    return _load(sorted(texts), _Sources(texts, {}), [])
 
 
-def _load(
-    entries: list[str],
-    read: Callable[[str], str],
-    exists: Callable[[str], bool],
-    problems: list[Diagnostic],
-) -> Unit:
+def _load(entries: list[str], found: _Sources, problems: list[Diagnostic]) -> Unit:
     diagnostics = list(problems)
     sources: dict[str, str] = {}
     parsed: dict[str, n.SourceFile] = {}
@@ -132,7 +261,7 @@ def _load(
         if path in parsed:
             return parsed[path]
         try:
-            text = read(path)
+            text = found.read(path)
         except (OSError, UnicodeDecodeError) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             diagnostics.append(
@@ -158,21 +287,26 @@ def _load(
     while queue:
         current = queue.pop(0)
         for item in current.imports:
-            target = _resolve(item.path, current.path, exists)
+            target = found.resolve(item.path, current.path)
+            if isinstance(target, _Refused):
+                diagnostics.append(_import_refused(item.path, target.why, item.span))
+                continue
             if target is None:
                 diagnostics.append(
                     Diagnostic(
                         "PE210",
                         Severity.ERROR,
-                        f'unknown import "{item.path}"',
+                        f'unknown import "{_shown(item.path)}"',
                         item.span,
                         f"no such file beside {current.path} or among the shipped policies "
-                        f"({', '.join(sorted(p.name for p in shipped_policies_dir().glob('*' + SUFFIX)))})",
+                        f"({', '.join(_shipped_names())})",
                     )
                 )
                 continue
-            already = target in parsed
-            imported_file = parse_file(target, item.span)
+            if target.root is not None:
+                found.roots.setdefault(target.path, target.root)
+            already = target.path in parsed
+            imported_file = parse_file(target.path, item.span)
             if imported_file is not None and not already and imported_file not in entry_files:
                 imported.append(imported_file)
                 queue.append(imported_file)
@@ -186,11 +320,3 @@ def _load(
         sources=sources,
         digest=digest.hexdigest(),
     )
-
-
-def _resolve(name: str, importer: str, exists: Callable[[str], bool]) -> str | None:
-    beside = PurePosixPath(importer).parent / name
-    for candidate in (str(beside), str(shipped_policies_dir() / name)):
-        if exists(candidate):
-            return candidate
-    return None

@@ -9,8 +9,10 @@ equal subtrees in different scopes may differ in type.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from policyengine.diagnostics import NO_SPAN, Span
 
@@ -145,6 +147,103 @@ class Template(Expr):
 
     parts: tuple[str | Expr, ...]
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+# --- walking expressions -------------------------------------------------------------------
+
+
+def _map_children(expr: MapLit) -> tuple[Expr, ...]:
+    return tuple(part for entry in expr.entries for part in entry)
+
+
+def _comprehension_children(expr: Comprehension) -> tuple[Expr, ...]:
+    if expr.condition is None:
+        return (expr.iterable, expr.element)
+    return (expr.iterable, expr.element, expr.condition)
+
+
+# Keyed by exact node type: every checker, cost and lint pass asks for children, so a dict
+# look-up instead of a chain of isinstance tests pays off.
+_CHILDREN: dict[type, Callable[[Any], tuple[Expr, ...]]] = {
+    Literal: lambda expr: (),
+    Name: lambda expr: (),
+    Attribute: lambda expr: (expr.obj,),
+    Index: lambda expr: (expr.obj, expr.index),
+    Call: lambda expr: expr.args,
+    MethodCall: lambda expr: (expr.obj, *expr.args),
+    Unary: lambda expr: (expr.operand,),
+    Binary: lambda expr: (expr.left, expr.right),
+    Conditional: lambda expr: (expr.cond, expr.then, expr.otherwise),
+    ListLit: lambda expr: expr.items,
+    SetLit: lambda expr: expr.items,
+    MapLit: _map_children,
+    Comprehension: _comprehension_children,
+    Template: lambda expr: tuple(p for p in expr.parts if isinstance(p, Expr)),
+}
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``expr``, in source order (a comprehension's iterable
+    first: it is evaluated before the element)."""
+    return _CHILDREN[type(expr)](expr)
+
+
+def nesting_depth(expr: Expr) -> int:
+    """How many expressions deep ``expr`` nests (a literal is 1), counted without recursion:
+    the parser uses it to refuse trees too deep for the stages that walk them."""
+    deepest = 0
+    stack: list[tuple[Expr, int]] = [(expr, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children(node))
+    return deepest
+
+
+# --- runs of an associative operator -------------------------------------------------------
+
+ASSOCIATIVE = frozenset({"and", "or"})
+
+
+def _in_run(expr: Expr, op: str) -> bool:
+    return type(expr) is Binary and expr.op == op
+
+
+def run_of(op: str, operands: Sequence[Expr]) -> Expr:
+    """``a op b op c …`` as one balanced tree, for ``op`` in ``ASSOCIATIVE``.
+
+    Balanced, its depth grows with the logarithm of its length, so that no stage recursing
+    over the tree (checker, planner, the evaluators it builds, fmt) goes once per clause deep.
+    Operands that are runs of ``op`` themselves (``a or (b or c)``) join the run: the two mean
+    the same (left to right, stopping at the first deciding operand, either way), and one tree
+    for both is what lets ``fmt`` drop such parentheses. Up to three operands the tree is the
+    left-nested one a left-associative operator gives.
+    """
+    flat: list[Expr] = []
+    for operand in operands:
+        if not _in_run(operand, op):
+            flat.append(operand)
+            continue
+        stack = [operand]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Binary) and _in_run(node, op):
+                stack += (node.right, node.left)
+            else:
+                flat.append(node)
+    return _balanced(op, flat, 0, len(flat))
+
+
+def _balanced(op: str, operands: list[Expr], lo: int, hi: int) -> Expr:
+    if hi - lo == 1:
+        return operands[lo]
+    middle = lo + (hi - lo + 1) // 2
+    left = _balanced(op, operands, lo, middle)
+    right = _balanced(op, operands, middle, hi)
+    first: Span = left.span  # type: ignore[attr-defined]
+    last: Span = right.span  # type: ignore[attr-defined]
+    span = Span(first.file, first.line, first.column, last.end_line, last.end_column)
+    return Binary(op, left, right, span, span)
 
 
 # --- statements ----------------------------------------------------------------------------

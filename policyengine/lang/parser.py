@@ -25,6 +25,13 @@ from policyengine.lang.lalr import Driver, Position, TreeDriver
 from policyengine.quantity import QuantityError, parse_quantity
 
 MAX_SYNTAX_ERRORS = 50
+# How deep an expression may nest. Every later stage (checker, planner, the evaluators it
+# builds, fmt, lint) walks trees by recursion, so a deeper tree is refused here with a
+# diagnostic rather than met there as a crash. Runs of ``and``/``or`` are balanced and do
+# not count their length; this bounds real nesting (parentheses aside), far beyond what a
+# person writes (a chain of 100 ``else if``, or of ``+``, is accepted) and a third of what the
+# deepest-walking stage survives under Python's default recursion limit.
+MAX_NESTING = 100
 
 _STATEMENT_KEYWORDS = frozenset(
     {
@@ -99,6 +106,7 @@ def parse_expression(source: str, path: str = "<expr>") -> n.Expr:
         expr = _driver().parse(source, "expr", builder)
     except UnexpectedInput as error:
         raise ValueError(_describe(error, source, path).message) from error
+    builder._shallow(expr)
     if builder.problems:
         raise ValueError(builder.problems[0].message)
     return expr
@@ -452,8 +460,23 @@ class _Builder:
     def profile_policies(self, meta: Any, children: list[Token]) -> list[Token]:
         return children
 
+    def _shallow(self, expr: n.Expr | None) -> None:
+        """Report ``expr`` when it nests deeper than ``MAX_NESTING``."""
+        if expr is None:
+            return
+        depth = n.nesting_depth(expr)
+        if depth > MAX_NESTING:
+            self._problem(
+                "PE109",
+                f"this expression nests {depth} levels deep; at most {MAX_NESTING} are allowed",
+                expr.span,  # type: ignore[attr-defined]
+                "split it with let bindings, or use a list, set or map with 'in' or an "
+                "aggregate (any, all, sum, …) instead of a long chain",
+            )
+
     # statements
     def match_stmt(self, meta: Any, children: list[Any]) -> n.Match:
+        self._shallow(children[0])
         return n.Match(children[0], self._span(meta))
 
     def use_stmt(self, meta: Any, children: list[Any]) -> n.Use:
@@ -489,14 +512,19 @@ class _Builder:
 
     def let_stmt(self, meta: Any, children: list[Any]) -> n.Let:
         name, expr = children
+        self._shallow(expr)
         return n.Let(str(name), expr, self._span(meta), self._tspan(name))
 
     def filter_rule(self, meta: Any, children: list[Any]) -> n.Filter:
         name, guard, body, reason = children
+        for expr in (guard, body, reason):
+            self._shallow(expr)
         return n.Filter(str(name), guard, body, reason, self._span(meta), self._tspan(name))
 
     def score_rule(self, meta: Any, children: list[Any]) -> n.Score:
         name, weight, normalize, guard, body = children
+        self._shallow(guard)
+        self._shallow(body)
         return n.Score(
             str(name),
             self._whole(weight) if weight is not None else None,
@@ -511,6 +539,8 @@ class _Builder:
 
     def preempt_rule(self, meta: Any, children: list[Any]) -> n.Preempt:
         guard, body = children
+        self._shallow(guard)
+        self._shallow(body)
         return n.Preempt(guard, body, self._span(meta))
 
     def overcommit_stmt(self, meta: Any, children: list[Any]) -> n.Overcommit:
@@ -657,10 +687,17 @@ class _Builder:
         return n.Binary(op, left, right, self._span(meta), op_span)
 
     def or_op(self, meta: Any, children: list[Any]) -> n.Binary:
-        return self._binary(meta, "or", children[0], children[1])
+        return self._chain(meta, "or", children)
 
     def and_op(self, meta: Any, children: list[Any]) -> n.Binary:
-        return self._binary(meta, "and", children[0], children[1])
+        return self._chain(meta, "and", children)
+
+    def _chain(self, meta: Any, op: str, operands: list[n.Expr]) -> n.Binary:
+        """A run of ``and`` (or ``or``) as ``nodes.run_of`` balances it, spanning the text."""
+        built = n.run_of(op, operands)
+        assert isinstance(built, n.Binary)
+        span = self._span(meta)
+        return n.Binary(op, built.left, built.right, span, span)
 
     def not_op(self, meta: Any, children: list[Any]) -> n.Unary:
         return n.Unary("not", children[0], self._span(meta))

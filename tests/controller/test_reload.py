@@ -194,6 +194,36 @@ def test_a_broken_update_keeps_the_old_behaviour_and_surfaces_the_error(
     assert status["error"]["message"].startswith(f"{NS}/{NAME}/{KEY}:2:")
 
 
+def test_a_configmap_edit_cannot_read_the_schedulers_disk(
+    apiserver: LoopbackAPIServer, tmp_path: Path
+) -> None:
+    """Importing a file of the scheduler's own (its token, say) is refused unread: neither the
+    Event, nor the log, nor /readyz quotes a line of it."""
+    secret = "eyJhbGciOiJSUzI1NiJ9.the-service-account-token"
+    token = tmp_path / "token"
+    token.write_text(secret + "\n")
+    (tmp_path / "secret.sched").write_text(secret + "\n")
+    zones(apiserver, "a", "b")
+    apiserver.create(configmap({KEY: zone_policy("a")}))
+    with Reloading(apiserver) as rl:
+        good = rl.holder.version
+        for written in (str(token), str(tmp_path / "secret.sched"), "../../../../etc/x.sched"):
+            apiserver.update(configmap({KEY: f'import "{written}"\n' + zone_policy("b")}))
+
+            def refused(written: str = written) -> bool:
+                found = rl.holder.problem
+                return found is not None and f'"{written}"' in found.message
+
+            apiserver.wait_for(refused, timeout=WAIT)
+            assert rl.holder.version == good
+            status = json.dumps(rl.holder.status())
+            assert "PE002" in status and secret not in status
+        assert rl.events.flush()
+    notes = [e["note"] for e in apiserver.events(reason=POLICY_REJECTED, regarding=NAME)]
+    assert len(notes) == 3
+    assert all("error PE002: import" in note and secret not in note for note in notes)
+
+
 def test_a_burst_of_updates_ends_on_the_last(apiserver: LoopbackAPIServer) -> None:
     zones(apiserver, "a", "b")
     apiserver.create(configmap({KEY: zone_policy("a")}))

@@ -447,7 +447,7 @@ CASES: list[tuple[str, str, str]] = [
           let g = a ?? b ?? c
           let h = (a or b) and c
           let i = a or b and c
-          let j = a or b or (c or d)
+          let j = a or b or c or d
           let k = not (a and b)
           let l = (not a) == b
           let m = (a == b) == (c < d)

@@ -84,6 +84,11 @@ BINARY_OPS = ["or", "and", "==", "!=", "<", "<=", ">", ">=", "in", "not in", "??
 BINARY_OPS += ["+", "-", "*", "/", "%"]
 
 
+def _binary(op: str, left: n.Expr, right: n.Expr) -> n.Expr:
+    """A binary node as the parser makes it: a run of ``and``/``or`` balanced and joined."""
+    return n.run_of(op, [left, right]) if op in n.ASSOCIATIVE else n.Binary(op, left, right)
+
+
 def expressions(depth: int, in_hole: bool = False) -> st.SearchStrategy[n.Expr]:
     """Any expression up to ``depth`` deep; a reason's hole holds no map or set (braces)."""
     leaves = [ints, floats, quantities, constants, names.map(n.Name), string_literals(in_hole)]
@@ -101,7 +106,7 @@ def expressions(depth: int, in_hole: bool = False) -> st.SearchStrategy[n.Expr]:
         st.builds(n.Call, names, call_args),
         st.builds(n.MethodCall, sub, names, call_args),
         st.builds(n.Unary, st.sampled_from(["-", "not"]), sub),
-        st.builds(n.Binary, st.sampled_from(BINARY_OPS), sub, sub),
+        st.builds(_binary, st.sampled_from(BINARY_OPS), sub, sub),
         st.builds(n.Conditional, sub, sub, sub),
         st.builds(n.ListLit, st.lists(sub, max_size=3).map(tuple)),
         comp.map(lambda c: n.Comprehension("list", *_fields(c)[1:])),
