@@ -42,6 +42,20 @@ class Unit:
     diagnostics: tuple[Diagnostic, ...]
     sources: Mapping[str, str] = field(default_factory=dict)
     digest: str = ""
+    # Each source's name within the policy sources, whatever path it was read from: relative
+    # to its --policy directory (a file named alone: its file name), a ConfigMap key as it is,
+    # a shipped policy reached by name as ``@shipped/NAME``. The digest is over names and
+    # contents, so a tree has one version wherever it lies.
+    names: Mapping[str, str] = field(default_factory=dict)
+    entries: tuple[str, ...] = ()  # the paths read as entry files, in order
+
+    def recorded(self) -> RecordedSources:
+        """The sources by name, enough to build this very unit again (``load_recorded``)."""
+        entries = set(self.entries)
+        return RecordedSources(
+            {self.names.get(p, p): t for p, t in self.sources.items() if p in entries},
+            {self.names.get(p, p): t for p, t in self.sources.items() if p not in entries},
+        )
 
     @property
     def files(self) -> tuple[n.SourceFile, ...]:
@@ -67,6 +81,25 @@ class Unit:
     def version(self) -> str:
         """A short content digest that names this version of the policy in events and logs."""
         return self.digest[:12]
+
+
+@dataclass(frozen=True)
+class RecordedSources:
+    """A unit's sources by name (``Unit.names``): its entry files and the files they import."""
+
+    entries: Mapping[str, str]
+    imported: Mapping[str, str]
+
+
+def digest_of(names: Mapping[str, str], sources: Mapping[str, str], entries: Iterable[str]) -> str:
+    entry = set(entries)
+    digest = hashlib.sha256()
+    for name, role, text in sorted(
+        (names.get(path, path), "entry" if path in entry else "import", text)
+        for path, text in sources.items()
+    ):
+        digest.update(f"{name}\0{role}\0{text}\0".encode())
+    return digest.hexdigest()
 
 
 def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Diagnostic]]:
@@ -140,10 +173,16 @@ class _Root:
 
     named: Path
     real: Path
+    prefix: str = ""  # before the names of its files (``Unit.names``)
 
     @classmethod
-    def of(cls, directory: Path) -> _Root:
-        return cls(Path(os.path.abspath(directory)), Path(os.path.realpath(directory)))
+    def of(cls, directory: Path, prefix: str = "") -> _Root:
+        return cls(Path(os.path.abspath(directory)), Path(os.path.realpath(directory)), prefix)
+
+    def name_of(self, path: Path) -> str:
+        absolute = Path(os.path.abspath(path))
+        base = self.named if absolute.is_relative_to(self.named) else self.real
+        return self.prefix + absolute.relative_to(base).as_posix()
 
     def holds(self, path: Path) -> bool:
         return path.is_relative_to(self.named) or path.is_relative_to(self.real)
@@ -198,18 +237,46 @@ class _Refused:
     why: str
 
 
-class _Sources:
-    """Reading policy sources and resolving imports among them: on disk or in memory."""
+SHIPPED_PREFIX = "@shipped/"
 
-    def __init__(self, texts: Mapping[str, str] | None, roots: Mapping[str, _Root]):
-        self.texts = texts
+
+class _Sources:
+    """Reading policy sources and resolving imports among them: on disk or in memory.
+
+    In memory, ``texts`` are the entry files and ``extra`` more files they may import (a
+    recorded version's imports); neither is ever looked for on disk.
+    """
+
+    def __init__(
+        self,
+        texts: Mapping[str, str] | None,
+        roots: Mapping[str, _Root],
+        extra: Mapping[str, str] | None = None,
+    ):
+        self.texts: dict[str, str] | None = (
+            None if texts is None and extra is None else {**(extra or {}), **(texts or {})}
+        )
         self.roots = dict(roots)
-        self.shipped = _Root.of(shipped_policies_dir())
+        self.shipped = _Root.of(shipped_policies_dir(), SHIPPED_PREFIX)
+        self.names: dict[str, str] = {}
+        self._taken: dict[str, str] = {}
 
     def read(self, path: str) -> str:
         if self.texts is not None and path in self.texts:
             return self.texts[path]
         return Path(path).read_text(encoding="utf-8")
+
+    def name(self, path: str) -> str:
+        """``path``'s name within the sources (``Unit.names``), made once."""
+        found = self.names.get(path)
+        if found is not None:
+            return found
+        root = self.roots.get(path)
+        name = path if root is None else root.name_of(Path(path))
+        if self._taken.setdefault(name, path) != path:
+            name = os.path.abspath(path)  # two roots hold a file of this name: keep both apart
+        self.names[path] = name
+        return name
 
     def resolve(self, written: str, importer: str) -> _Found | _Refused | None:
         """Where ``import "written"`` in ``importer`` leads, why it may not, or None (no
@@ -235,8 +302,12 @@ class _Sources:
             if candidate.is_file():
                 refusal = root.refusal(candidate)
                 return _Refused(refusal) if refusal is not None else _Found(beside, root)
+        if climbs:
+            return None
+        if self.texts is not None and SHIPPED_PREFIX + written in self.texts:
+            return _Found(SHIPPED_PREFIX + written, None)
         shipped = self.shipped.named / written
-        if not climbs and shipped.is_file() and self.shipped.refusal(shipped) is None:
+        if shipped.is_file() and self.shipped.refusal(shipped) is None:
             return _Found(str(shipped), self.shipped)
         return None
 
@@ -250,6 +321,12 @@ def load_texts(texts: Mapping[str, str]) -> Unit:
     """A unit from in-memory sources (a ConfigMap's data, a test); names act as file paths,
     and imports resolve among those names or the shipped policies, never on disk."""
     return _load(sorted(texts), _Sources(texts, {}), [])
+
+
+def load_recorded(recorded: RecordedSources) -> Unit:
+    """The unit ``Unit.recorded`` gave, built again from the record alone (the shipped
+    policies it imported included): same sources by name, same digest, same version."""
+    return _load(sorted(recorded.entries), _Sources(recorded.entries, {}, recorded.imported), [])
 
 
 def _load(entries: list[str], found: _Sources, problems: list[Diagnostic]) -> Unit:
@@ -281,6 +358,8 @@ def _load(entries: list[str], found: _Sources, problems: list[Diagnostic]) -> Un
             parsed[path] = result.file
         return result.file
 
+    for path in entries:
+        found.name(path)
     entry_files = [f for f in (parse_file(p, None) for p in entries) if f is not None]
     imported: list[n.SourceFile] = []
     queue = list(entry_files)
@@ -305,18 +384,19 @@ def _load(entries: list[str], found: _Sources, problems: list[Diagnostic]) -> Un
                 continue
             if target.root is not None:
                 found.roots.setdefault(target.path, target.root)
+            found.name(target.path)
             already = target.path in parsed
             imported_file = parse_file(target.path, item.span)
             if imported_file is not None and not already and imported_file not in entry_files:
                 imported.append(imported_file)
                 queue.append(imported_file)
-    digest = hashlib.sha256()
-    for path in sorted(sources):
-        digest.update(path.encode() + b"\0" + sources[path].encode() + b"\0")
+    names = {path: found.name(path) for path in sources}
     return Unit(
         entry_files=tuple(entry_files),
         imported_files=tuple(imported),
         diagnostics=tuple(sorted_diagnostics(diagnostics)),
         sources=sources,
-        digest=digest.hexdigest(),
+        digest=digest_of(names, sources, entries),
+        names=names,
+        entries=tuple(entries),
     )

@@ -142,3 +142,14 @@ def test_git_revision(
         err
         == "policyengine diff: git:HEAD:nothing: no .sched file or directory 'nothing' at HEAD\n"
     )
+
+
+def test_an_unchanged_tree_has_one_version_however_it_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    copy = shutil.copytree(BASIC, tmp_path / "copy")
+    code, out, _ = run(capsys, str(BASIC), str(copy), "--cluster", CLUSTER)
+    assert code == 0
+    first = out.splitlines()[0]
+    old, new = (part.split("(version ")[1].split(")")[0] for part in first.split(" → "))
+    assert old == new
