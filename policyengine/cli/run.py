@@ -1,11 +1,16 @@
 """``policyengine run``: the scheduler itself, in a cluster.
 
-Everything offline ends here: the policy is compiled first (a broken policy prints every
-diagnostic and exits 2 before the cluster is touched), then the process connects
-(``--kubeconfig``, else ``KUBECONFIG``, else the pod's service account), serves ``/metrics``,
-``/healthz`` and ``/readyz``, and schedules — alone, or, with ``--leader-elect`` (the
-default), only while it holds the Lease. An API server that is unreachable or refuses a call
-is reported with what to do and retried with backoff; it is never a traceback or an exit.
+The process connects (``--kubeconfig``, else ``KUBECONFIG``, else the pod's service account),
+serves ``/metrics``, ``/healthz`` and ``/readyz``, and schedules — alone, or, with
+``--leader-elect`` (the default), only while it holds the Lease. An API server that is
+unreachable or refuses a call is reported with what to do and retried with backoff; it is never
+a traceback or an exit.
+
+A policy source that fails validation at start is reported as a rejected reload is (every
+diagnostic in the log, ``/readyz``, the metrics), and the process stays up: it schedules with
+the version the leader recorded in the cluster (``policyengine.controller.policy_record``), or,
+with none, waits not ready until a valid version appears. A replica restarted while someone's
+bad edit sits in the ConfigMap must not crash-loop. The leader records each version it accepts.
 
 SIGTERM or SIGINT: stop taking pods, finish the binds in flight, release the lease (so a
 standby takes over at once), exit 0. A second signal exits at once (status 1).
@@ -26,6 +31,7 @@ import os
 import re
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -38,6 +44,7 @@ DEFAULT_METRICS_ADDR = "0.0.0.0:10251"  # policyengine.controller.health.DEFAULT
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _POLL = 0.2  # how often the main thread looks at the worker
+_RECORD_RETRY = 10.0  # seconds between looks for a recorded version while none is usable
 
 
 def duration(text: str) -> float:
@@ -142,6 +149,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how often --policy paths are re-read for changes (default 2s)",
     )
     reload.add_argument(
+        "--policy-record",
+        metavar="NAME",
+        help="the ConfigMap (in --lease-namespace) where the leader records each policy version "
+        "it accepts, and which a replica starts with when its source fails validation "
+        "(default: LEASE-policy-record, LEASE being --lease-name, else the single "
+        "--scheduler-name, else policyengine)",
+    )
+    reload.add_argument(
         "--policy-debounce",
         type=duration,
         default=0.5,
@@ -219,6 +234,7 @@ class _State:
     scheduler: Any = None
     holder: Any = None  # policy_source.PolicyHolder
     reloader: Any = None  # reload.Reloader, once started
+    record: Any = None  # policy_record.PolicyRecord, once connected
     elector: Any = None
     failure: BaseException | None = None
     signals: int = 0
@@ -246,20 +262,17 @@ def _run(args: argparse.Namespace) -> int:
             "--policy and --policy-configmap/--policy-configmap-selector are exclusive: "
             "the policy comes from files or from ConfigMaps"
         )
+    source = None
     if configmaps is None:
         if not args.policy:
             raise common.InputError(
                 "no policy: pass --policy P, or --policy-configmap / --policy-configmap-selector"
             )
-        source = _load_from_files(args, state.holder, log)
-        program = state.holder.current()
-        args.scheduler_names = tuple(args.scheduler_name or program.profiles)
-        for name in args.scheduler_names:
-            common.check_profile(program, name)
-    else:
-        # The policy is in the cluster: it is loaded (and validated) once the API answers.
-        source = None
-        args.scheduler_names = tuple(args.scheduler_name or ())
+        source = _directory_source(args, log)
+    # Until a version is active, only the names given on the command line are known; the
+    # ConfigMaps are read once the API answers.
+    args.scheduler_names = tuple(args.scheduler_name or ())
+    args.policy_record = args.policy_record or _default_record_name(args)
     election = _election_config(args) if args.leader_elect else None
     args.topology_config = common.topology_from(args.topology)
 
@@ -274,10 +287,15 @@ def _run(args: argparse.Namespace) -> int:
 
     metrics = Metrics()
     holder = state.holder
-    if holder.active is not None:
-        program = holder.current()
-        metrics.set_policy((p.name for p in program.policies), program.version)
     metrics.track_policy(holder.stale_seconds, lambda: holder.since)
+    if source is not None:
+        # Files are read before the cluster is touched: a valid version is active at once,
+        # a broken one is reported (as a rejected reload) before anything else is logged.
+        _start_reloader(state, source, metrics, args, events=None, first_check=True)
+        if holder.active is not None:
+            _serve_profiles(state, args)
+            if election is not None and not args.lease_name and not args.scheduler_name:
+                election = _election_config(args)  # named after the profiles just loaded
     metrics.set_leader(False)
     health = _health(Health(), state, args)
     try:
@@ -298,8 +316,6 @@ def _run(args: argparse.Namespace) -> int:
         metrics_url=server.url,
     )
     previous = _install_signals(state, log)
-    if source is not None:
-        _start_reloader(state, source, metrics, args, events=None)
     worker = threading.Thread(
         target=_work,
         args=(state, conn, configmaps, metrics, election, args, log),
@@ -363,27 +379,34 @@ def _configmap_origin(args: argparse.Namespace, names: list[tuple[str, str]] | N
     return "configmap " + ", ".join(shown)
 
 
-def _load_from_files(args: argparse.Namespace, holder: Any, log: Any) -> Any:
-    """Compile ``--policy`` before the cluster is touched (a broken one exits 2, as it
-    always did), run its own tests, and make it the active version."""
+def _directory_source(args: argparse.Namespace, log: Any) -> Any:
     from policyengine.controller.policy_source import DirectorySource, subpath_warnings
-    from policyengine.controller.reload import run_policy_tests
 
     for warning in subpath_warnings(args.policy):
         log.warning(warning)
-    source = DirectorySource(args.policy, poll_interval=args.policy_poll_interval)
-    # Fingerprint first: if the files change while we compile, the first poll sees it.
-    before = source.snapshot()
-    program = common.load_program(args.policy)
-    failures = run_policy_tests(program, before)
-    if failures:
-        raise common.InputError("the policy's own tests fail:\n  " + "\n  ".join(failures))
-    holder.swap(program, source.origin, before.fingerprint)
-    return source
+    return DirectorySource(args.policy, poll_interval=args.policy_poll_interval)
+
+
+def _serve_profiles(state: _State, args: argparse.Namespace) -> None:
+    """Once a first version is active: the profiles this process serves (those given, else
+    all of the version's), which every later version must keep."""
+    program = state.holder.current()
+    if not args.scheduler_names:
+        args.scheduler_names = tuple(program.profiles)
+    reloader = state.reloader
+    if reloader is not None:
+        reloader.scheduler_names = args.scheduler_names
+        reloader.controller = args.scheduler_names[0]
 
 
 def _start_reloader(
-    state: _State, source: Any, metrics: Any, args: argparse.Namespace, events: Any
+    state: _State,
+    source: Any,
+    metrics: Any,
+    args: argparse.Namespace,
+    events: Any,
+    *,
+    first_check: bool = False,
 ) -> Any:
     from policyengine.controller.reload import Reloader, ReloadHooks, ReloadOptions
 
@@ -394,6 +417,7 @@ def _start_reloader(
         scheduler = state.scheduler
         if scheduler is not None:
             scheduler.policy_changed()
+        _record(state, args)
 
     def rejected(_problem: Any) -> None:
         metrics.observe_reload("rejected")
@@ -410,8 +434,105 @@ def _start_reloader(
         ),
     )
     state.reloader = reloader
+    if first_check:
+        reloader.check("start")
     reloader.start()
     return reloader
+
+
+# --- the recorded version ------------------------------------------------------------------------
+
+
+def _default_record_name(args: argparse.Namespace) -> str:
+    from policyengine.controller.policy_record import record_name
+
+    names: list[str] = list(args.scheduler_name or ())
+    return record_name(args.lease_name or (names[0] if len(names) == 1 else DEFAULT_SCHEDULER_NAME))
+
+
+def _leading(state: _State, args: argparse.Namespace) -> bool:
+    if not args.leader_elect:
+        return True
+    return state.elector is not None and state.elector.is_leader()
+
+
+def _record(state: _State, args: argparse.Namespace) -> None:
+    """The leader records the active version (one the source gave: a restored one is
+    recorded already), so that a replica starting on a broken source has one."""
+    record, active = state.record, state.holder.active
+    if record is None or active is None or not active.fingerprint or not _leading(state, args):
+        return
+    record.write(active.program, active.origin)
+
+
+def _restore(state: _State, metrics: Any, args: argparse.Namespace, log: Any) -> bool:
+    """Schedule with the recorded version while the source's own cannot be used."""
+    recorded = state.record.read()
+    if recorded is None:
+        return False
+    from policyengine.schedlib import default_schema
+
+    result = recorded.compile(default_schema())
+    program = result.program
+    if program is None:
+        log.warning(
+            "the recorded policy version does not compile with this release; waiting for a "
+            "valid version from the source",
+            record=recorded.where,
+            version=recorded.version,
+            errors=[d.message for d in result.diagnostics if d.is_error][:5],
+        )
+        return False
+    missing = [name for name in args.scheduler_names if name not in program.profiles]
+    if missing:
+        log.warning(
+            "the recorded policy version lacks profiles this scheduler serves; waiting for a "
+            "valid version from the source",
+            record=recorded.where,
+            version=program.version,
+            missing=missing,
+        )
+        return False
+    problem = state.holder.problem
+    state.holder.restore(
+        program, f"recorded version ({recorded.where}, from {recorded.origin or 'unknown'})"
+    )
+    metrics.set_policy((p.name for p in program.policies), program.version)
+    log.warning(
+        "scheduling with the recorded policy version: the source's own cannot be used",
+        version=program.version,
+        record=recorded.where,
+        recorded_at=recorded.recorded_at,
+        recorded_from=recorded.origin,
+        source_error=problem.message if problem is not None else None,
+    )
+    return True
+
+
+def _first_version(state: _State, metrics: Any, args: argparse.Namespace, log: Any) -> bool:
+    """Wait until a version is active: the source's own, else — while the source cannot be
+    used — the recorded one (looked for again every ``_RECORD_RETRY``). False if stopped."""
+    waited, next_record = 0.0, 0.0
+    while not state.holder.wait_ready(_POLL):
+        if state.stop.is_set():
+            return False
+        now = time.monotonic()
+        problem = state.holder.problem
+        if problem is not None and now >= next_record:
+            next_record = now + _RECORD_RETRY
+            if _restore(state, metrics, args, log):
+                break
+        waited += _POLL
+        if waited >= 30.0:
+            waited = 0.0
+            log.warning(
+                "still waiting for a valid policy",
+                origin=state.reloader.source.origin if state.reloader else None,
+                error=problem.message if problem else "no version seen yet",
+                record=state.record.where if state.record else None,
+            )
+    _serve_profiles(state, args)
+    return True
 
 
 def _default_lease_name(args: argparse.Namespace) -> str:
@@ -509,15 +630,14 @@ def _install_signals(state: _State, log: Any) -> dict[int, Any]:
     return previous
 
 
-def _load_from_configmaps(
+def _watch_configmaps(
     state: _State,
     conn: Any,
     names: list[tuple[str, str]],
     metrics: Any,
     args: argparse.Namespace,
-    log: Any,
-) -> bool:
-    """Watch the ConfigMaps and wait for a first valid version; False if stopped first."""
+) -> None:
+    """Watch the policy ConfigMaps; their first valid version is awaited by ``_first_version``."""
     from policyengine.controller.events import EventRecorder
     from policyengine.controller.policy_source import ConfigMapSource
 
@@ -530,33 +650,6 @@ def _load_from_configmaps(
         namespace=args.policy_namespace,
     )
     _start_reloader(state, source, metrics, args, events)
-    waited = 0.0
-    while not state.holder.wait_ready(_POLL):
-        if state.stop.is_set():
-            return False
-        waited += _POLL
-        if waited >= 30.0:
-            waited = 0.0
-            problem = state.holder.problem
-            log.warning(
-                "still waiting for a valid policy",
-                origin=source.origin,
-                error=problem.message if problem else "no version seen yet",
-            )
-    program = state.holder.current()
-    if not args.scheduler_names:
-        args.scheduler_names = tuple(program.profiles)
-        # Later versions must keep serving these profiles.
-        state.reloader.scheduler_names = args.scheduler_names
-        state.reloader.controller = args.scheduler_names[0]
-    log.info(
-        "policy loaded from ConfigMaps",
-        origin=source.origin,
-        policy_version=program.version,
-        policies=[p.name for p in program.policies],
-        scheduler_names=list(args.scheduler_names),
-    )
-    return True
 
 
 def _work(
@@ -597,13 +690,27 @@ def _work(
         server_version = connection.wait_for_api(conn, stop=state.stop, log=log)
         state.connected.set()
         log.info("connected to the API server", api_server=conn.host, version=server_version)
+        from policyengine.controller.policy_record import PolicyRecord
+
+        state.record = PolicyRecord(conn.client, args.lease_namespace, args.policy_record)
         if configmaps is not None:
-            if not _load_from_configmaps(state, conn, configmaps, metrics, args, log):
-                return
-            if election is not None and not args.lease_name and not args.scheduler_name:
-                election = _election_config(args)  # named after the profiles just loaded
+            _watch_configmaps(state, conn, configmaps, metrics, args)
+        named = bool(args.scheduler_names)
+        if not _first_version(state, metrics, args, log):
+            return
+        program = state.holder.current()
+        log.info(
+            "policy loaded",
+            origin=state.holder.active.origin,
+            policy_version=program.version,
+            policies=[p.name for p in program.policies],
+            scheduler_names=list(args.scheduler_names),
+        )
+        if election is not None and not named and not args.lease_name:
+            election = _election_config(args)  # named after the profiles just loaded
         if election is None:
             metrics.set_leader(True)
+            _record(state, args)
             schedule(state.stop)
             if not state.stop.is_set():
                 state.failure = RuntimeError("the scheduler stopped on its own")
@@ -611,6 +718,7 @@ def _work(
 
         def started(stop_leading: threading.Event) -> None:
             metrics.set_leader(True)
+            _record(state, args)
             schedule(stop_leading)
 
         def stopped() -> None:

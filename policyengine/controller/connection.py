@@ -328,7 +328,7 @@ def forget_last_request() -> None:
 class Failure:
     """A failed API call, classified: ``message`` is what an operator should read."""
 
-    kind: str  # unreachable, unauthorized, forbidden, throttled, server, conflict, not-found, invalid, other
+    kind: str  # unreachable, not-kubernetes, unauthorized, forbidden, throttled, server, conflict, not-found, invalid, other
     message: str
     retryable: bool
     status: int | None = None
@@ -425,6 +425,8 @@ def _classify_transport(
         if pool is not None and getattr(pool, "host", None):
             where = f"{pool.scheme}://{pool.host}:{pool.port}"
         cause = error.reason or error
+    if isinstance(cause, NotKubernetesError):
+        return Failure("not-kubernetes", f"API server {where} {cause}{call}", True, info=info)
     if isinstance(cause, urllib3.exceptions.NameResolutionError):
         what = f"unreachable: cannot resolve {getattr(cause.conn, 'host', 'the host')}"
     elif isinstance(cause, urllib3.exceptions.NewConnectionError):
@@ -536,12 +538,16 @@ def retry(
                 delay = max(delay, failure.retry_after)
             if on_failure is not None:
                 on_failure(failure, delay)
+            known = {
+                "status": failure.status,
+                "verb": (failure.info.verb if failure.info else None) or None,
+                "resource": (failure.info.full_resource if failure.info else None) or None,
+            }
             logger.warning(
                 f"{failure.message} — retrying in {_seconds(delay)}",
                 kind=failure.kind,
-                status=failure.status,
-                verb=(failure.info.verb if failure.info else None) or None,
-                resource=(failure.info.full_resource if failure.info else None) or None,
+                # What is not known (no status for a refused connection) is left out.
+                **{key: value for key, value in known.items() if value is not None},
                 attempt=attempt,
                 retry_in=round(delay, 3),
             )
@@ -552,6 +558,43 @@ def retry(
                 time.sleep(delay)
 
 
+class NotKubernetesError(urllib3.exceptions.HTTPError):
+    """Something answered, but not as a Kubernetes API server does (a wrong port, a proxy, a
+    web server): told apart from a refused connection, and retried as one, since whoever
+    fixes the address should not have to restart the scheduler."""
+
+
+_NOT_KUBERNETES_HINT = (
+    "check the server address and port in the kubeconfig (a proxy? another service?)"
+)
+
+
+def _version(version_api: Any) -> str:
+    """``GET /version`` as the API server answers it: JSON with a ``gitVersion``."""
+    try:
+        response = version_api.get_code(_request_timeout=10, _preload_content=False)
+    except ApiException as error:
+        status = int(error.status or 0)
+        if status in (0, 401, 403, 429) or status >= 500:
+            raise  # the API server's own answers: classified as they are everywhere
+        raise NotKubernetesError(
+            f"answered GET /version with {status} {error.reason or ''}".rstrip()
+            + f": not a Kubernetes API server — {_NOT_KUBERNETES_HINT}"
+        ) from None
+    body = bytes(response.data or b"")
+    try:
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict) or not isinstance(document.get("gitVersion"), str):
+        kind = response.headers.get("content-type", "") or "no content type"
+        raise NotKubernetesError(
+            f"answered GET /version with {kind}, not the API server's version document: not a "
+            f"Kubernetes API server — {_NOT_KUBERNETES_HINT}"
+        )
+    return str(document["gitVersion"])
+
+
 def wait_for_api(
     connection: Connection,
     *,
@@ -559,16 +602,17 @@ def wait_for_api(
     backoff: Backoff = DEFAULT_BACKOFF,
     log: Any = None,
 ) -> str:
-    """Block until the API server answers ``GET /version``; return its git version."""
+    """Block until the API server answers ``GET /version``; return its git version. Anything
+    else that answers (an HTML page, a 404) is reported and retried like a refused
+    connection."""
     version_api = k8s.VersionApi(connection.client)
     # No call named: "API server … unreachable: connection refused" says it all here.
     info = RequestInfo("", server=connection.host)
-    answer = retry(
-        lambda: version_api.get_code(_request_timeout=10),
+    return retry(
+        lambda: _version(version_api),
         stop=stop,
         backoff=backoff,
         info=info,
         server=connection.host,
         log=log,
     )
-    return str(getattr(answer, "git_version", "") or "")

@@ -109,6 +109,9 @@ def configure(level: str = "info", fmt: str = "json", stream: TextIO | None = No
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
+    # Python warnings (urllib3's InsecureRequestWarning, say) become log records of the
+    # ``py.warnings`` logger: a raw line on stderr would break the JSON stream.
+    logging.captureWarnings(True)
     # urllib3 warns about every connection it retries; the controller reports the same
     # failure once, with what to do about it (connection.describe), so keep only its errors.
     logging.getLogger("urllib3").setLevel(max(numeric, logging.ERROR))

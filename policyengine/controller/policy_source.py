@@ -494,6 +494,17 @@ class PolicyHolder:
         self._ready.set()
         return active
 
+    def restore(self, program: Program, origin: str) -> ActivePolicy:
+        """Schedule with a version that is not the source's (the recorded one, at a start
+        where the source's own version was rejected): active, while the problem reported
+        about the source, and how long it has been stale, stay as they are."""
+        active = ActivePolicy(program, origin, "", self._clock())
+        with self._lock:
+            self._active = active
+            self.swaps += 1
+        self._ready.set()
+        return active
+
     def in_step(self, fingerprint: str | None = None) -> None:
         """The source is back to the active version's content: nothing is stale. With a
         ``fingerprint``, the source's content differs but compiles to the active program

@@ -350,8 +350,10 @@ class Reloader:
 
     def _accept(self, candidate: Candidate, program: Program, reason: str) -> Outcome:
         previous = self.holder.active
-        if previous is not None and previous.version == program.version:
+        if previous is not None and previous.fingerprint and previous.version == program.version:
             # Same program (only a test file changed, say): nothing to re-queue or announce.
+            # (A version restored from the record has no fingerprint: the source catching up
+            # with it is a swap, so that the origin and the problem are brought up to date.)
             self.holder.in_step(candidate.fingerprint)
             return Outcome.UNCHANGED
         active = self.holder.swap(program, candidate.origin, candidate.fingerprint)

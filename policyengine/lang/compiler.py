@@ -21,7 +21,7 @@ from policyengine.lang import nodes as n
 from policyengine.lang.checker import CheckResult, check
 from policyengine.lang.cost import RuleCost
 from policyengine.lang.link import Linked, LinkedPolicy, LinkedRule, link
-from policyengine.lang.loader import Unit, load, load_texts
+from policyengine.lang.loader import RecordedSources, Unit, load, load_texts
 from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner, batch_form
 from policyengine.lang.runtime import (
     Env,
@@ -145,6 +145,8 @@ class Program:
     _governors: Mapping[str, tuple[CompiledPolicy, ...]] = field(repr=False)
     # The checker's side tables (types, bindings, calls, patterns), for the reference evaluator.
     checked: CheckResult | None = field(default=None, repr=False)
+    # The sources by name, to build this version again elsewhere (the scheduler records it).
+    recorded: RecordedSources | None = field(default=None, repr=False)
 
     def governing_policy(self, scheduler_name: str, env: Env) -> CompiledPolicy | None:
         """The first policy of the scheduler's profile whose ``match`` holds for the pod."""
@@ -305,6 +307,7 @@ class _ProgramBuilder:
             sources=self.sources,
             _governors=MappingProxyType(governors),
             checked=self.checked,
+            recorded=self.unit.recorded(),
         )
 
     def _policy(self, linked: LinkedPolicy) -> CompiledPolicy | None:

@@ -17,6 +17,7 @@ def restore_logging() -> Iterator[None]:
     handlers, level = root.handlers[:], root.level
     yield
     structlog.reset_defaults()
+    logging.captureWarnings(False)
     root.handlers[:] = handlers
     root.setLevel(level)
     logging.getLogger("urllib3").setLevel(logging.NOTSET)

@@ -80,3 +80,20 @@ def test_captured_logs_see_calls_below_the_level(method: str) -> None:
     with structlog.testing.capture_logs() as captured:
         getattr(logs.get_logger(NAME), method)("an event", pod="default/p")
     assert captured == [{"event": "an event", "pod": "default/p", "log_level": method}]
+
+
+def test_a_python_warning_is_a_json_log_line() -> None:
+    """urllib3's InsecureRequestWarning (a kubeconfig with insecure-skip-tls-verify) and any
+    other warning land in the JSON stream, not as a raw line beside it."""
+    import warnings
+
+    import urllib3
+
+    out = io.StringIO()
+    logs.configure("info", "json", stream=out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("Unverified HTTPS request", urllib3.exceptions.InsecureRequestWarning, 1)
+    (line,) = [json.loads(text) for text in out.getvalue().splitlines()]
+    assert (line["level"], line["logger"]) == ("warning", "py.warnings")
+    assert "InsecureRequestWarning: Unverified HTTPS request" in line["event"]

@@ -45,6 +45,9 @@ from tests.controller.test_run_cli import Run, http_get
 
 NS, NAME = "default", "policies"
 KEY = "zone.sched"
+# Where run records the last good version by default: beside the Lease (--lease-namespace),
+# named after it (no --lease-name, no --scheduler-name).
+RECORD_NS, RECORD = "kube-system", "policyengine-policy-record"
 WAIT = 30.0
 
 
@@ -379,6 +382,86 @@ def test_run_waits_for_a_first_valid_configmap_version_and_is_not_ready_meanwhil
     assert apiserver.bound_nodes()["default/early"] == "node-b"
     apiserver.wait_for(lambda: readyz(run)[0] == 200, timeout=WAIT)
     assert run.terminate() == 0
+
+
+def test_a_replica_restarted_on_a_broken_configmap_schedules_with_the_recorded_version(
+    apiserver: LoopbackAPIServer, launch: Callable[..., Run]
+) -> None:
+    """A bad edit, then a restart: the new process has no last good version of its own, so
+    it takes the one its predecessor recorded, schedules, and reports the broken source as
+    a rejected reload — until the ConfigMap is fixed, which it picks up as any reload."""
+    zones(apiserver, "a", "b")
+    apiserver.create(configmap({KEY: zone_policy("a")}))
+    first = launch("first", "--policy-configmap", f"{NS}/{NAME}")
+    apiserver.create(pod_obj("before"))
+    apiserver.wait_for(lambda: "default/before" in apiserver.bound_nodes(), timeout=WAIT)
+    good = readyz(first)[1]["policy"]["version"]
+    record = apiserver.wait_for(
+        lambda: apiserver.get("configmaps", RECORD_NS, RECORD), timeout=WAIT
+    )
+    assert record["data"]["version"] == good
+    apiserver.update(configmap({KEY: BROKEN}))
+    first.wait_for_log(lambda r: r["event"].startswith("policy version rejected"))
+    assert first.terminate() == 0
+
+    second = launch("second", "--policy-configmap", f"{NS}/{NAME}")
+    restored = second.wait_for_log(lambda r: r["event"].startswith("scheduling with the recorded"))
+    assert restored["version"] == good
+    assert restored["source_error"].startswith(f"{NS}/{NAME}/{KEY}:2:")
+    apiserver.create(pod_obj("after-restart"))
+    apiserver.wait_for(lambda: "default/after-restart" in apiserver.bound_nodes(), timeout=WAIT)
+    assert apiserver.bound_nodes()["default/after-restart"] == "node-a"  # the recorded rule
+    status, body = readyz(second)
+    assert status == 200
+    assert body["policy"]["version"] == good
+    assert body["policy"]["origin"].startswith(f"recorded version (configmap {RECORD_NS}/{RECORD}")
+    assert body["policy"]["stale_since"] is not None
+    assert body["policy"]["error"]["stage"] == "compile"
+    metrics = http_get(second.metrics_url() + "/metrics")[1]
+    assert 'policyengine_policy_reload_total{result="rejected"} 1.0' in metrics
+    assert "policyengine_policy_stale_seconds 0.0" not in metrics
+    assert f'policyengine_policy_info{{policy="zone",version="{good}"}} 1.0' in metrics
+    apiserver.wait_for(lambda: len(apiserver.events(reason=POLICY_REJECTED)) == 2, timeout=WAIT)
+
+    apiserver.update(configmap({KEY: zone_policy("b")}))
+    fixed = second.wait_for_log(lambda r: r["event"] == "policy version active")
+    apiserver.wait_for(lambda: readyz(second)[1]["policy"]["error"] is None, timeout=WAIT)
+    apiserver.create(pod_obj("fixed"))
+    apiserver.wait_for(lambda: "default/fixed" in apiserver.bound_nodes(), timeout=WAIT)
+    assert apiserver.bound_nodes()["default/fixed"] == "node-b"
+    recorded = apiserver.wait_for(
+        lambda: (
+            (cm := apiserver.get("configmaps", RECORD_NS, RECORD))
+            and cm["data"]["version"] == fixed["version"]
+            and cm
+        ),
+        timeout=WAIT,
+    )
+    assert recorded["data"]["origin"] == f"configmap {NS}/{NAME}"
+    assert second.terminate() == 0
+
+
+def test_a_replica_started_on_a_broken_directory_with_no_record_waits_not_ready(
+    apiserver: LoopbackAPIServer, launch: Callable[..., Run], tmp_path: Path
+) -> None:
+    zones(apiserver, "a", "b")
+    policy = tmp_path / "zone.sched"
+    policy.write_text(BROKEN)
+    apiserver.create(pod_obj("waiting"))
+    run = launch("no-record", "--policy", str(policy), "--policy-poll-interval", "100ms")
+    rejected = run.wait_for_log(lambda r: r["event"].startswith("policy version rejected"))
+    assert rejected["errors"][0].startswith(f"{policy}:2:")
+    assert "^" in rejected["errors"][0]  # rendered with the source line and a caret
+    status, body = readyz(run)
+    assert status == 503
+    assert body["checks"]["scheduler"].startswith(f"no valid policy yet: {policy}:2:")
+    assert apiserver.binding_requests() == []
+    assert run.process.poll() is None  # up, not crash-looping
+    policy.write_text(zone_policy("b"))
+    apiserver.wait_for(lambda: "default/waiting" in apiserver.bound_nodes(), timeout=WAIT)
+    assert apiserver.bound_nodes()["default/waiting"] == "node-b"
+    assert run.terminate() == 0
+    assert "Traceback" not in run.text()
 
 
 def test_run_with_a_directory_follows_the_data_swap_and_sighup(

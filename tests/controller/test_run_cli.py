@@ -8,11 +8,13 @@ the Lease looked like. Processes are told apart by the pid in their User-Agent.
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -302,6 +304,98 @@ def test_an_unreachable_api_server_is_reported_and_retried(
     assert "Traceback" not in run.text()
 
 
+class _NotKubernetes(http.server.BaseHTTPRequestHandler):
+    """Something that answers HTTP, but is no API server: a wrong port, a proxy, a web page."""
+
+    answer: tuple[int, str, bytes] = (404, "text/plain", b"404 page not found\n")
+
+    def do_GET(self) -> None:
+        status, kind, body = self.answer
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+NOT_KUBERNETES = [
+    (
+        "404",
+        "http",
+        (404, "text/plain", b"404 page not found\n"),
+        "answered GET /version with 404 Not Found: not a Kubernetes API server — check the "
+        "server address and port in the kubeconfig (a proxy? another service?)",
+    ),
+    (
+        "html",
+        "http",
+        (200, "text/html", b"<html><body>It works!</body></html>"),
+        "answered GET /version with text/html, not the API server's version document: not a "
+        "Kubernetes API server — check the server address and port in the kubeconfig (a proxy? "
+        "another service?)",
+    ),
+    ("tls to plain http", "https", (404, "text/plain", b""), "TLS error"),
+]
+
+
+@pytest.mark.parametrize(
+    ("scheme", "answer", "says"),
+    [row[1:] for row in NOT_KUBERNETES],
+    ids=[row[0] for row in NOT_KUBERNETES],
+)
+def test_an_answer_that_is_not_the_kubernetes_api_is_reported_and_retried(
+    scheme: str,
+    answer: tuple[int, str, bytes],
+    says: str,
+    start: Callable[..., Run],
+    tmp_path: Path,
+) -> None:
+    handler = type("Handler", (_NotKubernetes,), {"answer": answer})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    kubeconfig = tmp_path / "not-kubernetes"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": f"{scheme}://127.0.0.1:{port}",
+                            "insecure-skip-tls-verify": True,
+                        },
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    try:
+        run = start("a", "--no-leader-elect", kubeconfig=kubeconfig)
+        first = run.wait_for_log(lambda r: r["level"] == "warning")
+        assert first["event"].startswith(f"API server {scheme}://127.0.0.1:{port} ")
+        assert says in first["event"] and " — retrying in " in first["event"]
+        assert "resource" not in first and "verb" not in first  # nothing unknown is logged
+        run.wait_for_log(lambda r: r["level"] == "warning" and r["attempt"] == 2)
+        status, body = http_get(run.metrics_url() + "/readyz")
+        assert status == 503
+        assert json.loads(body)["checks"]["api"] == "the API server has not answered yet"
+        assert run.terminate() == 0
+        assert "Traceback" not in run.text()
+        assert all(line.startswith("{") for line in run.text().splitlines())  # JSON lines only
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_forbidding_api_server_names_the_verb_and_resource(
     apiserver: LoopbackAPIServer, start: Callable[..., Run]
 ) -> None:
@@ -316,36 +410,6 @@ def test_a_forbidding_api_server_names_the_verb_and_resource(
     apiserver.clear_faults()  # RBAC fixed while it runs: it carries on
     apiserver.wait_for(lambda: lease_spec(apiserver).get("holderIdentity"), timeout=WAIT)
     assert run.terminate() == 0
-
-
-def test_a_broken_policy_exits_2_before_touching_the_cluster(
-    apiserver: LoopbackAPIServer, kubeconfig_path: Path, tmp_path: Path
-) -> None:
-    broken = tmp_path / "broken.sched"
-    broken.write_text('policy "p" {\n  filter f { node.lables["zone"] == "a" }\n}\n')
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "policyengine.cli.main",
-            "run",
-            "--kubeconfig",
-            str(kubeconfig_path),
-            "--policy",
-            str(broken),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT,
-    )
-    assert result.returncode == 2
-    assert "error PE202: Node has no attribute 'lables'" in result.stderr
-    assert "^^^^^^" in result.stderr
-    assert result.stderr.rstrip().endswith(
-        "policyengine run: the policy has 1 error; nothing was evaluated"
-    )
-    assert apiserver.requests() == []
 
 
 def test_no_connection_settings_exit_2(tmp_path: Path) -> None:
