@@ -38,7 +38,7 @@ def test_ruff_is_clean(arguments: tuple[str, ...]) -> None:
     ruff = Path(sys.executable).with_name("ruff")
     command = [str(ruff)] if ruff.exists() else [sys.executable, "-m", "ruff"]
     result = subprocess.run(
-        [*command, *arguments, "policyengine", "tests", "benchmarks"],
+        [*command, *arguments, "policyengine", "tests", "benchmarks", "fuzz"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -73,7 +73,8 @@ class _Ctx:
         )
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """How a message names the JSON type of ``value``."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -93,7 +94,7 @@ def _map(ctx: _Ctx, value: Any, path: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ctx.fail(path, f"expected a mapping, got {_type_name(value)}")
+        raise ctx.fail(path, f"expected a mapping, got {type_name(value)}")
     return value
 
 
@@ -101,7 +102,7 @@ def _list(ctx: _Ctx, value: Any, path: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ctx.fail(path, f"expected a list, got {_type_name(value)}")
+        raise ctx.fail(path, f"expected a list, got {type_name(value)}")
     return value
 
 
@@ -109,7 +110,7 @@ def _str(ctx: _Ctx, value: Any, path: str, default: str = "") -> str:
     if value is None:
         return default
     if not isinstance(value, str):
-        raise ctx.fail(path, f"expected a string, got {_type_name(value)} {value!r}")
+        raise ctx.fail(path, f"expected a string, got {type_name(value)} {value!r}")
     return value
 
 
@@ -119,7 +120,7 @@ def _int(ctx: _Ctx, value: Any, path: str, default: int | None = None) -> int | 
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
             return int(value)
-        raise ctx.fail(path, f"expected an integer, got {_type_name(value)} {value!r}")
+        raise ctx.fail(path, f"expected an integer, got {type_name(value)} {value!r}")
     return value
 
 
@@ -127,7 +128,7 @@ def _bool(ctx: _Ctx, value: Any, path: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise ctx.fail(path, f"expected true or false, got {_type_name(value)} {value!r}")
+        raise ctx.fail(path, f"expected true or false, got {type_name(value)} {value!r}")
     return value
 
 
@@ -137,12 +138,12 @@ def _string_map(ctx: _Ctx, value: Any, path: str) -> FrozenDict[str, str]:
     for k, v in raw.items():
         if v is None:
             v = ""
-        if isinstance(v, bool):
-            raise ctx.fail(f"{path}.{k}", f"expected a string, got boolean {v!r} (quote it)")
-        if isinstance(v, (int, float)):
-            v = str(v)
+        if isinstance(v, bool | int | float):
+            # YAML reads `version: 1.10` as the number 1.1: taken as text it would silently be
+            # "1.1". The API server holds strings only; a hand-written snapshot must quote.
+            raise ctx.fail(f"{path}.{k}", f"expected a string, got {type_name(v)} {v!r} (quote it)")
         if not isinstance(v, str):
-            raise ctx.fail(f"{path}.{k}", f"expected a string, got {_type_name(v)}")
+            raise ctx.fail(f"{path}.{k}", f"expected a string, got {type_name(v)}")
         out[str(k)] = v
     return FrozenDict(out) if out else EMPTY
 
@@ -512,10 +513,16 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
     ctx, meta = _metadata(obj, "Pod", source)
     if ctx.namespace is None:
         ctx.namespace = DEFAULT_NAMESPACE
+    if obj.get("spec") is None:
+        # Read as empty, it would be a pod with no requests, no selectors and no tolerations,
+        # placed anywhere; the API server never returns a pod without one.
+        raise ctx.fail("spec", "is required (a Pod's spec holds its containers)")
     spec = _map(ctx, obj.get("spec"), "spec")
     status = _map(ctx, obj.get("status"), "status")
     host_network = _bool(ctx, spec.get("hostNetwork"), "spec.hostNetwork")
     containers = _containers(ctx, spec, status, "containers", host_network)
+    if not containers:
+        raise ctx.fail("spec.containers", "a Pod needs at least one container")
     init_containers = _containers(ctx, spec, status, "initContainers", host_network)
     overhead = None
     if spec.get("overhead") is not None:

@@ -22,7 +22,7 @@ import yaml
 from policyengine.model.errors import ModelError, object_ref
 from policyengine.model.load import NodeMetrics, is_node_metrics_object, parse_node_metrics
 from policyengine.model.objects import Namespace, Node, Pod
-from policyengine.model.parse import parse_namespace, parse_node, parse_pod
+from policyengine.model.parse import parse_namespace, parse_node, parse_pod, type_name
 from policyengine.model.pdb import PodDisruptionBudget, is_pdb_object, parse_pdb
 from policyengine.model.podgroup import PodGroup, is_pod_group_object, parse_pod_group
 
@@ -99,6 +99,13 @@ def _flatten(
             source=source,
         )
     kind = doc.get("kind") or inherited_kind
+    if not isinstance(kind, str | None):
+        raise ModelError(
+            f"{source}: {_ref({**doc, 'kind': None})}: kind: expected a string, got "
+            f"{type_name(kind)}",
+            source=source,
+            field="kind",
+        )
     if kind in _LIST_KINDS:
         items = doc.get("items")
         if items is None:

@@ -88,8 +88,34 @@ def _metrics(usage: Any, timestamp: str = "2026-01-01T00:00:00Z") -> dict[str, A
 
 APP = {"matchLabels": {"app": "x"}}
 
+
+def _pod_change(name: str, change: Any) -> Any:
+    def apply(cluster: dict[str, Any]) -> None:
+        change(_named(cluster, "Pod", name))
+
+    return apply
+
+
 # (id, change to the fixture, error message after "<file>: " or None, warning or None)
 CASES: list[tuple[str, Any, str | None, str | None]] = [
+    (
+        "pod-without-spec",
+        _pod_change("web-1", lambda pod: pod.pop("spec")),
+        "Pod default/web-1: spec: is required (a Pod's spec holds its containers)",
+        None,
+    ),
+    (
+        "pod-containers-not-a-list",
+        _pod_change("web-1", lambda pod: pod["spec"].update(containers={"name": "c"})),
+        "Pod default/web-1: spec.containers: expected a list, got mapping",
+        None,
+    ),
+    (
+        "pod-label-a-number",
+        _pod_change("web-1", lambda pod: pod["metadata"].update(labels={"tier": 2})),
+        "Pod default/web-1: metadata.labels.tier: expected a string, got number 2 (quote it)",
+        None,
+    ),
     (
         "podgroup-min-member-not-int",
         _extra(_pod_group({"name": "g1", "namespace": "default"}, {"minMember": "x"})),

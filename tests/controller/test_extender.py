@@ -287,10 +287,22 @@ def test_rule_runtime_errors_are_reported_in_error(tmp_path: Path, serve: Any) -
         (b"[1, 2]", "JSON object"),
         (b"{}", "Pod is missing"),
         (b'{"Pod": "x", "Nodes": null, "NodeNames": ["a"]}', "Pod is missing"),
-        (b'{"Pod": {"metadata": {"name": "p"}}, "Nodes": null, "NodeNames": null}', "neither"),
-        (b'{"Pod": {"metadata": {"name": "p"}}, "NodeNames": [1]}', "list of node names"),
-        (b'{"Pod": {"metadata": {"name": "p"}}, "Nodes": []}', "NodeList"),
-        (b'{"Pod": {"metadata": {"name": "p"}}, "Nodes": {"items": [{}]}}', "items[0]"),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "Nodes": null, "NodeNames": null}',
+            "neither",
+        ),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "NodeNames": [1]}',
+            "list of node names",
+        ),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "Nodes": []}',
+            "NodeList",
+        ),
+        (
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "Nodes": {"items": [{}]}}',
+            "items[0]",
+        ),
         (b"\xff\xfe", "not JSON"),
     ],
 )
@@ -507,26 +519,30 @@ def test_preempt_without_a_node_cache_is_an_error(tmp_path: Path, serve: Any) ->
             "ExtenderBindingArgs.PodName must",
         ),
         ("preempt", b"{}", "ExtenderPreemptionArgs.Pod is missing or not an object"),
-        ("preempt", b'{"Pod": {"metadata": {"name": "p"}}}', "has neither NodeNameToVictims nor"),
         (
             "preempt",
-            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": []}',
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}}',
+            "has neither NodeNameToVictims nor",
+        ),
+        (
+            "preempt",
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "NodeNameToMetaVictims": []}',
             "must be an object",
         ),
         (
             "preempt",
-            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": {"n": {"Pods": [1]}}}',
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "NodeNameToMetaVictims": {"n": {"Pods": [1]}}}',
             'ExtenderPreemptionArgs.NodeNameToMetaVictims[n].Pods must be [{"UID": "..."}, ...]',
         ),
         (
             "preempt",
-            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToMetaVictims": '
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "NodeNameToMetaVictims": '
             b'{"n": {"Pods": [], "NumPDBViolations": "1"}}}',
             "NumPDBViolations must be an integer",
         ),
         (
             "preempt",
-            b'{"Pod": {"metadata": {"name": "p"}}, "NodeNameToVictims": {"n": {"Pods": [7]}}}',
+            b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "NodeNameToVictims": {"n": {"Pods": [7]}}}',
             "ExtenderPreemptionArgs.NodeNameToVictims[n].Pods[0] is not a pod",
         ),
     ],

@@ -69,6 +69,11 @@ def test_directory_of_files(tmp_path: Path) -> None:
         ("kind: List\nitems: []\n", "the snapshot is empty"),
         ("a: [b\n", "not valid YAML or JSON"),
         ("- 1\n- 2\n", "expected Kubernetes objects"),
+        ("kind: {a: 1}\nmetadata: {name: x}\n", r"object x: kind: expected a string, got mapping"),
+        (
+            "kind: List\nitems:\n- kind: [Pod]\n",
+            r"object <unnamed>: kind: expected a string, got list",
+        ),
     ],
 )
 def test_bad_snapshots(tmp_path: Path, text: str, message: str) -> None:
@@ -120,6 +125,29 @@ def test_missing_snapshot(tmp_path: Path) -> None:
         (
             lambda p: p["spec"].update(schedulingGates="x"),
             "Pod default/web-1: spec.schedulingGates: expected a list, got string",
+        ),
+        (
+            lambda p: p.pop("spec"),
+            "Pod default/web-1: spec: is required (a Pod's spec holds its containers)",
+        ),
+        (lambda p: p.update(spec=None), "Pod default/web-1: spec: is required"),
+        (
+            lambda p: p["spec"].update(containers=[]),
+            "Pod default/web-1: spec.containers: a Pod needs at least one container",
+        ),
+        (
+            lambda p: p["metadata"].update(labels={"version": 1.1}),
+            "Pod default/web-1: metadata.labels.version: expected a string, got number 1.1 "
+            "(quote it)",
+        ),
+        (
+            lambda p: p["spec"].update(nodeSelector={"gpus": 8}),
+            "Pod default/web-1: spec.nodeSelector.gpus: expected a string, got number 8 (quote it)",
+        ),
+        (
+            lambda p: p["metadata"].update(annotations={"on": True}),
+            "Pod default/web-1: metadata.annotations.on: expected a string, got boolean True "
+            "(quote it)",
         ),
     ],
 )
