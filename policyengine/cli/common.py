@@ -79,6 +79,19 @@ def add_cluster_option(parser: argparse.ArgumentParser, required: bool = True) -
         help="a cluster snapshot: kubectl List, multi-document YAML, JSON, or a directory "
         "of such files (repeatable)",
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also list what a warning about the snapshot only counts (each finished pod)",
+    )
+
+
+def warn_cluster(command: str, cluster: Cluster, args: argparse.Namespace) -> None:
+    """The snapshot's warnings on stderr; with ``--verbose``, the finished pods one by one."""
+    warn(command, cluster.warnings)
+    if getattr(args, "verbose", False):
+        warn(command, [f"finished pod ignored: {pod}" for pod in cluster.finished])
 
 
 def add_pod_option(parser: argparse.ArgumentParser) -> None:
@@ -236,6 +249,7 @@ class Cluster:
     pending: tuple[Pod, ...]
     pods: dict[str, Pod] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    finished: tuple[str, ...] = ()  # the finished pods a warning counts (``--verbose`` lists)
 
 
 def cluster_from(loaded: LoadedObjects) -> Cluster:
@@ -249,7 +263,7 @@ def cluster_from(loaded: LoadedObjects) -> Cluster:
     )
     pods = {pod.key: pod for pod in loaded.pods}
     gpu = gpu_warnings(loaded.nodes, loaded.pods)
-    return Cluster(snapshot, pending, pods, (*loaded.warnings, *warnings, *gpu))
+    return Cluster(snapshot, pending, pods, (*loaded.warnings, *warnings, *gpu), loaded.finished)
 
 
 def load_cluster(paths: Sequence[str]) -> Cluster:
@@ -391,7 +405,7 @@ def setup(command: str, args: argparse.Namespace) -> Setup:
     program = load_program(args.policy)
     check_profile(program, args.scheduler_name)
     cluster = load_cluster(args.cluster)
-    warn(command, cluster.warnings)
+    warn_cluster(command, cluster, args)
     target = resolve_pod(args.pod, cluster)
     return Setup(
         program=program,

@@ -168,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
     for program in (old, new):
         common.check_profile(program, args.scheduler_name)
     cluster = common.load_cluster(args.cluster)
-    common.warn("diff", cluster.warnings)
+    common.warn_cluster("diff", cluster, args)
     result = diff_policies(
         old,
         new,

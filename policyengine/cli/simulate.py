@@ -121,7 +121,7 @@ def run_with_arrivals(
             "policyengine simulate: using the demo cluster (pass --cluster SNAP for yours)",
             file=sys.stderr,
         )
-    common.warn("simulate", cluster.warnings)
+    common.warn_cluster("simulate", cluster, args)
     # The program and the snapshot live for the whole run: in the collector's permanent
     # generation, full collections stop walking them (about 5% of a long run's time at 5,000
     # nodes). Reference counting still frees what the run drops; the run's end gives them back

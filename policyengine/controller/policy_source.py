@@ -105,6 +105,9 @@ class Candidate:
     texts: Mapping[str, str] = field(default_factory=dict, repr=False)
     objects: tuple[ObjectRef, ...] = ()  # the ConfigMaps it came from
     file_objects: Mapping[str, ObjectRef] = field(default_factory=dict, repr=False)
+    # On disk: the entry files the candidate compiles, and the directories its tests may name.
+    entries: tuple[str, ...] = ()
+    roots: tuple[str, ...] = ()
 
     def objects_for(self, files: Iterable[str]) -> tuple[ObjectRef, ...]:
         """The ConfigMaps holding ``files`` (all of them when none is known), for events."""
@@ -201,6 +204,8 @@ class DirectorySource:
             fingerprint=fingerprint(items),
             compile=self._compile,
             test_paths=tuple(tests),
+            entries=tuple(str(f) for f in files),
+            roots=tuple(p if Path(p).is_dir() else str(Path(p).parent) for p in self.paths),
         )
 
     def _compile(self, schema: Schema) -> CompileResult:

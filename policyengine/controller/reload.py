@@ -82,7 +82,13 @@ def run_policy_tests(program: Program, candidate: Candidate) -> list[str]:
     """The policy's own test files (``policyengine test``'s format) run against the
     candidate program; every failed expectation and unreadable test file, one line each."""
     if candidate.test_paths:
-        return _failures(policytest.run_policy_tests(program, candidate.test_paths), "")
+        report = policytest.run_policy_tests(
+            program,
+            candidate.test_paths,
+            roots=[Path(p) for p in candidate.roots],
+            entries=candidate.entries,
+        )
+        return _failures(report, "")
     if not candidate.tests:
         return []
     # ConfigMap keys: the runner reads files (a test's default policy is the .sched files
@@ -92,8 +98,9 @@ def run_policy_tests(program: Program, candidate: Candidate) -> list[str]:
             path = Path(tmp, name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        roots = sorted({str(Path(tmp, name).parent) for name in candidate.tests})
-        return _failures(policytest.run_policy_tests(program, roots), tmp + "/")
+        beside = sorted({str(Path(tmp, name).parent) for name in candidate.tests})
+        report = policytest.run_policy_tests(program, beside, roots=[Path(tmp)])
+        return _failures(report, tmp + "/")
 
 
 def _failures(report: policytest.Report, strip: str) -> list[str]:

@@ -132,9 +132,24 @@ class _Where:
     path: str
     case: str | None = None
     line: int | None = None
+    # Under ``run``, the directories every file the test names must lie in: the policy sources.
+    roots: tuple[Path, ...] | None = None
 
     def at(self, line: int | None) -> _Where:
         return replace(self, line=line or self.line)
+
+    def inside(self, field_name: str, written: str, path: Path) -> Path:
+        """``path`` (resolved from ``written``), when it is a file the test may name."""
+        real = Path(os.path.realpath(path))
+        if self.roots is not None and not any(
+            real.is_relative_to(os.path.realpath(root)) for root in self.roots
+        ):
+            raise self.error(
+                field_name,
+                f"{written}: outside the policy sources; a test the scheduler runs names only "
+                "files beside it",
+            )
+        return path
 
     def error(self, field_name: str | None, problem: str) -> PolicyTestError:
         parts = [f"{self.path}:{self.line}" if self.line else self.path]
@@ -216,6 +231,7 @@ class PolicyTest:
     policy: tuple[str, ...]  # the .sched files or directories the cases run against
     cases: tuple[Case, ...]
     warnings: tuple[str, ...] = ()
+    policy_given: bool = True  # False: ``policy`` is the default, the .sched files beside it
 
 
 def is_test_file(path: Path) -> bool:
@@ -254,20 +270,22 @@ def tests_beside(policy_paths: Iterable[str | Path]) -> list[Path]:
     return find_test_files(policy_paths)[0]
 
 
-def load_test_file(path: str | Path) -> PolicyTest:
+def load_test_file(path: str | Path, roots: Sequence[Path] | None = None) -> PolicyTest:
     """Read and validate one test file; raises ``PolicyTestError``."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise PolicyTestError(f"{path}: cannot read: {error}") from None
-    return parse_test_file(text, path)
+    return parse_test_file(text, path, roots)
 
 
-def parse_test_file(text: str, path: str | Path) -> PolicyTest:
-    """Validate a test file's text; relative paths in it resolve against ``path``'s directory."""
+def parse_test_file(text: str, path: str | Path, roots: Sequence[Path] | None = None) -> PolicyTest:
+    """Validate a test file's text; relative paths in it resolve against ``path``'s directory
+    and, with ``roots``, must lie inside one of them (a test the scheduler runs on a reload may
+    name the policy sources only, as a policy may import only them)."""
     path = Path(path)
-    where = _Where(str(path))
+    where = _Where(str(path), roots=tuple(roots) if roots is not None else None)
     try:
         document = yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: safe
     except yaml.YAMLError as error:
@@ -299,7 +317,9 @@ def parse_test_file(text: str, path: str | Path) -> PolicyTest:
             )
         names.add(case.name)
         cases.append(case)
-    return PolicyTest(path, policy, tuple(cases), tuple(dict.fromkeys(warnings)))
+    return PolicyTest(
+        path, policy, tuple(cases), tuple(dict.fromkeys(warnings)), "policy" in document
+    )
 
 
 def _policy_paths(document: Mapping[str, Any], base: Path, where: _Where) -> tuple[str, ...]:
@@ -317,7 +337,7 @@ def _policy_paths(document: Mapping[str, Any], base: Path, where: _Where) -> tup
         raise at.error("policy", f"expected a path or a list of paths, got {_type_name(value)}")
     paths = []
     for item in items:
-        resolved = Path(os.path.normpath(base / item))
+        resolved = at.inside("policy", item, Path(os.path.normpath(base / item)))
         if not resolved.exists():
             raise at.error("policy", f"{resolved}: no such file or directory")
         paths.append(str(resolved))
@@ -351,7 +371,8 @@ def _cluster(value: Any, base: Path, where: _Where) -> TestCluster:
     if not all(isinstance(s, str) and s for s in snapshots):
         raise where.error("cluster.snapshot", "expected a path or a list of paths")
     try:
-        loaded = [load_snapshot(*(base / s for s in snapshots))] if snapshots else []
+        named = [where.inside("cluster", s, base / s) for s in snapshots]
+        loaded = [load_snapshot(*named)] if named else []
     except ModelError as error:
         raise where.error("cluster", str(error)) from None
     for key, items in inline.items():
@@ -1136,34 +1157,52 @@ def run_paths(
 
 def run_policy_tests(
     program: Program,
-    policy_paths: Iterable[str | Path],
+    test_paths: Iterable[str | Path],
     *,
+    roots: Sequence[Path] | None = None,
+    entries: Iterable[str | Path] | None = None,
     coverage: bool = False,
     topology: TopologyConfig = DEFAULT_TOPOLOGY,
     config: SchedulerConfig = DEFAULT_CONFIG,
 ) -> Report:
-    """For a hot reload: the tests beside ``policy_paths``, every one run against ``program``.
+    """For a hot reload: the test files ``test_paths`` names, each judged as ``policyengine
+    test`` judges it — against the policy its ``policy:`` key names, or the ``.sched`` files
+    beside it.
 
-    ``program`` is the candidate version (compiled from ``policy_paths``), so a file's own
-    ``policy:`` key is ignored: the candidate is what is under test. A file that cannot be
-    loaded is an error in the report, so ``report.ok`` is false and the reload should not go
-    ahead. No tests at all is ``ok``.
+    ``program`` is the candidate version, compiled from the files ``entries`` lists: a test of
+    exactly those files (the usual case) runs against it, so the candidate is what is under
+    test; a test of other files (``policy: one.sched`` beside a whole directory) runs against
+    those, compiled. With ``entries`` None, a test without a ``policy:`` key stands for the
+    candidate (ConfigMap keys: the candidate is all of them). With ``root``, every file a test
+    names must lie inside it. A file that cannot be loaded, or whose policy does not compile,
+    is an error in the report, so ``report.ok`` is false and the reload does not go ahead. No
+    tests at all is ``ok``.
     """
-    files, errors = find_test_files(policy_paths)
+    files, errors = find_test_files(test_paths)
+    candidate = None if entries is None else _real_files([str(e) for e in entries])
     recorder = CoverageRecorder() if coverage else None
     if recorder is not None:
         recorder.add_program(program)
     results: list[FileResult] = []
     for path in files:
         try:
-            test = load_test_file(path)
+            test = load_test_file(path, roots)
+            tested = program
+            if candidate is None and not test.policy_given:
+                pass
+            elif candidate is None or _real_files(test.policy) != candidate:
+                tested, _ = compile_policy(test.policy)
         except PolicyTestError as error:
             errors.append(str(error))
             continue
-        results.append(run_test(test, program, coverage=recorder, topology=topology, config=config))
+        results.append(run_test(test, tested, coverage=recorder, topology=topology, config=config))
     return Report(
         tuple(results), tuple(errors), recorder.report() if recorder is not None else None
     )
+
+
+def _real_files(paths: Sequence[str]) -> frozenset[str]:
+    return frozenset(os.path.realpath(f) for f in expand_paths(paths)[0])
 
 
 __all__ = [

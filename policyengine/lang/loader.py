@@ -120,7 +120,12 @@ def _expand(
     roots: dict[str, _Root] = {}
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        try:
+            kind = "directory" if path.is_dir() else "file" if path.exists() else None
+            why = "no such file or directory"
+        except (OSError, ValueError) as error:  # a name too long to look up, say
+            kind, why = None, getattr(error, "strerror", None) or str(error)
+        if kind == "directory":
             root = _Root.of(path)
             for found in sorted(
                 p
@@ -135,7 +140,7 @@ def _expand(
                     continue
                 files.append(found)
                 roots.setdefault(str(found), root)
-        elif path.exists():
+        elif kind == "file":
             # A file named on its own was chosen by whoever ran us: it is read as it is, and
             # the directory it stands in is what its imports may reach.
             files.append(path)
@@ -145,7 +150,7 @@ def _expand(
                 Diagnostic(
                     "PE001",
                     Severity.ERROR,
-                    f"cannot read {raw}: no such file or directory",
+                    f"cannot read {_shown(str(raw))}: {why[:1].lower()}{why[1:]}",
                     Span(str(raw), 1, 1, 1, 1),
                     "pass a .sched file or a directory of them",
                 )
@@ -195,6 +200,15 @@ class _Root:
         if not real.name.endswith(SUFFIX):
             return f"it is a symbolic link to a file that is not a {SUFFIX} file"
         return None
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, false for a path the system cannot even look up (too long, a NUL
+    byte): an import is text from whoever wrote the policy."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _shown(path: str) -> str:
@@ -299,7 +313,7 @@ class _Sources:
             candidate = Path(beside)
             if not root.holds(Path(os.path.abspath(candidate))):
                 return _Refused("it leads out of the policy sources")
-            if candidate.is_file():
+            if _is_file(candidate):
                 refusal = root.refusal(candidate)
                 return _Refused(refusal) if refusal is not None else _Found(beside, root)
         if climbs:
@@ -307,7 +321,7 @@ class _Sources:
         if self.texts is not None and SHIPPED_PREFIX + written in self.texts:
             return _Found(SHIPPED_PREFIX + written, None)
         shipped = self.shipped.named / written
-        if shipped.is_file() and self.shipped.refusal(shipped) is None:
+        if _is_file(shipped) and self.shipped.refusal(shipped) is None:
             return _Found(str(shipped), self.shipped)
         return None
 

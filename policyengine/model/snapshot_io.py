@@ -58,6 +58,9 @@ class LoadedObjects:
     pod_groups: tuple[PodGroup, ...] = ()  # scheduling.x-k8s.io PodGroups (gangs)
     node_metrics: tuple[NodeMetrics, ...] = ()  # metrics.k8s.io NodeMetrics (measured load)
     pdbs: tuple[PodDisruptionBudget, ...] = ()  # policy/v1 PodDisruptionBudgets (preemption)
+    # The pods left out because they have finished (one warning counts them): "ns/name (phase)".
+    finished: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()  # the kind of every object read ("" for none), used or not
 
     @property
     def running_pods(self) -> tuple[Pod, ...]:
@@ -141,18 +144,18 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
     pod_groups: list[PodGroup] = []
     node_metrics: list[NodeMetrics] = []
     pdbs: list[PodDisruptionBudget] = []
+    finished: list[str] = []
+    kinds: list[str] = []
     for doc in documents:
         for obj in _flatten(doc, source):
             kind = obj.get("kind")
+            kinds.append(kind or "")
             if kind == "Node":
                 nodes.append(parse_node(obj, source))
             elif kind == "Pod":
                 pod = parse_pod(obj, source)
                 if pod.phase in _TERMINAL_PHASES:
-                    warnings.append(
-                        f"{source}: {object_ref('Pod', pod.namespace, pod.name)}: phase {pod.phase}; "
-                        "ignored (it holds no resources)"
-                    )
+                    finished.append(f"{pod.namespace}/{pod.name} ({pod.phase})")
                     continue
                 pods.append(pod)
             elif kind == "Namespace":
@@ -169,6 +172,13 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                 warnings.append(
                     f"{source}: {_ref(obj)}: kind {kind} is not used by the engine; ignored"
                 )
+    if finished:
+        # A Job leaves its pods behind: a real cluster's dump holds hundreds. One line says so.
+        many = len(finished) != 1
+        warnings.append(
+            f"{source}: {len(finished)} finished pod{'s' if many else ''} (phase Succeeded or "
+            f"Failed) ignored: {'they hold' if many else 'it holds'} no resources"
+        )
     return LoadedObjects(
         tuple(nodes),
         tuple(pods),
@@ -177,6 +187,8 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
         tuple(pod_groups),
         tuple(node_metrics),
         tuple(pdbs),
+        tuple(finished),
+        tuple(kinds),
     )
 
 
@@ -229,7 +241,7 @@ def load_snapshot(*paths: str | Path) -> LoadedObjects:
     )
     if not loaded.nodes and not loaded.pods:
         shown = ", ".join(str(p) for p in paths)
-        raise ModelError(f"{shown}: the snapshot is empty (no Nodes and no Pods)")
+        raise ModelError(f"{shown}: {_no_cluster(loaded)}")
     seen: set[str] = set()
     for node in loaded.nodes:
         if node.name in seen:
@@ -238,6 +250,31 @@ def load_snapshot(*paths: str | Path) -> LoadedObjects:
             )
         seen.add(node.name)
     return loaded
+
+
+_EXPECTED = "expected Nodes and Pods, as `kubectl get nodes,pods -A -o yaml` writes them"
+
+
+def _no_cluster(loaded: LoadedObjects) -> str:
+    """What a snapshot without Nodes or Pods held instead, and what it should hold."""
+    if not loaded.kinds and not loaded.finished:
+        return f"the snapshot holds no objects (an empty file or List); {_EXPECTED}"
+    counts: dict[str, int] = {}
+    for kind in loaded.kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    if loaded.finished:
+        counts.pop("Pod", None)
+    parts = [
+        f"{n} {kind}" if kind else f"{n} object{'s' if n != 1 else ''} without a kind"
+        for kind, n in counts.items()
+    ]
+    if loaded.finished:
+        parts.append(
+            f"{len(loaded.finished)} finished Pod{'s' if len(loaded.finished) != 1 else ''}"
+        )
+    return (
+        f"the snapshot holds no Nodes and no Pods to schedule, only {', '.join(parts)}; {_EXPECTED}"
+    )
 
 
 def load_pods(path: str | Path) -> tuple[tuple[Pod, ...], tuple[str, ...]]:

@@ -227,7 +227,8 @@ ERROR_CASES = {
     "empty snapshot": (
         ["--cluster", str(FIXTURES / "snapshots" / "bad" / "empty.yaml"), "--pod", "web-1"],
         f"policyengine filter: {FIXTURES}/snapshots/bad/empty.yaml: "
-        "the snapshot is empty (no Nodes and no Pods)\n",
+        "the snapshot holds no objects (an empty file or List); expected Nodes and Pods, as "
+        "`kubectl get nodes,pods -A -o yaml` writes them\n",
     ),
     "malformed object names kind, namespace/name and field": (
         ["--cluster", str(FIXTURES / "snapshots" / "bad" / "bad-quantity.yaml"), "--pod", "x"],

@@ -228,7 +228,8 @@ ERROR_CASES = {
     "empty snapshot": (
         ["--policy", GPU_POLICY, "--cluster", str(FIXTURES / "snapshots" / "bad" / "empty.yaml")],
         f"policyengine simulate: {FIXTURES}/snapshots/bad/empty.yaml: "
-        "the snapshot is empty (no Nodes and no Pods)\n",
+        "the snapshot holds no objects (an empty file or List); expected Nodes and Pods, as "
+        "`kubectl get nodes,pods -A -o yaml` writes them\n",
     ),
     "unknown profile": (
         ["--policy", GPU_POLICY, "--cluster", CLUSTER, "--scheduler-name", "batch"],
@@ -297,3 +298,34 @@ def test_a_gated_pod_is_listed_apart(capsys: pytest.CaptureFixture[str], tmp_pat
         "default/queued  waiting for scheduling gates: [kueue.x-k8s.io/admission]\n"
     ) in out
     assert "Summary: 5 pending pods, 3 scheduled, 1 unschedulable, 1 gated, on 4 nodes;" in out
+
+
+def test_finished_pods_are_one_warning_and_listed_with_verbose(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cluster = yaml.safe_load(Path(CLUSTER).read_text())
+    for index in range(201):
+        cluster["items"].append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"job-{index}", "namespace": "batch"},
+                "spec": {"nodeName": "cpu-1", "containers": [{"name": "c", "image": "x"}]},
+                "status": {"phase": "Succeeded"},
+            }
+        )
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(cluster))
+    code, _out, err = run(capsys, "--policy", GPU_POLICY, "--cluster", str(path))
+    assert code == 0
+    finished = [line for line in err.splitlines() if "finished" in line]
+    assert finished == [
+        f"policyengine simulate: warning: {path}: 201 finished pods (phase Succeeded or Failed) "
+        "ignored: they hold no resources"
+    ]
+    _code, _out, err = run(capsys, "--policy", GPU_POLICY, "--cluster", str(path), "--verbose")
+    listed = [line for line in err.splitlines() if "finished pod ignored" in line]
+    assert len(listed) == 201
+    assert (
+        listed[0] == "policyengine simulate: warning: finished pod ignored: batch/job-0 (Succeeded)"
+    )

@@ -38,6 +38,7 @@ from policyengine.controller.reload import (
     run_policy_tests,
 )
 from policyengine.lang.cache import shared_cache
+from policyengine.schedlib import default_schema
 from tests.controller.builders import program_from
 
 WAIT = 10.0
@@ -405,6 +406,58 @@ def test_run_policy_tests_on_a_candidate_without_tests_passes() -> None:
     source = TextSource()
     source.set(zone_policy("a"))
     assert run_policy_tests(program_from(zone_policy("a")), source.snapshot()) == []
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "policies"
+
+
+def test_the_shipped_directory_passes_its_own_tests_as_run_runs_them() -> None:
+    """``run --policy policies/`` judges each test file as ``policyengine test`` does: the one
+    naming ``gpu-share-binpack.sched`` (a policy no profile lists) runs against that file."""
+    candidate = DirectorySource([SHIPPED]).snapshot()
+    result = candidate.compile(default_schema())
+    assert result.program is not None
+    assert run_policy_tests(result.program, candidate) == []
+
+
+def _directory_with_test(tmp_path: Path, test: str) -> Candidate:
+    (tmp_path / "outside.sched").write_text(zone_policy("a"))
+    (tmp_path / "outside.yaml").write_text("kind: List\nitems: []\n")
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "zone.sched").write_text(zone_policy("a"))
+    (policies / "zone.test.yaml").write_text(test)
+    return DirectorySource([policies]).snapshot()
+
+
+ZONE_CASES = "cases:" + ZONE_TEST.split("cases:", 1)[1]
+OUT_OF_THE_SOURCES = [
+    ("policy", "policy: ../outside.sched\n" + ZONE_TEST, "policy: ../outside.sched: outside"),
+    ("cluster", "cluster: ../outside.yaml\n" + ZONE_CASES, "cluster: ../outside.yaml: outside"),
+]
+
+
+@pytest.mark.parametrize(
+    ("test", "says"), [r[1:] for r in OUT_OF_THE_SOURCES], ids=[r[0] for r in OUT_OF_THE_SOURCES]
+)
+def test_a_test_file_naming_a_file_outside_the_sources_fails_the_reload(
+    tmp_path: Path, test: str, says: str
+) -> None:
+    candidate = _directory_with_test(tmp_path, test)
+    program = program_from(zone_policy("a"))
+    (failure,) = run_policy_tests(program, candidate)
+    assert says in failure
+    assert failure.endswith(
+        "outside the policy sources; a test the scheduler runs names only files beside it"
+    )
+    # ``policyengine test`` on a checkout is not the scheduler: it reads what it is told to.
+    assert run_policy_tests(program, _unconfined(candidate)) != [failure]
+
+
+def _unconfined(candidate: Candidate) -> Candidate:
+    from dataclasses import replace
+
+    return replace(candidate, roots=("/",))
 
 
 # --- subPath and names -------------------------------------------------------------------------

@@ -219,3 +219,22 @@ def test_a_very_long_refused_path_is_shown_cut() -> None:
     unit = load_texts({"cm/main.sched": f'import "{written}"\npolicy "p" {{ }}\n'})
     (diagnostic,) = unit.diagnostics
     assert diagnostic.message == f'import "{written[:119]}…" is refused: {ABSOLUTE}'
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["a" * 5000 + ".sched", "a\\u0000b.sched", "kube-def" + "\\u00ff" * 300 + ".sched"],
+    ids=["too long", "nul byte", "too long for a shipped name"],
+)
+def test_an_import_the_system_cannot_look_up_is_unknown(written: str, tmp_path: Path) -> None:
+    main = tmp_path / "main.sched"
+    main.write_text(f'import "{written}"\npolicy "p" {{ }}\n')
+    for unit in (load([main]), load_texts({"cm/main.sched": main.read_text()})):
+        assert [d.code for d in unit.diagnostics] == ["PE210"]
+
+
+def test_a_policy_path_too_long_to_look_up_cannot_be_read(tmp_path: Path) -> None:
+    unit = load([tmp_path / ("a" * 5000)])
+    (diagnostic,) = unit.diagnostics
+    assert diagnostic.code == "PE001"
+    assert diagnostic.message.endswith(": file name too long")

@@ -49,9 +49,18 @@ def test_multi_document_yaml_json_and_unknown_kinds() -> None:
 def test_terminal_pods_are_dropped_with_a_warning() -> None:
     done = pod_dict("done", node_name="a")
     done["status"] = {"phase": "Succeeded"}
-    loaded = parse_snapshot_text(json.dumps([node_dict("a"), done]), "s")
+    failed = pod_dict("failed", node_name="a")
+    failed["status"] = {"phase": "Failed"}
+    loaded = parse_snapshot_text(json.dumps([node_dict("a"), *[done] * 200, failed]), "s")
     assert loaded.pods == ()
-    assert "phase Succeeded" in loaded.warnings[0]
+    assert loaded.warnings == (
+        "s: 201 finished pods (phase Succeeded or Failed) ignored: they hold no resources",
+    )
+    assert loaded.finished == ("default/done (Succeeded)",) * 200 + ("default/failed (Failed)",)
+    one = parse_snapshot_text(json.dumps([node_dict("a"), done]), "s")
+    assert one.warnings == (
+        "s: 1 finished pod (phase Succeeded or Failed) ignored: it holds no resources",
+    )
 
 
 def test_directory_of_files(tmp_path: Path) -> None:
@@ -65,8 +74,26 @@ def test_directory_of_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "the snapshot is empty"),
-        ("kind: List\nitems: []\n", "the snapshot is empty"),
+        ("", "the snapshot holds no objects"),
+        ("kind: List\nitems: []\n", "the snapshot holds no objects"),
+        ("kind: List\nitems: null\n", "the snapshot holds no objects"),
+        (
+            "metadata: {name: x}\n",
+            "the snapshot holds no Nodes and no Pods to schedule, only 1 object without a kind; "
+            "expected Nodes and Pods, as `kubectl get nodes,pods -A -o yaml` writes them",
+        ),
+        (
+            "kind: List\nitems: [{metadata: {name: a}}, {metadata: {name: b}}]\n",
+            "only 2 objects without a kind;",
+        ),
+        (
+            "kind: ConfigMap\nmetadata: {name: c}\n",
+            "the snapshot holds no Nodes and no Pods to schedule, only 1 ConfigMap;",
+        ),
+        (
+            "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\nstatus: {phase: Succeeded}\n",
+            "only 1 finished Pod;",
+        ),
         ("a: [b\n", "not valid YAML or JSON"),
         ("- 1\n- 2\n", "expected Kubernetes objects"),
         ("kind: {a: 1}\nmetadata: {name: x}\n", r"object x: kind: expected a string, got mapping"),
