@@ -59,9 +59,9 @@ def gpu_lines(gpu: GpuReport | None, arrivals: ArrivalReport | None) -> str:
     if gpu is not None:
         lines.append(
             f"GPU devices: {gpu.allocated_gpus:.2f} of {gpu.total_gpus} GPUs allocated "
-            f"({_pct(gpu.allocation_ratio)}); {gpu.fragmented_gpus:.2f} of {gpu.free_gpus:.2f} "
-            f"free GPUs fragmented ({_pct(gpu.fragmentation_ratio)}) against "
-            f"{len(gpu.shapes)} pod shape(s)"
+            f"({_pct(gpu.allocation_ratio)}); fragmentation (FGD, against "
+            f"{len(gpu.shapes)} pod shape(s)): {gpu.fragmented_gpus:.2f} of "
+            f"{gpu.free_gpus:.2f} free GPUs ({_pct(gpu.fragmentation_ratio)}) no typical pod can use"
         )
     if arrivals is not None:
         drop = (

@@ -493,8 +493,8 @@ def simulation_summary(simulation: Simulation) -> dict[str, Any]:
     free than that request. Resources nobody has or asks for are left out. When pending pods
     form gangs (PodGroups): ``gangs``, with ``total``, ``scheduled``, ``unschedulable`` and
     ``outcomes``, one per gang: ``gang``, ``scheduled``, ``members`` (pending), ``placed``,
-    ``domain`` (``"level/value"`` or null) and ``message``. When pods preempted others:
-    ``preemptions`` (``preemption_summary``).
+    ``domain`` (``"level/value"`` or null) and ``message``. ``preemptions``
+    (``preemption_summary``; a total of 0 when no pod preempted another).
     """
     after_pods = _pod_count(simulation)
     # The engine's resource totals come from pod requests, which never name ``pods``; what a
@@ -535,7 +535,7 @@ def simulation_summary(simulation: Simulation) -> dict[str, Any]:
             "fragmented_gpus": fragmentation.fragmented_gpus,
         },
         **({"gangs": gang_summary(simulation)} if simulation.gangs else {}),
-        **({"preemptions": preemption_summary(simulation)} if simulation.preemptions else {}),
+        "preemptions": preemption_summary(simulation),
     }
 
 
@@ -580,14 +580,41 @@ def gang_summary(simulation: Simulation) -> dict[str, Any]:
 
 
 def simulation_document(simulation: Simulation) -> dict[str, Any]:
-    """``{"placements": [{"pod", "node", "reason"}…], "summary": {…}}``, in queue order."""
+    """``{"placements": [{"pod", "node", "reason", …}…], "summary": {…}}``, in queue order
+    (``placement`` says what each placement carries)."""
+    preempted = {p.pod: p for p in simulation.preemptions if not p.gang}
     return {
-        "placements": [
-            {"pod": d.pod, "node": d.node, "reason": placement_reason(d)}
-            for d in simulation.decisions
-        ],
+        "placements": [placement(d, preempted.get(d.pod)) for d in simulation.decisions],
         "summary": simulation_summary(simulation),
     }
+
+
+def placement(decision: Decision, preemption: Any = None) -> dict[str, Any]:
+    """One pod of ``simulate --format json``: ``pod``, ``node`` (null when not placed) and
+    ``reason`` (the contract's keys), then ``policy`` (the governing policy, or null),
+    ``version``, ``score`` (the chosen node's total; null when the pod was not placed, or was
+    placed by preemption — ``preempted`` then lists the victims) and, when the pod gets GPU
+    devices, ``gpu``: one ``{"uuid", "model", "cores", "memory_mib"}`` per device."""
+    chosen = decision.node
+    score = (
+        decision.scores[chosen].total if chosen is not None and chosen in decision.scores else None
+    )
+    out: dict[str, Any] = {
+        "pod": decision.pod,
+        "node": chosen,
+        "reason": placement_reason(decision),
+        "policy": decision.policy,
+        "version": decision.version,
+        "score": number(score) if score is not None else None,
+    }
+    if preemption is not None and chosen is not None:
+        out["preempted"] = [v.key for v in preemption.victims]
+    if decision.gpu_devices:
+        out["gpu"] = [
+            {"uuid": g.uuid, "model": g.model, "cores": g.cores, "memory_mib": g.memory_mib}
+            for g in decision.gpu_devices
+        ]
+    return out
 
 
 def _percent(used: float, allocatable: float) -> str:
@@ -602,12 +629,16 @@ def simulation_table(simulation: Simulation) -> str:
     gated = [d for d in simulation.decisions if d.pod in held]
     sections: list[str] = []
     if placed:
+        preempting = {p.pod for p in simulation.preemptions}
         rows = [
             [
                 d.pod,
                 d.node or NONE,
                 d.policy or NONE,
-                fmt(d.scores[d.node].total) if d.node is not None and d.node in d.scores else NONE,
+                fmt(d.scores[d.node].total)
+                if d.node is not None and d.node in d.scores
+                # Placed on the node its victims freed, not chosen by score.
+                else ("by preemption" if d.pod in preempting else NONE),
             ]
             for d in placed
         ]
@@ -652,9 +683,9 @@ def simulation_table(simulation: Simulation) -> str:
     gpu = summary["gpu_fragmentation"]
     if gpu["largest_pending_request"] or gpu["free_gpus"] or NVIDIA_GPU in summary["resources"]:
         parts.append(
-            f"GPU fragmentation: {gpu['fragmented_gpus']} of {gpu['free_gpus']} free GPUs are on "
-            f"nodes that cannot host the largest pending request "
-            f"({plural(gpu['largest_pending_request'], 'GPU')})"
+            f"GPUs stranded for the largest pending request "
+            f"({plural(gpu['largest_pending_request'], 'GPU')}): {gpu['fragmented_gpus']} of "
+            f"{gpu['free_gpus']} free GPUs are on nodes with fewer free"
         )
     if simulation.gangs:
         gangs = gang_summary(simulation)

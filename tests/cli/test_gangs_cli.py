@@ -40,7 +40,8 @@ def test_simulate_places_gangs_whole_and_reports_them_in_the_summary(
     assert len(placements) == 20
     assert {placements[f"train/small-{i}"]["node"] for i in range(2)} == {"h100-a-0", "h100-a-1"}
     assert all(
-        placements[f"train/huge-{i}"] == {"pod": f"train/huge-{i}", "node": None, "reason": HUGE}
+        {k: placements[f"train/huge-{i}"][k] for k in ("pod", "node", "reason")}
+        == {"pod": f"train/huge-{i}", "node": None, "reason": HUGE}
         for i in range(12)
     )
     assert all(placements[f"train/wide-{i}"]["reason"] == WIDE for i in range(6))

@@ -28,16 +28,24 @@ def test_simulate_json_reports_the_preemption_in_the_summary(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     document = json.loads(run(capsys, "simulate", "--format", "json"))
+    version = document["summary"]["policy_version"]
     assert document["placements"] == [
         {
             "pod": "default/polite",
             "node": None,
             "reason": "0/2 nodes are available: 2 Insufficient cpu.",
+            "policy": "kube-default",
+            "version": version,
+            "score": None,
         },
         {
             "pod": "default/trainer",
             "node": "n1",
             "reason": "scheduled on n1 by policy kube-default after preempting default/batch-1",
+            "policy": "kube-default",
+            "version": version,
+            "score": None,  # placed by preemption, not by score: its victims say why
+            "preempted": ["default/batch-1"],
         },
     ]
     summary = document["summary"]

@@ -37,6 +37,9 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+H100 = {"model": "NVIDIA-H100-80GB-HBM3", "cores": 100, "memory_mib": 81559}
+
+
 def expected_document(version: str) -> dict:
     return {
         "placements": [
@@ -44,18 +47,35 @@ def expected_document(version: str) -> dict:
                 "pod": "default/web-1",
                 "node": "gpu-a100-1",
                 "reason": "scheduled on gpu-a100-1 by policy everything-else (score 300)",
+                "policy": "everything-else",
+                "version": version,
+                "score": 300,
             },
             {
                 "pod": "kube-system/infra-agent",
                 "node": "cpu-1",
                 "reason": "scheduled on cpu-1 by policy everything-else (score 350)",
+                "policy": "everything-else",
+                "version": version,
+                "score": 350,
             },
             {
                 "pod": "ml/train-b-0",
                 "node": "gpu-h100-1",
                 "reason": "scheduled on gpu-h100-1 by policy gpu-jobs (score 100)",
+                "policy": "gpu-jobs",
+                "version": version,
+                "score": 100,
+                "gpu": [{"uuid": f"gpu-h100-1-gpu{i}", **H100} for i in range(4)],
             },
-            {"pod": "ml/train-huge", "node": None, "reason": HUGE_REASON},
+            {
+                "pod": "ml/train-huge",
+                "node": None,
+                "reason": HUGE_REASON,
+                "policy": "gpu-jobs",
+                "version": version,
+                "score": None,
+            },
         ],
         "summary": {
             "pods": 4,
@@ -90,6 +110,7 @@ def expected_document(version: str) -> dict:
                 "fragmentation_ratio": 0.6667,
                 "shapes": [{"gpus": 4, "weight": 1.0}, {"gpus": 16, "weight": 1.0}],
             },
+            "preemptions": {"total": 0, "evicted": 0, "outcomes": []},
         },
     }
 
@@ -124,10 +145,10 @@ def test_table(capsys: pytest.CaptureFixture[str]) -> None:
         "memory          1.56Ti       68Gi (4%)         200.25Gi (13%)\n"
         "nvidia.com/gpu  16           6 (38%)           10 (62%)\n"
         "pods            440          2 (0%)            5 (1%)\n"
-        "GPU fragmentation: 6 of 6 free GPUs are on nodes that cannot host the largest pending "
-        "request (16 GPUs)\n"
-        "GPU devices: 10.00 of 16 GPUs allocated (62.5%); 4.00 of 6.00 free GPUs fragmented "
-        "(66.7%) against 2 pod shape(s)\n"
+        "GPUs stranded for the largest pending request (16 GPUs): 6 of 6 free GPUs are on "
+        "nodes with fewer free\n"
+        "GPU devices: 10.00 of 16 GPUs allocated (62.5%); fragmentation (FGD, against 2 pod "
+        "shape(s)): 4.00 of 6.00 free GPUs (66.7%) no typical pod can use\n"
     )
 
 
@@ -166,7 +187,7 @@ def test_no_arguments_runs_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
     summary = out.split("\n\nSummary: ", 1)[1]
     pods, scheduled, unschedulable = (int(part.split()[0]) for part in summary.split(", ")[:3])
     assert scheduled > 0 and unschedulable > 0 and scheduled + unschedulable == pods
-    assert "\nGPU fragmentation: " in summary
+    assert "\nGPUs stranded for the largest pending request " in summary
 
 
 def test_real_kubectl_output(capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,6 +199,9 @@ def test_real_kubectl_output(capsys: pytest.CaptureFixture[str]) -> None:
             "pod": "team-a/huge-0",
             "node": None,
             "reason": "0/3 nodes are available: 3 Insufficient cpu.",
+            "policy": "kube-default",
+            "version": document["summary"]["policy_version"],
+            "score": None,
         }
     ]
     summary = document["summary"]
@@ -280,6 +304,9 @@ def test_a_gated_pod_is_listed_apart(capsys: pytest.CaptureFixture[str], tmp_pat
         "pod": "default/queued",
         "node": None,
         "reason": "waiting for scheduling gates: [kueue.x-k8s.io/admission]",
+        "policy": None,  # never tried: no policy was asked
+        "version": document["summary"]["policy_version"],
+        "score": None,
     }
     expected = expected_document(document["summary"]["policy_version"])
     assert document["placements"][:-1] == expected["placements"]

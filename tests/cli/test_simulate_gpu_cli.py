@@ -104,8 +104,8 @@ def test_arrivals_table(capsys: pytest.CaptureFixture[str], files: tuple[str, st
     code, out, _ = run(capsys, "--policy", POLICY, "--cluster", cluster, "--arrivals", arrivals)
     assert code == 0
     assert out.rstrip().splitlines()[-2:] == [
-        "GPU devices: 2.00 of 2 GPUs allocated (100.0%); 0.00 of 0.00 free GPUs fragmented "
-        "(0.0%) against 6 pod shape(s)",
+        "GPU devices: 2.00 of 2 GPUs allocated (100.0%); fragmentation (FGD, against 6 pod "
+        "shape(s)): 0.00 of 0.00 free GPUs (0.0%) no typical pod can use",
         "Arrivals: 3 of 4 placed, 1 dropped; 2.00 of 2.60 GPUs of demand placed (76.9%); first "
         "GPU pod dropped at arrival 3, with 80.0% of the GPUs allocated",
     ]
