@@ -181,9 +181,11 @@ def filter_table(decision: Decision, node_order: Sequence[str]) -> str:
 
 
 def score_document(decision: Decision) -> dict[str, Any]:
-    """``{"pod", "scores": {node: {"total", "rules": {rule: score}}}, "ranking": [node…]}``.
+    """``{"pod", "scores": {node: {"total", "rules": {rule: score}}}, "ranking": [node…],
+    "selected": node}``.
 
-    Nodes appear in ranking order (best first); rule scores are normalised, 0–100.
+    Nodes appear in ranking order (best first, equal totals in name order); rule scores are
+    normalised, 0–100; ``selected`` is the node the tie-break chose, or null.
     """
     return {
         "pod": decision.pod,
@@ -195,7 +197,34 @@ def score_document(decision: Decision) -> dict[str, Any]:
             for node in decision.ranking
         },
         "ranking": list(decision.ranking),
+        "selected": decision.node,
     }
+
+
+def ranked(decision: Decision) -> list[tuple[int, str]]:
+    """The ranking as people read it: nodes of equal total share a rank (1, 1, 3, …), and
+    the selected node comes first among those it tied with (the seed chose it)."""
+    order = list(decision.ranking)
+    chosen = decision.node
+    if chosen in order:
+        total = decision.scores[chosen].total
+        first = next(i for i, node in enumerate(order) if decision.scores[node].total == total)
+        order.remove(chosen)
+        order.insert(first, chosen)
+    out: list[tuple[int, str]] = []
+    for index, node in enumerate(order):
+        tied = index > 0 and decision.scores[node].total == decision.scores[order[index - 1]].total
+        out.append((out[-1][0] if tied else index + 1, node))
+    return out
+
+
+def _tie_note(decision: Decision) -> str:
+    chosen = decision.node
+    if chosen is None or chosen not in decision.scores:
+        return ""
+    total = decision.scores[chosen].total
+    tied = sum(1 for node in decision.ranking if decision.scores[node].total == total)
+    return f" ({tied} nodes tie at {fmt(total)}: the seed chose)" if tied > 1 else ""
 
 
 def score_table(decision: Decision, weights: Mapping[str, int]) -> str:
@@ -210,14 +239,14 @@ def score_table(decision: Decision, weights: Mapping[str, int]) -> str:
     rows = [
         [str(rank), node, fmt(decision.scores[node].total)]
         + [fmt(decision.scores[node].rules.get(rule)) for rule in rules]
-        for rank, node in enumerate(decision.ranking, start=1)
+        for rank, node in ranked(decision)
     ]
     lines.append(table(("RANK", "NODE", "TOTAL", *rules), rows))
     if rules:
         shown = ", ".join(f"{rule} {weight}" for rule, weight in weights.items())
         lines.append(f"total = sum of weight × score; weights: {shown}")
     if decision.node is not None:
-        lines.append(f"selected: {decision.node}")
+        lines.append(f"selected: {decision.node}{_tie_note(decision)}")
     return "\n".join(lines)
 
 
@@ -324,13 +353,14 @@ def _explain_filters(e: Explanation) -> list[str]:
 def _explain_ranking(e: Explanation) -> list[str]:
     """The best nodes; the selected one is marked (equal totals are broken by the seed)."""
     d = e.decision
-    shown = list(d.ranking[: e.top])
-    if d.node is not None and d.node not in shown:
-        shown.append(d.node)
+    ranks = ranked(d)
+    shown = ranks[: e.top]
+    if d.node is not None and d.node not in {node for _, node in shown}:
+        shown += [(rank, node) for rank, node in ranks if node == d.node]
     rows = [
-        [str(d.ranking.index(node) + 1), node, fmt(d.scores[node].total)]
-        + (["selected"] if node == d.node else [])
-        for node in shown
+        [str(rank), node, fmt(d.scores[node].total)]
+        + ([f"selected{_tie_note(d)}"] if node == d.node else [])
+        for rank, node in shown
     ]
     lines = [
         f"Ranking ({plural(len(d.ranking), 'feasible node')}):",

@@ -75,9 +75,9 @@ def test_schedulable_pod_shows_the_ranking_and_the_selected_node(
         "  base.node_resources_fit  0 of 4\n"
         "\n"
         "Ranking (3 feasible nodes):\n"
-        "  RANK  NODE        TOTAL\n"
+        "  RANK  NODE        TOTAL\n"  # a tie is one rank, the seed's choice first in it
+        "  1     gpu-a100-1  300    selected (2 nodes tie at 300: the seed chose)\n"
         "  1     cpu-1       300\n"
-        "  2     gpu-a100-1  300    selected\n"
         "  3     gpu-h100-1  100\n"
     )
 

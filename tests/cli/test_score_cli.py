@@ -47,6 +47,7 @@ JSON_CASES = {
                 "gpu-h100-1": plain(100, 0, 100),
             },
             "ranking": ["cpu-1", "gpu-a100-1", "gpu-h100-1"],
+            "selected": "gpu-a100-1",  # seed 0 broke the tie
         },
     ),
     "feasible nodes only": (
@@ -55,6 +56,7 @@ JSON_CASES = {
             "pod": "ml/train-b-0",
             "scores": {"gpu-h100-1": packing(100, 50)},
             "ranking": ["gpu-h100-1"],
+            "selected": "gpu-h100-1",
         },
     ),
     "a running pod does not count against itself": (
@@ -63,6 +65,7 @@ JSON_CASES = {
             "pod": "ml/train-a-0",
             "scores": {"gpu-a100-1": packing(150, 75), "gpu-h100-1": packing(150, 75)},
             "ranking": ["gpu-a100-1", "gpu-h100-1"],
+            "selected": "gpu-h100-1",  # seed 0 broke the tie
         },
     ),
     "a pod from a file": (
@@ -71,11 +74,12 @@ JSON_CASES = {
             "pod": "ml/finetune-0",
             "scores": {"gpu-a100-1": packing(200, 100)},
             "ranking": ["gpu-a100-1"],
+            "selected": "gpu-a100-1",
         },
     ),
     "no feasible node": (
         ["--pod", "ml/train-huge"],
-        {"pod": "ml/train-huge", "scores": {}, "ranking": []},
+        {"pod": "ml/train-huge", "scores": {}, "ranking": [], "selected": None},
     ),
 }
 
@@ -111,13 +115,13 @@ def test_table(capsys: pytest.CaptureFixture[str]) -> None:
     version = out.split("version ", 1)[1].split("\n", 1)[0]
     assert out == (
         f"Pod kube-system/infra-agent: policy everything-else, version {version}\n"
-        "RANK  NODE         TOTAL  zone_a  few_pods\n"
+        "RANK  NODE         TOTAL  zone_a  few_pods\n"  # ties share a rank; the chosen first
+        "1     gpu-a100-1   300    100     0\n"
         "1     cpu-1        300    100     0\n"
-        "2     gpu-a100-1   300    100     0\n"
         "3     cpu-tainted  100    0       100\n"
-        "4     gpu-h100-1   100    0       100\n"
+        "3     gpu-h100-1   100    0       100\n"
         "total = sum of weight × score; weights: zone_a 3, few_pods 1\n"
-        "selected: gpu-a100-1\n"
+        "selected: gpu-a100-1 (2 nodes tie at 300: the seed chose)\n"
     )
 
 
@@ -140,7 +144,8 @@ def test_seed_breaks_ties_reproducibly(capsys: pytest.CaptureFixture[str]) -> No
         first = run(capsys, *args)[1]
         assert run(capsys, *args)[1] == first
         chosen.add(first.splitlines()[-1])
-    assert chosen == {"selected: cpu-1", "selected: gpu-a100-1"}
+    tie = " (2 nodes tie at 300: the seed chose)"
+    assert chosen == {f"selected: cpu-1{tie}", f"selected: gpu-a100-1{tie}"}
 
 
 @pytest.mark.parametrize("version", ["1.28", "current"])
