@@ -110,12 +110,25 @@ RULES: Mapping[str, LintRule] = {
             Severity.INFO,
             "A '# lint: ignore' comment suppresses nothing.",
         ),
+        LintRule(
+            "PE311",
+            "missing-essential-check",
+            Severity.WARNING,
+            "A policy has no filter for resource fit, taints or node selection.",
+        ),
     )
 }
 
 # message id -> (code, message, hint); ``{...}`` fields are filled by ``_finding``.
 _MESSAGES: Mapping[str, tuple[str, str, str | None]] = {
     "unused_let": ("PE301", "let {name} is never used", "remove it, or use it in a rule"),
+    "missing_checks": (
+        "PE311",
+        "policy {policy} has no filter for {missing}: the pods it governs may be placed on a "
+        "node that cannot hold them or must not run them",
+        'use kube (import "kube-default.sched") for kube-scheduler\'s filters, or write '
+        "your own; '# lint: ignore[PE311]' on this line accepts it",
+    ),
     "unused_let_chain": (
         "PE301",
         "let {name} is never used",
@@ -732,6 +745,46 @@ def duplicate_uses(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
             )
 
 
+def missing_checks(owner: n.Policy, context: _Context) -> Iterator[Diagnostic]:
+    """PE311: a policy (not a library) none of whose filters, its own or its libraries', makes
+    one of the schema's essential checks (resource fit, taints, node selection)."""
+    if isinstance(owner, n.Library) or not context.schema.essential_checks:
+        return
+    libraries = {library.name: library for library in context.unit.libraries}
+    exprs: list[n.Expr] = [let.expr for let in owner.lets]
+    owners: list[tuple[n.Policy, set[str]]] = [(owner, set())]
+    for use in owner.uses:
+        library = libraries.get(use.library)
+        if library is None:
+            return  # the linker reports an unknown library
+        # ``disable score x`` leaves the filter x in place.
+        disabled = {
+            a.rule for a in use.adjustments if isinstance(a, n.Disable) and a.kind != "score"
+        }
+        owners.append((library, disabled))
+        exprs.extend(let.expr for let in library.lets)
+    for holder, disabled in owners:
+        for rule in holder.rules:
+            if isinstance(rule, n.Filter) and rule.name not in disabled:
+                exprs.extend(e for e in (rule.guard, rule.body) if e is not None)
+    calls: set[str] = set()
+    reads: set[tuple[str, str]] = set()
+    for expr in exprs:
+        for sub in walk(expr):
+            if isinstance(sub, n.Call):
+                calls.add(sub.func)
+            elif isinstance(sub, n.Attribute) and isinstance(sub.obj, n.Name):
+                reads.add((sub.obj.id, sub.name))
+    missing = [
+        check.name
+        for check in context.schema.essential_checks
+        if not (check.functions & calls or check.reads & reads)
+    ]
+    if missing:
+        shown = ", ".join(missing[:-1]) + (" or " if len(missing) > 1 else "") + missing[-1]
+        yield _finding("missing_checks", owner.name_span, policy=_display(owner), missing=shown)
+
+
 _PER_OWNER = (
     unused_lets,
     constant_conditions,
@@ -741,6 +794,7 @@ _PER_OWNER = (
     resource_names,
     empty,
     duplicate_uses,
+    missing_checks,
 )
 
 
@@ -750,7 +804,7 @@ def lint(
     schema: Schema,
     config: LintConfig | None = None,
 ) -> list[Diagnostic]:
-    """Every lint finding (PE301–PE309) in the unit's files, unsuppressed and unsorted.
+    """Every lint finding (PE301–PE311) in the unit's files, unsuppressed and unsorted.
 
     ``check_result`` supplies expression types (for PE307) and static costs (for PE305); with
     None those two rules find nothing.

@@ -111,6 +111,16 @@ class Function:
     idle: Callable[[Any], bool] | None = None
 
 
+@dataclass(frozen=True)
+class EssentialCheck:
+    """A check every policy that governs pods should make (lint PE311): satisfied by a filter
+    that calls one of ``functions`` or reads one of ``reads`` (``(root, attribute)``)."""
+
+    name: str  # as the warning lists it: "resource fit"
+    functions: frozenset[str] = frozenset()
+    reads: frozenset[tuple[str, str]] = frozenset()
+
+
 @dataclass(frozen=True, eq=False)
 class Schema:
     roots: Mapping[str, Root]
@@ -127,3 +137,5 @@ class Schema:
     topology_levels: tuple[str, ...] = ()
     # Roots bound only in the body of a ``preempt`` rule (the candidate victim).
     preempt_roots: Mapping[str, Root] = field(default_factory=dict)
+    # What lint expects every policy to check before it places a pod (PE311).
+    essential_checks: tuple[EssentialCheck, ...] = ()

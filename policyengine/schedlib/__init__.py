@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from policyengine.lang.schema import Root, Schema
+from policyengine.lang.schema import EssentialCheck, Root, Schema
 from policyengine.model.topology import LEVELS
 from policyengine.schedlib.functions import FUNCTIONS
 from policyengine.schedlib.gangs import DOMAIN, GANG
@@ -35,6 +35,27 @@ KNOWN_RESOURCES = frozenset(
 )
 
 
+# What a policy placing pods must not forget (lint PE311): kube-scheduler's filters that keep a
+# pod off a node that cannot hold it, or where it is not allowed. ``use kube`` brings all three.
+ESSENTIAL_CHECKS = (
+    EssentialCheck(
+        "resource fit",
+        functions=frozenset({"resources_fit_reasons"}),
+        reads=frozenset({("node", "free"), ("node", "allocatable"), ("node", "allocated")}),
+    ),
+    EssentialCheck(
+        "taints and tolerations",
+        functions=frozenset({"taint_toleration_reasons"}),
+        reads=frozenset({("node", "taints"), ("pod", "tolerations")}),
+    ),
+    EssentialCheck(
+        "node selector and affinity",
+        functions=frozenset({"node_affinity_reasons"}),
+        reads=frozenset({("pod", "node_selector"), ("pod", "affinity")}),
+    ),
+)
+
+
 @cache
 def default_schema() -> Schema:
     return Schema(
@@ -53,6 +74,7 @@ def default_schema() -> Schema:
         preempt_roots={
             "victim": Root("victim", POD, "A running pod the pod may evict (preempt rules only).")
         },
+        essential_checks=ESSENTIAL_CHECKS,
     )
 
 

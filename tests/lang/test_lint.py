@@ -8,7 +8,7 @@ built here (types of resource maps, static costs), so the rules are tested on th
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ from policyengine.lang.lint_config import (
 )
 from policyengine.lang.loader import Unit, load_texts
 from policyengine.lang.parser import parse_expression
+from policyengine.lang.schema import EssentialCheck
 from policyengine.lang.types import Type
 from tests.lang.fake_schema import SCHEMA, WIDGET
 
@@ -835,8 +836,71 @@ def test_a_second_use_the_checker_reported_is_not_repeated() -> None:
 
 
 def test_every_code_has_a_firing_case() -> None:
-    fired = {case.values[0] for case in FIRES}
+    fired = {case.values[0] for case in FIRES} | {"PE311"}  # PE311: ESSENTIAL below
     assert fired == set(RULES)
+
+
+# PE311 needs a schema that declares essential checks; the fake one's: a fit and a capacity.
+ESSENTIAL_SCHEMA = replace(
+    SCHEMA,
+    essential_checks=(
+        EssentialCheck("fit", functions=frozenset({"fits"})),
+        EssentialCheck("capacity", reads=frozenset({("widget", "capacity")})),
+    ),
+)
+ESSENTIAL = [
+    pytest.param(
+        'policy "p" {\n  filter f { widget.count > 0 }\n}\n', ["fit or capacity"], id="none"
+    ),
+    pytest.param(
+        'policy "p" {\n  filter f { fits(order, widget) }\n}\n', ["capacity"], id="one of two"
+    ),
+    pytest.param(
+        'policy "p" {\n  let big = widget.capacity["cpu"] ?? 0\n  filter f { fits(order, widget) and big > 1 }\n}\n',
+        [],
+        id="through a let",
+    ),
+    pytest.param(
+        "library lib {\n  filter f { fits(order, widget) }\n  filter g { widget.capacity != {} }\n}\n"
+        'policy "p" {\n  use lib\n}\n',
+        [],
+        id="from a library",
+    ),
+    pytest.param(
+        "library lib {\n  filter f { fits(order, widget) }\n  filter g { widget.capacity != {} }\n}\n"
+        'policy "p" {\n  use lib { disable f }\n}\n',
+        ["fit"],
+        id="disabled in the use",
+    ),
+    pytest.param(
+        "library lib {\n  filter f { fits(order, widget) }\n  score f { 1 }\n  filter g { widget.capacity != {} }\n}\n"
+        'policy "p" {\n  use lib { disable score f }\n}\n',
+        [],
+        id="only its score disabled",
+    ),
+    pytest.param(
+        'policy "p" {\n  score s { if fits(order, widget) then widget.capacity["cpu"] ?? 0 else 0 }\n}\n',
+        ["fit or capacity"],
+        id="a score checks nothing",
+    ),
+    pytest.param(
+        'policy "p" {  # lint: ignore[PE311]\n  filter f { widget.count > 0 }\n}\n',
+        [],
+        id="ignored inline",
+    ),
+    pytest.param("library lib {\n  filter f { widget.count > 0 }\n}\n", [], id="a library is not"),
+]
+
+
+@pytest.mark.parametrize(("source", "missing"), ESSENTIAL)
+def test_a_policy_without_an_essential_check_is_warned(source: str, missing: list[str]) -> None:
+    unit = load_texts({"p.sched": source})
+    found = finish(lint(unit, FakeCheck(), ESSENTIAL_SCHEMA), unit)
+    assert [d.message for d in found if d.code == "PE311"] == [
+        f'policy "p" has no filter for {m}: the pods it governs may be placed on a node that '
+        "cannot hold them or must not run them"
+        for m in missing
+    ]
 
 
 def test_cost_budget_comes_from_config() -> None:
