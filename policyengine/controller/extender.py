@@ -638,7 +638,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        if length is None or not (length.strip().isascii() and length.strip().isdigit()):
             raise _BodyError(HTTPStatus.LENGTH_REQUIRED, "a Content-Length header is required")
         size = int(length)
         if size > MAX_BODY:
@@ -649,7 +649,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _discard_body(self) -> None:
         length = self.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) <= MAX_BODY:
+        if length.isascii() and length.isdigit() and int(length) <= MAX_BODY:
             self.rfile.read(int(length))
         else:
             self.close_connection = True

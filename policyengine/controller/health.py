@@ -40,7 +40,7 @@ Check = Callable[[], str | None]
 def parse_address(text: str) -> tuple[str, int]:
     """``HOST:PORT``, ``:PORT`` (all interfaces) or ``[IPv6]:PORT``."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or int(port) > 65535:
+    if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise ValueError(f"{text!r} is not HOST:PORT")
     host = host.strip("[]") or "0.0.0.0"
     return host, int(port)

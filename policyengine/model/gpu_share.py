@@ -77,13 +77,13 @@ def parse_share(value: str) -> GpuDemand | str:
         if not sep:
             return f"{part!r}: expected key=value"
         if key == "cores":
-            if not raw.isdigit() or not 0 < int(raw) <= FULL_CORES:
+            if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= FULL_CORES:
                 return f"cores {raw!r}: expected a percentage from 1 to 100"
             cores = int(raw)
         elif key == "memory":
             if raw.endswith("%"):
                 digits = raw[:-1]
-                if not digits.isdigit() or not 0 < int(digits) <= 100:
+                if not (digits.isascii() and digits.isdigit()) or not 0 < int(digits) <= 100:
                     return f"memory {raw!r}: expected a percentage from 1 to 100"
                 percent = int(digits)
             else:

@@ -13,6 +13,7 @@ snapshot may be written by hand rather than read back from a server:
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from fractions import Fraction
@@ -114,11 +115,14 @@ def _str(ctx: _Ctx, value: Any, path: str, default: str = "") -> str:
     return value
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 def _int(ctx: _Ctx, value: Any, path: str, default: int | None = None) -> int | None:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
             return int(value)
         raise ctx.fail(path, f"expected an integer, got {type_name(value)} {value!r}")
     return value

@@ -80,7 +80,12 @@ def _int_or_percent(ctx: _Ctx, value: Any, path: str) -> IntOrPercent | None:
         if value < 0:
             raise ctx.fail(path, f"must not be negative, got {value}")
         return value
-    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
+    if (
+        isinstance(value, str)
+        and value.endswith("%")
+        and value[:-1].isascii()
+        and value[:-1].isdigit()
+    ):
         return value
     raise ctx.fail(path, f'expected an integer or a percentage such as "50%", got {value!r}')
 

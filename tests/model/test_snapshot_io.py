@@ -172,6 +172,14 @@ def test_missing_snapshot(tmp_path: Path) -> None:
             "Pod default/web-1: spec.nodeSelector.gpus: expected a string, got number 8 (quote it)",
         ),
         (
+            lambda p: p["spec"].update(priority="++1000"),
+            "Pod default/web-1: spec.priority: expected an integer, got string '++1000'",
+        ),
+        (
+            lambda p: p["spec"].update(priority="\u00b2"),  # a digit to str.isdigit, not to int
+            "Pod default/web-1: spec.priority: expected an integer, got string '²'",
+        ),
+        (
             lambda p: p["metadata"].update(annotations={"on": True}),
             "Pod default/web-1: metadata.annotations.on: expected a string, got boolean True "
             "(quote it)",
