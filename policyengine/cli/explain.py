@@ -40,6 +40,7 @@ from policyengine.schedlib.views import NodeView, PodView
 INSUFFICIENT = "Insufficient "
 TOO_MANY_PODS = "Too many pods"
 _EQUALLY_NEAR_SHOWN = 5
+FORMATS = ("text", "json")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     common.add_one_pod_options(parser)
     parser.add_argument("--node", metavar="N", help="show every rule's verdict on node N")
+    common.add_format_option(parser, FORMATS)
     parser.set_defaults(run=run)
 
 
@@ -336,7 +338,11 @@ def _run(args: argparse.Namespace) -> int:
     setup = common.setup("explain", args)
     if args.node is not None:
         common.check_node(args.node, setup.target.snapshot)
-    print(render.explain_text(explain(setup, args.node)))
+    explanation = explain(setup, args.node)
+    if args.format == "json":
+        print(render.to_json(render.explain_document(explanation)))
+    else:
+        print(render.explain_text(explanation))
     return common.EXIT_OK
 
 

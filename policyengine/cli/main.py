@@ -67,11 +67,26 @@ def parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     return build_parser(first if first in COMMANDS else None)
 
 
+def _subcommand(
+    parser: argparse.ArgumentParser, name: str | None
+) -> argparse.ArgumentParser | None:
+    for action in parser._actions:  # argparse keeps sub-parsers on its subparsers action only
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     parser = parser_for(argv)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse would report these with the top-level usage; the command's own is the one
+        # that says what it takes.
+        owner = _subcommand(parser, getattr(args, "command", None)) or parser
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "run", None):
         parser.print_help(sys.stderr)
         return 2

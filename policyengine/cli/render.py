@@ -731,3 +731,110 @@ def simulation_table(simulation: Simulation) -> str:
         parts.append(f"Preemptions ({len(rows)}):\n" + table(("POD", "NODE", "VICTIMS"), rows))
     sections.append("\n".join(parts))
     return "\n\n".join(sections)
+
+
+# --- explain as JSON -----------------------------------------------------------------------
+
+
+def _shortage_document(s: Shortage) -> dict[str, Any]:
+    return {
+        "resource": s.resource,
+        "requested": number(s.requested),
+        "free": number(s.free),
+        "allocatable": number(s.allocatable),
+        "short_by": number(s.requested - s.free),
+        **({"overcommit": number(s.overcommit)} if s.overcommit is not None else {}),
+    }
+
+
+def _rejections_document(rejections: Iterable[Rejection]) -> list[dict[str, Any]]:
+    return [{"rule": r.rule, "reasons": list(rejection_reasons(r))} for r in rejections]
+
+
+def explain_document(e: Explanation) -> dict[str, Any]:
+    """``explain --format json``: the keys the README's "explain as JSON" lists."""
+    d = e.decision
+    from policyengine.engine.histogram import reason_histogram
+
+    ranking = [
+        {
+            "rank": rank,
+            "node": node,
+            "total": number(d.scores[node].total),
+            "selected": node == d.node,
+        }
+        for rank, node in ranked(d)[: e.top]
+    ]
+    document: dict[str, Any] = {
+        "pod": d.pod,
+        "schedulable": d.node is not None,
+        "node": d.node,
+        "score": number(d.scores[d.node].total)
+        if d.node is not None and d.node in d.scores
+        else None,
+        "message": d.message,
+        "profile": e.profile,
+        "policy": d.policy,
+        "version": d.version,
+        "gated": e.gated or None,
+        "nodes": d.num_nodes,
+        "feasible": len(d.feasible),
+        "histogram": dict(sorted(reason_histogram(d.infeasible).items())),
+        "filters": [{"rule": rule, "rejected": count} for rule, count in e.filter_counts],
+        "ranking": ranking,
+        "nearest": None,
+        "node_report": None,
+        "preemption": None,
+        "gang": None,
+    }
+    if e.nearest is not None:
+        document["nearest"] = {
+            "node": e.nearest.node,
+            "rejections": _rejections_document(e.nearest.rejections),
+            "lacks": [_shortage_document(s) for s in e.nearest.shortages],
+            "equally_near": list(e.nearest.equally_near),
+        }
+    if e.node is not None:
+        r = e.node
+        document["node_report"] = {
+            "node": r.node,
+            "feasible": r.feasible,
+            "rank": r.rank,
+            "total": number(r.total) if r.total is not None else None,
+            "rules": [
+                {
+                    "rule": rule.rule,
+                    "kind": rule.kind,
+                    "verdict": rule.verdict,
+                    "reasons": list(rule.reasons),
+                    "values": dict(rule.observations),
+                    "error": rule.error,
+                }
+                for rule in r.rules
+            ],
+            "scores": {rule: number(v) for rule, v in r.scores.items()},
+            "weights": dict(r.weights),
+            "lacks": [_shortage_document(s) for s in r.shortages],
+        }
+    if e.preemption is not None:
+        p = e.preemption
+        document["preemption"] = {
+            "possible": p.node is not None,
+            "node": p.node,
+            "victims": [v.key for v in p.victims],
+            "pdb_violations": p.pdb_violations,
+            "message": p.message,
+            **({"gang": True} if p.gang else {}),
+        }
+    if e.gang is not None:
+        g = e.gang
+        document["gang"] = {
+            "gang": g.gang,
+            "scheduled": g.scheduled,
+            "members": len(g.placements),
+            "placed": sum(1 for m in g.placements if m.node is not None),
+            "min_member": g.min_member,
+            "domain": "/".join(g.domain) if g.domain is not None else None,
+            "message": g.message,
+        }
+    return document

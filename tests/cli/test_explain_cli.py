@@ -6,6 +6,7 @@ policy version from the output (it is a digest of the fixture sources).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -238,3 +239,112 @@ def test_broken_policy_is_an_input_error(capsys: pytest.CaptureFixture[str]) -> 
     assert (code, out) == (2, "")
     assert err.count("error PE2") == 2
     assert err.endswith("policyengine explain: the policy has 2 errors; nothing was evaluated\n")
+
+
+def test_json_of_an_unschedulable_pod(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys,
+        "--policy",
+        GPU_POLICY,
+        "--cluster",
+        CLUSTER,
+        "--pod",
+        "ml/train-huge",
+        "--format",
+        "json",
+    )
+    assert (code, err) == (0, "")
+    document = json.loads(out)
+    version = document["version"]
+    preemption = document.pop("preemption")
+    assert document == {
+        "pod": "ml/train-huge",
+        "schedulable": False,
+        "node": None,
+        "score": None,
+        "message": "0/4 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, "
+        "1 node(s) had untolerated taint {dedicated: infra}, 3 Insufficient nvidia.com/gpu.",
+        "profile": "policyengine",
+        "policy": "gpu-jobs",
+        "version": version,
+        "gated": None,
+        "nodes": 4,
+        "feasible": 0,
+        "histogram": {
+            "Insufficient cpu": 1,
+            "Insufficient memory": 1,
+            "Insufficient nvidia.com/gpu": 3,
+            "node(s) had untolerated taint {dedicated: infra}": 1,
+        },
+        "filters": [
+            {"rule": "base.taint_toleration", "rejected": 1},
+            {"rule": "base.node_resources_fit", "rejected": 4},
+            {"rule": "gpu_model", "rejected": 0},
+        ],
+        "ranking": [],
+        "nearest": {
+            "node": "gpu-a100-1",
+            "rejections": [
+                {"rule": "base.node_resources_fit", "reasons": ["Insufficient nvidia.com/gpu"]}
+            ],
+            "lacks": [
+                {
+                    "resource": "nvidia.com/gpu",
+                    "requested": 16,
+                    "free": 2,
+                    "allocatable": 8,
+                    "short_by": 14,
+                }
+            ],
+            "equally_near": ["gpu-h100-1"],
+        },
+        "node_report": None,
+        "gang": None,
+    }
+    assert preemption["possible"] is False and preemption["victims"] == []
+    assert preemption["message"].startswith("0/4 nodes are available: ")
+
+
+def test_json_of_a_schedulable_pod_and_one_node(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "--policy",
+        GPU_POLICY,
+        "--cluster",
+        CLUSTER,
+        "--pod",
+        "web-1",
+        "--node",
+        "cpu-1",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    document = json.loads(out)
+    assert (document["schedulable"], document["node"], document["score"]) == (
+        True,
+        "gpu-a100-1",
+        300,
+    )
+    assert document["ranking"] == [
+        {"rank": 1, "node": "gpu-a100-1", "total": 300, "selected": True},
+        {"rank": 1, "node": "cpu-1", "total": 300, "selected": False},
+        {"rank": 3, "node": "gpu-h100-1", "total": 100, "selected": False},
+    ]
+    report = document["node_report"]
+    assert (report["node"], report["feasible"], report["total"]) == ("cpu-1", True, 300)
+    assert report["scores"] == {"zone_a": 100, "few_pods": 0}
+    assert report["weights"] == {"zone_a": 3, "few_pods": 1}
+    zone = next(r for r in report["rules"] if r["rule"] == "zone_a")
+    assert zone["values"]['node.topology.zone == "zone-a"'] == "true"
+    assert document["preemption"] is None
+
+
+def test_a_bad_option_shows_explains_own_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["explain", "--cluster", CLUSTER, "--pod", "web-1", "--bogus"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: policyengine explain ")
+    assert "[--format {text,json}]" in err
+    assert err.rstrip().endswith("policyengine explain: error: unrecognized arguments: --bogus")
