@@ -32,7 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="serve the policy as a kube-scheduler extender (filter, prioritize, preempt, bind)",
         description="Serve the kube-scheduler extender protocol: POST …/filter answers an "
         "ExtenderFilterResult, POST …/prioritize a HostPriorityList (the policy's total mapped "
-        "to 0–10), GET /healthz, /readyz and /metrics. Exit status: 0 stopped by a signal, "
+        "to 0–10), POST …/preempt an ExtenderPreemptionResult (kube-scheduler's candidate "
+        "victims reviewed by the policy's preempt rules), POST …/bind binds the pod with its "
+        "GPU devices (an ExtenderBindingResult); GET /healthz, /readyz and /metrics. "
+        "Exit status: 0 stopped by a signal, "
         "1 failed while running, 2 bad input (a policy that does not compile, a bad flag).",
     )
     parser.add_argument(

@@ -45,8 +45,9 @@ class RuleCost:
 class LintReport:
     diagnostics: list[Diagnostic]
     sources: dict[str, str]
-    files: int
+    files: int  # every file read, the imported ones too (the JSON contract's "files")
     costs: tuple[RuleCost, ...] = ()
+    imported: int = 0  # of ``files``, those read only because another imported them
 
     @property
     def io_error(self) -> bool:
@@ -90,8 +91,13 @@ def lint_paths(paths: list[str], schema: Schema, config: LintConfig) -> LintRepo
         for rule in rules
         if id(rule) in result.rule_costs
     )
+    entries = set(unit.entries)
     return LintReport(
-        finish(diagnostics, unit, config), dict(unit.sources), len(unit.sources), costs
+        finish(diagnostics, unit, config),
+        dict(unit.sources),
+        len(unit.sources),
+        costs,
+        imported=sum(1 for path in unit.sources if path not in entries),
     )
 
 
@@ -164,7 +170,7 @@ def render(report: LintReport, format: str) -> str:
         return output.to_sarif(report.diagnostics, _rule_table())
     if format == "github":
         return output.to_github(report.diagnostics)
-    return output.to_text(report.diagnostics, report.sources, report.files)
+    return output.to_text(report.diagnostics, report.sources, report.files, report.imported)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -65,20 +65,26 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
-    """``N errors, M warnings in K files`` (and the infos, when there are any)."""
+def summary(diagnostics: Sequence[Diagnostic], files: int, imported: int = 0) -> str:
+    """``N errors, M warnings in K files`` (and the infos, when there are any); the files the
+    given ones imported are counted apart (``in 1 file and 1 imported``)."""
     counts = {severity: 0 for severity in Severity}
     for diagnostic in diagnostics:
         counts[diagnostic.severity] += 1
     parts = [_plural(counts[Severity.ERROR], "error"), _plural(counts[Severity.WARNING], "warning")]
     if counts[Severity.INFO]:
         parts.append(_plural(counts[Severity.INFO], "info"))
-    return f"{', '.join(parts)} in {_plural(files, 'file')}"
+    given = files - imported
+    return f"{', '.join(parts)} in {_plural(given, 'file')}" + (
+        f" and {imported} imported" if imported else ""
+    )
 
 
-def to_text(diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], files: int) -> str:
+def to_text(
+    diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], files: int, imported: int = 0
+) -> str:
     blocks = [render(d, sources.get(d.span.file)) for d in diagnostics]
-    return "\n\n".join([*blocks, summary(diagnostics, files)])
+    return "\n\n".join([*blocks, summary(diagnostics, files, imported)])
 
 
 # --- sarif ---------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 ``0/5 nodes are available: 3 Insufficient nvidia.com/gpu, 2 node(s) had untolerated taint
 {gpu: maintenance}.`` Each node contributes the reasons of the first filter that rejected it
 (a resource filter may give several); identical reasons are counted, and the
-``COUNT REASON`` entries are sorted as strings, exactly as kube-scheduler prints them.
+``COUNT REASON`` entries are sorted as strings, exactly as kube-scheduler prints them. A
+policy's own reason holding ", " is quoted, or two entries would read as one.
 """
 
 from __future__ import annotations
@@ -22,11 +23,19 @@ def reason_histogram(infeasible: Mapping[str, Sequence[Rejection]]) -> Counter[s
     return counts
 
 
+def _entry(reason: str) -> str:
+    """A reason as the line shows it: quoted when it holds ", " (a policy's own reason may;
+    kube-scheduler's never do), so that entries stay apart."""
+    if ", " not in reason:
+        return reason
+    return '"' + reason.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def histogram_line(
     num_nodes: int, infeasible: Mapping[str, Sequence[Rejection]], extra: Iterable[str] = ()
 ) -> str:
     counts = reason_histogram(infeasible)
-    entries = sorted(f"{count} {reason}" for reason, count in counts.items())
+    entries = sorted(f"{count} {_entry(reason)}" for reason, count in counts.items())
     line = f"0/{num_nodes} nodes are available"
     parts = [", ".join(entries)] if entries else []
     parts.extend(extra)

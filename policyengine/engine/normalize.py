@@ -241,7 +241,10 @@ _UNSCORED: dict[str, Stats] = {}
 def apply_stats(kind: str, values: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray:
     """The normalised values of some rows of a column whose ``column_stats`` are ``stats``:
     exactly the rows of normalising the whole column."""
-    return _KINDS[kind][1](np.where(scored, values, 0.0), scored, stats)
+    # Extreme raw values (1e308, a denormal maximum) overflow to ±inf here exactly as the
+    # reference's Python floats do, silently; the scores are clipped to 0–100 after.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _KINDS[kind][1](np.where(scored, values, 0.0), scored, stats)
 
 
 def normalize_array(kind: str, values: np.ndarray, scored: np.ndarray) -> np.ndarray:

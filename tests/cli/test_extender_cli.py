@@ -136,3 +136,13 @@ def test_node_cache_without_connection_settings_exits_2(
     policy = str(ROOT / "policies" / "kube-default.sched")
     assert main(["extender", "--policy", policy, "--node-cache", "--listen", "127.0.0.1:0"]) == 2
     assert "--node-cache:" in capsys.readouterr().err
+
+
+def test_help_names_every_verb(capsys: pytest.CaptureFixture[str]) -> None:
+    from policyengine.cli.main import main as cli_main
+
+    with pytest.raises(SystemExit):
+        cli_main(["extender", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for verb in ("…/filter", "…/prioritize", "…/preempt", "…/bind"):
+        assert f"POST {verb}" in text

@@ -390,3 +390,14 @@ def test_costs_and_budget_cover_gang_rules(tmp_path, capsys) -> None:
         ["g.small", "gang", "score", "2"],
         ["g.ready", "filter", "2", str(policy) + ":7:3"],
     ]
+
+
+def test_imported_files_are_counted_apart(capsys) -> None:  # type: ignore[no-untyped-def]
+    from policyengine.cli.main import main as cli_main
+
+    assert cli_main(["lint", str(ROOT / "policies" / "gpu-binpack.sched")]) == 0
+    assert (
+        capsys.readouterr().out.splitlines()[-1] == "0 errors, 0 warnings in 1 file and 1 imported"
+    )
+    assert cli_main(["lint", str(ROOT / "policies")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "0 errors, 0 warnings in 7 files"

@@ -81,8 +81,9 @@ def test_a_stricter_filter_strands_a_pod() -> None:
     assert change.new.node is None
     assert change.reasons == (
         # The simulation stops at a node's first rejection, as kube-scheduler does.
-        "no longer schedulable (was on n2): 0/3 nodes are available: 1 node is gpu, pod wants cpu, "
-        "2 no zone.",
+        # A reason holding ", " is quoted in the line, so entries stay apart.
+        'no longer schedulable (was on n2): 0/3 nodes are available: 1 "node is gpu, pod wants '
+        'cpu", 2 no zone.',
         "feasible nodes: 1 → 0",
         "n2 no longer feasible: zoned: no zone",
     )

@@ -45,6 +45,16 @@ CASES = [
         },
         "0/19 nodes are available: 10 reason A, 9 reason B.",
     ),
+    (
+        # a policy's own reason holding ", " is quoted, or the entries would run together
+        3,
+        {
+            "a": (R("gpu_model", ('node has A100, pod needs "H100"',)),),
+            "b": (R("gpu_model", ('node has A100, pod needs "H100"',)),),
+            "c": (R("fit", ("Insufficient cpu",)),),
+        },
+        '0/3 nodes are available: 1 Insufficient cpu, 2 "node has A100, pod needs \\"H100\\"".',
+    ),
 ]
 
 
