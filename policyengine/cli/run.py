@@ -326,6 +326,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         while worker.is_alive():
             worker.join(_POLL)
+            if state.stop.is_set() and not state.connected.is_set():
+                # Still waiting for the API server (maybe one that never answers): nothing is
+                # in flight, so there is nothing to finish; the waiting thread dies with us.
+                break
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

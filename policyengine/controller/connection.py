@@ -533,6 +533,9 @@ def retry(
             failure = classify(error, info=info, server=server)
             if not should_retry(failure) or (attempts is not None and attempt >= attempts):
                 raise
+            if stop is not None and stop.is_set():
+                # Told to stop while the call hung: nothing to retry, nothing to report.
+                raise Stopped(failure.message) from error
             delay = next(delays)
             if failure.retry_after is not None:
                 delay = max(delay, failure.retry_after)

@@ -396,6 +396,30 @@ def test_an_answer_that_is_not_the_kubernetes_api_is_reported_and_retried(
         server.server_close()
 
 
+def test_sigterm_while_a_server_hangs_stops_at_once_and_logs_nothing_after(
+    start: Callable[..., Run], tmp_path: Path
+) -> None:
+    """A server that accepts and never answers: the stop does not wait out the request, and
+    "stopped" is the last line (no retry warning for a request abandoned on purpose)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    kubeconfig = LoopbackAPIServer(port=port).kubeconfig(tmp_path / "hanging")
+    try:
+        run = start("a", "--no-leader-elect", kubeconfig=kubeconfig)
+        run.metrics_url()  # started, its first /version request hanging
+        assert run.terminate() == 0
+        events = run.events()
+        assert events[-1] == "policyengine run stopped"
+        after = events[events.index(next(e for e in events if e.startswith("SIGTERM"))) :]
+        assert not any("retrying" in e for e in after)
+    finally:
+        listener.close()
+
+
 def test_a_forbidding_api_server_names_the_verb_and_resource(
     apiserver: LoopbackAPIServer, start: Callable[..., Run]
 ) -> None:
