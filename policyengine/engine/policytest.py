@@ -232,6 +232,8 @@ class PolicyTest:
     cases: tuple[Case, ...]
     warnings: tuple[str, ...] = ()
     policy_given: bool = True  # False: ``policy`` is the default, the .sched files beside it
+    # Cases that could not be read, one message each: reported, while the valid ones run.
+    errors: tuple[str, ...] = ()
 
 
 def is_test_file(path: Path) -> bool:
@@ -309,16 +311,26 @@ def parse_test_file(text: str, path: str | Path, roots: Sequence[Path] | None = 
     cases: list[Case] = []
     names: set[str] = set()
     warnings = list(file_cluster.warnings) if file_cluster else []
+    errors: list[str] = []
     for index, raw in enumerate(cases_value, start=1):
-        case = _case(raw, index, file_cluster, base, cases_where, warnings)
-        if case.name in names:
-            raise cases_where.at(case.line).error(
-                None, f"case {case.name!r} is defined twice; case names must be unique"
-            )
+        try:
+            case = _case(raw, index, file_cluster, base, cases_where, warnings)
+            if case.name in names:
+                raise cases_where.at(case.line).error(
+                    None, f"case {case.name!r} is defined twice; case names must be unique"
+                )
+        except PolicyTestError as error:
+            errors.append(str(error))
+            continue
         names.add(case.name)
         cases.append(case)
     return PolicyTest(
-        path, policy, tuple(cases), tuple(dict.fromkeys(warnings)), "policy" in document
+        path,
+        policy,
+        tuple(cases),
+        tuple(dict.fromkeys(warnings)),
+        "policy" in document,
+        tuple(errors),
     )
 
 
@@ -1124,9 +1136,12 @@ def run_paths(
     tests: list[PolicyTest] = []
     for path in files:
         try:
-            tests.append(load_test_file(path))
+            test = load_test_file(path)
         except PolicyTestError as error:
             errors.append(str(error))
+            continue
+        errors.extend(test.errors)  # its other cases still run
+        tests.append(test)
     recorder = CoverageRecorder() if coverage else None
     compiled: dict[tuple[str, ...], Program | str] = {}
     results: list[FileResult] = []
@@ -1187,6 +1202,7 @@ def run_policy_tests(
     for path in files:
         try:
             test = load_test_file(path, roots)
+            errors.extend(test.errors)
             tested = program
             if candidate is None and not test.policy_given:
                 pass

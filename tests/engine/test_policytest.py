@@ -288,10 +288,35 @@ INVALID = {
 
 @pytest.mark.parametrize(("text", "message"), INVALID.values(), ids=INVALID)
 def test_invalid_file(tmp_path: Path, text: str, message: str) -> None:
+    """A problem with the file refuses it whole; a problem with a case is that case's error,
+    reported beside the file's other cases (which still run)."""
     path = write(tmp_path, text)
-    with pytest.raises(pt.PolicyTestError) as raised:
-        pt.load_test_file(path)
-    assert str(raised.value) == message.format(path=path, dir=tmp_path)
+    try:
+        loaded = pt.load_test_file(path)
+    except pt.PolicyTestError as raised:
+        found: tuple[str, ...] = (str(raised),)
+    else:
+        found = loaded.errors
+    assert found == (message.format(path=path, dir=tmp_path),)
+
+
+def test_every_bad_case_is_reported_and_the_good_ones_run(tmp_path: Path) -> None:
+    text = (
+        f"policy: {POLICY}\ncluster: {CLUSTER}\ncases:\n"
+        "  - name: good\n    pod: small\n    chosen: n2\n"
+        "  - name: bad-one\n    chosen: n2\n"
+        "  - name: bad-two\n    pod: 7\n    chosen: n2\n"
+    )
+    path = write(tmp_path, text)
+    loaded = pt.load_test_file(path)
+    assert [c.name for c in loaded.cases] == ["good"]
+    assert len(loaded.errors) == 2
+    assert "case 'bad-one': pod: missing" in loaded.errors[0]
+    assert "case 'bad-two': pod:" in loaded.errors[1]
+    report = pt.run_paths([path], coverage=False)
+    assert report.errors == loaded.errors
+    assert [case.case for file in report.files for case in file.cases] == ["good"]
+    assert not report.ok
 
 
 def test_no_policy_key_means_the_sched_files_beside_the_test(tmp_path: Path) -> None:
