@@ -62,6 +62,12 @@ _LITERAL_TYPES: dict[str, Type] = {
     "null": NULL,
 }
 _CONVERSIONS: dict[str, Type] = {"int": INT, "float": FLOAT, "quantity": QUANTITY}
+# The most work one rule may do for one (pod, node) pair, in cost units (lang.cost): a hundred
+# times lint's default budget and two hundred times the dearest shipped rule. A policy from a
+# ConfigMap must not be able to stall every scheduling cycle, so above it is an error (PE229),
+# in lint and at a reload alike, not a warning.
+MAX_RULE_COST = 1_000_000
+
 BUILTINS = frozenset({*AGGREGATES, "len", "abs", "string", *_CONVERSIONS})
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 # name -> (parameter types, result type); a map's methods depend on the map (_methodcall).
@@ -1101,7 +1107,21 @@ def check(unit: Unit, schema: Schema, linked: Linked | None = None) -> CheckResu
             for rule in block.rules:
                 rule_costs[id(rule)] = model.rule(rule)
     per_node = {key: checker.varies(_node) for key, _node in _typed_nodes(owners)}
-    diagnostics = [*(linked.diagnostics if own_link else ()), *checker.diagnostics]
+    too_dear = [
+        Diagnostic(message.code, Severity.ERROR, message.text, rule.name_span, message.hint)
+        for owner in owners
+        for rule in (*owner.rules, *(r for block in owner.gangs for r in block.rules))
+        if rule_costs[id(rule)].total > MAX_RULE_COST
+        for message in (
+            m.cost_over_limit(
+                "filter" if isinstance(rule, n.Filter) else "score",
+                rule.name,
+                rule_costs[id(rule)].total,
+                MAX_RULE_COST,
+            ),
+        )
+    ]
+    diagnostics = [*(linked.diagnostics if own_link else ()), *checker.diagnostics, *too_dear]
     return CheckResult(
         diagnostics=tuple(sorted_diagnostics(_dedupe(diagnostics))),
         types=checker.types,

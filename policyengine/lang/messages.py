@@ -40,6 +40,8 @@ PE226  checker  gang block misplaced or malformed: in a library, twice in a poli
                 ``within``, an unknown topology level
 PE227  checker  overcommit of an incompressible resource, or a ``max_load`` outside 0..1
 PE228  checker  a preempt guard that reads a value varying from node to node
+PE229  checker  a rule whose static cost bound is above ``MAX_RULE_COST`` (a policy that would
+                stall every scheduling cycle: refused, not merely linted)
 =====  =======  ==================================================================
 """
 
@@ -474,4 +476,14 @@ def bad_preempt_body(found: Type) -> Message:
         "PE207",
         f"the body of a preempt rule must be bool, not {found}",
         "a preempt rule is true for each running pod (victim) the pod may evict",
+    )
+
+
+def cost_over_limit(kind: str, rule: str, bound: int, limit: int) -> Message:
+    return Message(
+        "PE229",
+        f"{kind} {rule} has a static cost bound of {bound:,}, above the limit of {limit:,} "
+        "a scheduler accepts",
+        "every node runs it for every pod: iterate over smaller collections, nest fewer "
+        "comprehensions, or precompute in a let",
     )

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from policyengine.diagnostics import render
 from policyengine.lang import nodes as n
-from policyengine.lang.checker import check, check_expression
+from policyengine.lang.checker import MAX_RULE_COST, check, check_expression
 from policyengine.lang.cost import RuleCost
 from policyengine.lang.loader import load_texts
 from policyengine.lang.schema import Function, Param, Root, Schema
@@ -133,3 +134,33 @@ def test_expressions_in_error_still_get_a_bound() -> None:
     _, result = _check('policy "p" {\n  filter f { [x for x in nope] == [] }\n}\n')
     assert [d.code for d in result.diagnostics] == ["PE201"]
     assert result.costs[("p", "f")] == 1 + (1 + 1 + 64 * 1) + 1
+
+
+def _nested(depth: int, size: int) -> str:
+    items = "[" + ", ".join(str(i) for i in range(size)) + "]"
+    body = "v0 > 0"
+    for level in range(depth):
+        body = f"all({body} for v{level} in {items})"
+    return f'policy "p" {{\n  filter dear {{ {body} }}\n}}\n'
+
+
+@pytest.mark.parametrize(
+    ("depth", "size", "refused"),
+    [(3, 20, False), (4, 34, True), (6, 10, True)],
+    ids=["8,000 a node: fine", "1.3M comprehensions deep", "a million by nesting"],
+)
+def test_a_rule_above_the_hard_cost_limit_is_an_error(depth: int, size: int, refused: bool) -> None:
+    source = _nested(depth, size)
+    unit = load_texts({"p.sched": source})
+    result = check(unit, SCHEMA)
+    bound = result.rule_costs[id(unit.policies[0].rules[0])].total
+    errors = [d for d in result.diagnostics if d.code == "PE229"]
+    assert (bound > MAX_RULE_COST) == refused
+    if not refused:
+        assert errors == []
+        return
+    (error,) = errors
+    assert render(error, source).split("\n")[0] == (
+        f"p.sched:2:10: error PE229: filter dear has a static cost bound of {bound:,}, above "
+        f"the limit of {MAX_RULE_COST:,} a scheduler accepts"
+    )
