@@ -22,6 +22,8 @@ from benchmarks.harness import Measurement, pending, percentile, render, to_json
 from benchmarks.workload import Workload, build, evenly, place_all
 from policyengine.engine.simulate import simulate
 
+pytestmark = pytest.mark.slow  # processes, servers or seconds of work
+
 TINY = {"runs": 1, "scale": 0.0005, "check": 1, "nodes": 20}  # 5 pods on 20 nodes
 
 

@@ -1,4 +1,4 @@
-"""The import direction of DESIGN.md section 2 is a checked contract, not a convention.
+"""The import direction of ARCHITECTURE.md is a checked contract, not a convention.
 
 import-linter reads the contracts from pyproject.toml: layers flow downward, ``lang`` and
 ``model`` never import each other, only ``lang`` imports lark and only ``controller`` imports the

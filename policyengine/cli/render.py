@@ -1,8 +1,8 @@
 """Views of a ``Decision`` and a ``Simulation``: the JSON contracts, YAML, and tables for people.
 
 Every offline command prints through these functions, so ``filter``, ``score``, ``explain`` and
-``simulate`` show the same data the same way: the JSON documents of DESIGN.md section 4 are
-built here once, and the tables are read off the same values. Renderers are pure functions
+``simulate`` show the same data the same way: the JSON documents other tools rely on (README,
+ARCHITECTURE.md) are built here once, and the tables are read off the same values. Renderers are pure functions
 from data to text; nothing here evaluates a rule or reads a file.
 
 Numbers in JSON are JSON numbers, integers when integral; fractional scores are rounded to six

@@ -1,8 +1,8 @@
 """What one scheduling cycle decided, as plain data every command renders its own way.
 
 ``filter``, ``score``, ``explain``, ``simulate`` and the scheduler loop all read a
-``Decision``; the JSON contracts of DESIGN.md section 4 are views of it (``render`` in the CLI),
-so every output agrees with every other.
+``Decision``; the JSON contracts other tools rely on (README, ARCHITECTURE.md) are views of
+it (``render`` in the CLI), so every output agrees with every other.
 """
 
 from __future__ import annotations

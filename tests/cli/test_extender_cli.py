@@ -1,6 +1,6 @@
 """``policyengine extender``: the command as a process, its flags, and bad input.
 
-The DESIGN.md contract is ``policyengine extender --policy P --listen HOST:PORT``: a real
+The CLI contract is ``policyengine extender --policy P --listen HOST:PORT``: a real
 process is started that way, a captured kube-scheduler request is posted to it, and SIGTERM
 stops it with status 0. Bad input (a broken policy, a bad address) exits 2 before listening.
 """

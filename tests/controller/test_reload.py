@@ -44,6 +44,8 @@ from tests.controller.test_policy_source import BROKEN, kubelet_volume, zone_pol
 from tests.controller.test_run_cli import Run, http_get
 
 NS, NAME = "default", "policies"
+pytestmark = pytest.mark.slow  # processes, servers or seconds of work
+
 KEY = "zone.sched"
 # Where run records the last good version by default: beside the Lease (--lease-namespace),
 # named after it (no --lease-name, no --scheduler-name).

@@ -27,6 +27,8 @@ import pytest
 
 from tests.apiserver import LoopbackAPIServer
 
+pytestmark = pytest.mark.slow  # processes, servers or seconds of work
+
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "policies" / "kube-default.sched"
 NS, LEASE = "kube-system", "policyengine"

@@ -1,6 +1,6 @@
 """The fast path equals the reference: random well-typed policies, random objects, same answers.
 
-DESIGN.md keeps the tree-walking evaluator as the reference ``explain`` uses and asks tests
+The design keeps the tree-walking evaluator as the reference ``explain`` uses and asks tests
 to hold the planner's closures equal to it. Here hypothesis writes expressions over the fake
 schema — arithmetic on ints, floats and quantities, comparisons, ``??``, map lookups of keys
 that may be missing, ``if``, ``and``/``or``/``not``, comprehensions and aggregates over the
