@@ -96,6 +96,7 @@ from policyengine.controller.health import parse_address
 from policyengine.controller.informer import Informer, InformerOptions, object_key
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.scheduler import POD_FIELD_SELECTOR, TERMINAL_PHASES
+from policyengine.controller.wirejson import JSON
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
 from policyengine.engine.gpu_placement import choose_devices, gpu_annotations, with_devices
@@ -109,7 +110,6 @@ from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
 log = structlog.get_logger(__name__)
 
-JSON = dict[str, Any]
 
 MAX_EXTENDER_PRIORITY = 10  # kube-scheduler's extenderv1.MaxExtenderPriority
 MAX_RULE_SCORE = 100

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from policyengine.controller.wirejson import JSON
 from policyengine.model.errors import ModelError
 from policyengine.model.objects import Pod
 from policyengine.model.parse import parse_pod
-
-JSON = dict[str, Any]
 
 
 class BadRequest(ValueError):

@@ -62,6 +62,7 @@ from policyengine.controller.queue import (
     SchedulingQueue,
     spec_changed,
 )
+from policyengine.controller.wirejson import JSON
 from policyengine.engine.cycle import CycleOptions, governing_policy, profile_for
 from policyengine.engine.gangs import Gang, GangDecision, placed_members, schedule_gang
 from policyengine.engine.gpu_placement import gpu_annotations, with_devices
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-JSON = dict[str, Any]
 
 # scheduler-plugins' coscheduling waits this long (PermitWaitingTimeSeconds) when a PodGroup
 # has no scheduleTimeoutSeconds.

@@ -38,10 +38,9 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from policyengine.controller import wirejson
+from policyengine.controller.wirejson import JSON
 
 log = structlog.get_logger(__name__)
-
-JSON = dict[str, Any]
 
 
 class EventHandler(Protocol):

@@ -45,8 +45,8 @@ from kubernetes.client.exceptions import ApiException
 
 from policyengine.controller.connection import RequestInfo, classify
 from policyengine.controller.logs import get_logger
+from policyengine.controller.wirejson import JSON
 
-JSON = dict[str, Any]
 JITTER_FACTOR = 1.2  # client-go's: a candidate waits retry_period × (1 + up to 1.2)
 _POLL = 0.05  # how often waits look at the stop events
 

@@ -36,10 +36,10 @@ from kubernetes.client.exceptions import ApiException
 from policyengine.controller.connection import describe
 from policyengine.controller.informer import EventHandler, Informer, InformerOptions
 from policyengine.controller.jobs import JobThread
+from policyengine.controller.wirejson import JSON
 
 log = structlog.get_logger(__name__)
 
-JSON = dict[str, Any]
 
 # The coscheduling API as scheduler-plugins serves it.
 GROUP = "scheduling.x-k8s.io"

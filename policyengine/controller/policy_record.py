@@ -30,13 +30,13 @@ from kubernetes.client.exceptions import ApiException
 
 from policyengine.controller.connection import classify
 from policyengine.controller.logs import get_logger
+from policyengine.controller.wirejson import JSON
 from policyengine.lang.compiler import CompileResult, Program
 from policyengine.lang.loader import RecordedSources, load_recorded
 from policyengine.lang.schema import Schema
 
 log = get_logger(__name__)
 
-JSON = dict[str, Any]
 SUFFIX = "-policy-record"
 SOURCES_KEY = "sources.json.gz"
 # What the API server accepts in one ConfigMap's data and binaryData, with room for the rest.

@@ -36,6 +36,7 @@ import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.informer import Informer, InformerOptions, object_key
+from policyengine.controller.wirejson import JSON
 from policyengine.engine.policytest import TEST_SUFFIXES, find_test_files
 from policyengine.lang.cache import shared_cache
 from policyengine.lang.compiler import CompileResult, Program
@@ -44,7 +45,6 @@ from policyengine.lang.schema import Schema
 
 log = structlog.get_logger(__name__)
 
-JSON = dict[str, Any]
 KUBELET_DATA_LINK = "..data"  # what the kubelet re-points when a mounted ConfigMap changes
 
 

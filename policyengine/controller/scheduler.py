@@ -65,6 +65,7 @@ from policyengine.controller.queue import (
     SchedulingQueue,
 )
 from policyengine.controller.rawapi import RawAPI
+from policyengine.controller.wirejson import JSON
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.gang_preemption import GangPreemption
@@ -85,7 +86,6 @@ from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
 log = structlog.get_logger(__name__)
 
-JSON = dict[str, Any]
 
 # The queue event a policy swap raises: a new policy may place any unschedulable pod.
 POLICY_CHANGE = "PolicyChange"

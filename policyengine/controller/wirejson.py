@@ -30,6 +30,9 @@ try:
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     orjson = None  # type: ignore[assignment]
 
+# A Kubernetes object (or any JSON object) as decoded from the wire: the controller's one alias.
+JSON = dict[str, Any]
+
 # 19 digits in a row: the only way to write an integer outside int64 (a longer run inside a
 # string or a float's digits merely takes the slower path). Found by mapping every digit to
 # "0" and every other byte to " " and looking for nineteen "0"s: two C passes, where the

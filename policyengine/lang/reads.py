@@ -11,8 +11,6 @@ attributes and functions matter.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,7 +151,7 @@ class _Walker:
                     elif id(let) not in self.followed:
                         self.followed[id(let)] = let
                         stack.append(let.expr)
-            stack.extend(_children(node))
+            stack.extend(n.children(node))
         return True
 
     def _path(self, node: n.Attribute) -> None:
@@ -174,19 +172,3 @@ class _Walker:
             return None
         binding = self.checked.bindings.get(id(expr))
         return binding.name if binding is not None and binding.kind == "root" else None
-
-
-def _children(node: Any) -> Iterator[Any]:
-    for item in dataclasses.fields(node):
-        if item.name.endswith("span") or item.name.endswith("spans"):
-            continue
-        value = getattr(node, item.name)
-        yield from _expressions(value)
-
-
-def _expressions(value: Any) -> Iterator[Any]:
-    if isinstance(value, n.Expr):
-        yield value
-    elif isinstance(value, tuple):
-        for item in value:
-            yield from _expressions(item)
