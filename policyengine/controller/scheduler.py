@@ -607,5 +607,5 @@ def _pod_scheduled_condition(obj: Mapping[str, Any] | None) -> Mapping[str, Any]
         return None
     for condition in (obj.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "PodScheduled":
-            return condition  # type: ignore[no-any-return]
+            return condition
     return None

@@ -128,7 +128,7 @@ def freeze(value: Any) -> Hashable:
     a value without value equality."""
     kind = type(value)
     if kind in _ATOMS:
-        return value  # type: ignore[no-any-return]
+        return value
     if isinstance(value, Mapping):
         return (_MAP, tuple((k, freeze(v)) for k, v in value.items()))
     if kind is list or kind is tuple:
@@ -138,7 +138,7 @@ def freeze(value: Any) -> Hashable:
     params = getattr(value, "__dataclass_params__", None)
     if params is not None and params.frozen and params.eq:
         hash(value)
-        return value  # type: ignore[no-any-return]
+        return value
     raise TypeError(f"no value equality for {kind.__name__}")
 
 
@@ -475,13 +475,13 @@ class Column:
 
     def valid(self, frame: Frame, stable: bool = False) -> np.ndarray:
         if stable:
-            return self.oids == frame.oids  # type: ignore[no-any-return]
-        return self.ids == frame.ids  # type: ignore[no-any-return]
+            return self.oids == frame.oids
+        return self.ids == frame.ids
 
     def valid_at(self, frame: Frame, stable: bool, rows: np.ndarray) -> np.ndarray:
         if stable:
-            return self.oids[rows] == frame.oids[rows]  # type: ignore[no-any-return]
-        return self.ids[rows] == frame.ids[rows]  # type: ignore[no-any-return]
+            return self.oids[rows] == frame.oids[rows]
+        return self.ids[rows] == frame.ids[rows]
 
     def invalidate(self) -> None:
         self.ids[:] = 0

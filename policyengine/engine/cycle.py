@@ -1042,12 +1042,12 @@ def _normalised(
         and kept[0] == kind
         and (kept[1] is facts or (kept[1] == facts and repr(kept[1]) == repr(facts)))
     ):
-        return kept[3][rows]  # type: ignore[no-any-return]
+        return kept[3][rows]
     if column.stamp <= seen:
         with np.errstate(all="ignore"):  # rows outside the feasible set may hold anything
             whole = apply_stats(kind, column.values, column.scored, facts)
         column.normalised = (kind, facts, column.stamp, whole)
-        return whole[rows]  # type: ignore[no-any-return]
+        return whole[rows]
     return apply_stats(kind, column.values[rows], scored, facts)
 
 

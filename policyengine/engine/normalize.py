@@ -127,7 +127,7 @@ _TOP = float(MAX_NODE_SCORE)
 def clip_score(v: np.ndarray) -> np.ndarray:
     """``np.clip(v, 0.0, 100.0)``, bit for bit (NaN and -0.0 kept), by the two ufuncs:
     ``np.clip``'s Python wrapper cost twice its work on a cycle's few rows."""
-    return np.minimum(np.maximum(0.0, v), _TOP)  # type: ignore[no-any-return]
+    return np.minimum(np.maximum(0.0, v), _TOP)
 
 
 def _stats_by_max(v: np.ndarray, scored: np.ndarray) -> Stats:

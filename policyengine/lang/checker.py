@@ -26,9 +26,10 @@ from functools import partial
 from policyengine.diagnostics import Diagnostic, Severity, Span, sorted_diagnostics
 from policyengine.lang import messages as m
 from policyengine.lang import nodes as n
-from policyengine.lang.cost import AGGREGATES, CostModel, RuleCost, children
+from policyengine.lang.cost import AGGREGATES, CostModel, RuleCost
 from policyengine.lang.link import Linked, link
 from policyengine.lang.loader import Unit
+from policyengine.lang.nodes import children
 from policyengine.lang.parser import parse_expression
 from policyengine.lang.schema import Function, Schema
 from policyengine.lang.types import (

@@ -224,7 +224,7 @@ class Driver:
                     else:
                         raise _Rejected
                     value = match.group(0)
-                    kind = match.lastgroup  # type: ignore[assignment]  # every group is named
+                    kind = match.lastgroup or ""  # every group is named: never the empty name
                     spelled = lexer.keywords.get(kind)
                     if spelled is not None:
                         kind = spelled.get(value, kind)
@@ -300,11 +300,11 @@ class TreeDriver:
         return build_from_tree(self.lark.parse(text, start=start), builder)
 
 
-def build_from_tree(tree: Tree, builder: Any) -> Any:
+def build_from_tree(tree: Tree[Any], builder: Any) -> Any:
     """The reference: ``builder`` run over a tree lark built with ``propagate_positions``,
     children before parents, without recursion (a tree may be thousands of levels deep)."""
     built: dict[int, Any] = {}
-    stack: list[tuple[Tree, bool]] = [(tree, False)]
+    stack: list[tuple[Tree[Any], bool]] = [(tree, False)]
     while stack:
         node, ready = stack.pop()
         if not ready:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policyengine.diagnostics import Diagnostic, Severity
+from policyengine.diagnostics import Diagnostic, Severity, Span
 from policyengine.lang import nodes as n
 from policyengine.lang.loader import Unit
 
@@ -60,7 +60,7 @@ class Linked:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def _error(code: str, message: str, span, hint: str | None = None) -> Diagnostic:
+def _error(code: str, message: str, span: Span, hint: str | None = None) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, message, span, hint)
 
 

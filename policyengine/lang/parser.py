@@ -103,7 +103,7 @@ def parse_expression(source: str, path: str = "<expr>") -> n.Expr:
     """Parse one expression (tests and tools); raises ``ValueError`` with the diagnostic."""
     builder = _Builder(path)
     try:
-        expr = _driver().parse(source, "expr", builder)
+        expr: n.Expr = _driver().parse(source, "expr", builder)
     except UnexpectedInput as error:
         raise ValueError(_describe(error, source, path).message) from error
     builder._shallow(expr)
@@ -592,10 +592,10 @@ class _Builder:
     def normalize(self, meta: Any, children: list[Token]) -> Token:
         return children[0]
 
-    def guard(self, meta: Any, children: list[Any]) -> n.Expr:
+    def guard(self, meta: Any, children: list[n.Expr]) -> n.Expr:
         return children[0]
 
-    def block(self, meta: Any, children: list[Any]) -> n.Expr:
+    def block(self, meta: Any, children: list[n.Expr]) -> n.Expr:
         return children[0]
 
     def reason(self, meta: Any, children: list[Token]) -> n.Template:
@@ -661,7 +661,7 @@ class _Builder:
     def _hole(self, source: str, line: int, column: int) -> n.Expr:
         builder = _Builder(self.path, line - 1, column - 1)
         try:
-            expr = _driver().parse(source, "expr", builder)
+            expr: n.Expr = _driver().parse(source, "expr", builder)
         except UnexpectedInput as error:
             at = column + max((getattr(error, "column", 1) or 1) - 1, 0)
             self._problem(

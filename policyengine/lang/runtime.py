@@ -212,7 +212,7 @@ def format_value(value: Any) -> str:
     """How a value reads inside a reason: ``16Gi``, ``0.5``, ``null``, ``[a, b]``."""
     kind = type(value)
     if kind is str:
-        return value
+        return str(value)
     if value is None:
         return "null"
     if kind is bool:

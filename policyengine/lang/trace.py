@@ -27,8 +27,8 @@ from typing import Any
 from policyengine.diagnostics import Span
 from policyengine.lang import nodes as n
 from policyengine.lang.compiler import CompiledRule
-from policyengine.lang.cost import children
 from policyengine.lang.fmt import print_expr
+from policyengine.lang.nodes import children
 from policyengine.lang.reference import Evaluation, run_filter, run_score
 from policyengine.lang.runtime import Env, FilterVerdict, format_value
 from policyengine.lang.types import RecordType, non_null

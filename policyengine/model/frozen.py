@@ -88,9 +88,7 @@ class HashedKey:
 
     def __eq__(self, other: object) -> bool:
         return other is self or (
-            type(other) is type(self)
-            and other._hash == self._hash  # type: ignore[attr-defined]
-            and other.value == self.value  # type: ignore[attr-defined]
+            type(other) is type(self) and other._hash == self._hash and other.value == self.value
         )
 
     def __repr__(self) -> str:

@@ -689,7 +689,7 @@ def _timestamp(ctx: _Ctx, value: Any, path: str) -> str:
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(datetime.UTC).replace(tzinfo=None)
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return str(value.strftime("%Y-%m-%dT%H:%M:%SZ"))
     return _str(ctx, value, path)
 
 

@@ -227,7 +227,7 @@ def _facts(infos: Sequence[NodeInfo]) -> tuple[Gathered | Direct, np.ndarray] | 
         ids = tuple(map(id, infos))
         last = getattr(_LAST, "direct", None)
         if last is not None and last[0] == ids:
-            return last[2]  # type: ignore[no-any-return]
+            return last[2]
         direct = Direct(infos)
         rows = direct.base()
         found = None if rows is None else (direct, rows)
@@ -357,7 +357,7 @@ def _reasons_by_code(code: np.ndarray, names: list[str]) -> list[Any]:
     lists = np.empty(top + 1 if top < 4096 else len(slots), object)
     for index, value in enumerate(slots.tolist()):
         lists[value if top < 4096 else index] = [r for i, r in enumerate(names) if value >> i & 1]
-    return lists[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
+    return lists[inverse.reshape(-1)].tolist()
 
 
 def _alloc_req(

@@ -47,7 +47,7 @@ class CycleContext:
         # cycle, and raising costs more than the lookup.
         value = self._prepared.get(key, _MISSING)
         if value is not _MISSING:
-            return value  # type: ignore[no-any-return]
+            return value
         alike = self.alike
         if pod_only and alike is not None:
             value = alike.get(key, _MISSING)
@@ -56,7 +56,7 @@ class CycleContext:
         else:
             value = factory()
         self._prepared[key] = value
-        return value  # type: ignore[no-any-return]
+        return value
 
 
 _MISSING = object()  # no state prepared under the key yet

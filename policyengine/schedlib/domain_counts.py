@@ -193,7 +193,7 @@ class _Index:
         self.dirty = set()
         rows = table[column.codes]
         self.keyed = (self.version, column, rows)
-        return rows  # type: ignore[no-any-return]
+        return rows
 
 
 # One index per call site's label key and selector names, per namespace: a handful.
@@ -297,7 +297,7 @@ def _row_key(ctx: CycleContext) -> RowKeyed:
 
 def domain_pod_count_pod_key(ctx: CycleContext) -> Hashable:
     """What the builtin reads of the pod: its namespace (the rest comes in as arguments)."""
-    return ctx.pod.pod.namespace  # type: ignore[no-any-return]
+    return ctx.pod.pod.namespace
 
 
 def clear() -> None:

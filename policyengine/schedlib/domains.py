@@ -468,7 +468,7 @@ class LabelColumn:
             code = values.get(value)
             if code is not None:
                 table[code] = n
-        return table[self.codes]  # type: ignore[no-any-return]
+        return table[self.codes]
 
 
 def _codes_of(nodes: tuple[NodeInfo, ...], key: str, values: dict[str, int]) -> np.ndarray:

@@ -206,7 +206,7 @@ def _score_batch(
             scores = columnar(state, infos, ctx)
             # A numpy-backed column (``vector.Numbers``) stays one: the scores' conversion
             # reads its array.
-            return scores if isinstance(scores, list | Numbers) else list(scores)  # type: ignore[return-value]
+            return scores if isinstance(scores, list | Numbers) else list(scores)
         return [run(state, info) for info in infos]
 
     return batch
@@ -352,7 +352,7 @@ def _image_key(ctx: CycleContext) -> Hashable:
     state = _score_state(ctx, PLUGINS_BY_NAME["ImageLocality"])
     kept: list[Any] = ctx.prepared(_IMAGE_STATE, list, pod_only=True)
     if kept and kept[2] is state:
-        return kept[3]  # type: ignore[no-any-return]
+        return kept[3]
     return state.total_nodes, tuple(sorted(state.spread.items()))
 
 

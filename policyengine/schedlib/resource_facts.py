@@ -160,7 +160,7 @@ class ResourceFacts:
         table, ok = kept
         if not ok[rows].all():
             return None
-        return table[rows]  # type: ignore[no-any-return]
+        return table[rows]
 
     def _add(self, infos: list[NodeInfo]) -> None:
         start = len(self._infos)

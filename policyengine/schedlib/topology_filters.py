@@ -600,9 +600,7 @@ def filter_key(ctx: Any, plugin_name: str, state: Any) -> RowKeyed:
     """The row key of ``plugin_name``'s filter for ``state`` over the cycle's snapshot, made
     once per cycle (the cluster key and the batch form both read it)."""
     make = _MAKERS[plugin_name]
-    return ctx.prepared(  # type: ignore[no-any-return]
-        (plugin_name, "rows", id(state)), lambda: make(state, ctx.snapshot)
-    )
+    return ctx.prepared((plugin_name, "rows", id(state)), lambda: make(state, ctx.snapshot))
 
 
 _BASE = 3  # each row key column holds -1, 0 or 1
@@ -660,7 +658,7 @@ def by_pattern(
     answers = np.empty(len(first), object)
     for at, row in enumerate(first.tolist()):
         answers[at] = run(state, infos[row])
-    return answers[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
+    return answers[inverse.reshape(-1)].tolist()
 
 
 PREPARE_SCORES: dict[str, Callable[[Any, Any, Any, Any], Any]] = {
