@@ -40,19 +40,10 @@ from policyengine.controller.reload import (
 from policyengine.lang.cache import shared_cache
 from policyengine.schedlib import default_schema
 from tests.controller.builders import program_from
+from tests.controller.policies import BROKEN, kubelet_volume, zone_policy
 
 WAIT = 10.0
 
-
-def zone_policy(zone: str, name: str = "zone") -> str:
-    return (
-        f'policy "{name}" {{\n'
-        f'  filter in_zone {{ node.labels["zone"] == "{zone}" }} reason "node(s) not in {zone}"\n'
-        "}\n"
-    )
-
-
-BROKEN = 'policy "zone" {\n  filter in_zone { node.labels["zone"] == } reason "x"\n}\n'
 
 ZONE_TEST = """\
 cluster:
@@ -342,22 +333,6 @@ def test_request_force_revalidates_unchanged_content(
 
 
 # --- a mounted ConfigMap on disk ---------------------------------------------------------------
-
-
-def kubelet_volume(root: Path, files: dict[str, str], stamp: str) -> None:
-    """Write ``files`` the way the kubelet updates a ConfigMap volume: a new timestamped
-    directory, then ``..data`` re-pointed at it with one rename (atomic)."""
-    target = root / f"..{stamp}"
-    target.mkdir()
-    for name, text in files.items():
-        (target / name).write_text(text)
-    link = root / "..data_tmp"
-    link.symlink_to(target.name)
-    os.replace(link, root / "..data")
-    for name in files:
-        visible = root / name
-        if not visible.is_symlink():
-            visible.symlink_to(Path("..data") / name)
 
 
 def test_a_kubelet_data_symlink_swap_is_picked_up(

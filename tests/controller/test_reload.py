@@ -40,8 +40,8 @@ from policyengine.controller.reload import (
 )
 from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import FAST_INFORMER, SCHEDULER, RunningScheduler, node_obj, pod_obj
-from tests.controller.test_policy_source import BROKEN, kubelet_volume, zone_policy
-from tests.controller.test_run_cli import Run, http_get
+from tests.controller.policies import BROKEN, kubelet_volume, zone_policy
+from tests.controller.processes import Run, http_get
 
 NS, NAME = "default", "policies"
 pytestmark = pytest.mark.slow  # processes, servers or seconds of work
