@@ -45,7 +45,7 @@ from tests.engine.agreement import (
     decide_as_the_reference,
     decide_beside_the_reference,
 )
-from tests.engine.test_fast_path import compiled, nodes, pods, policies
+from tests.engine.strategies import compiled, nodes, pods, policies
 from tests.model.builders import container, make_node, make_pod, snapshot, zoned_node
 
 NAME_RULES = [

@@ -18,8 +18,8 @@ from policyengine.engine import cycle
 from policyengine.engine.classcache import CACHE
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
+from tests.engine.strategies import compiled
 from tests.engine.test_class_cache import ANTI_AFFINITY, SPREAD
-from tests.engine.test_fast_path import compiled
 from tests.model.builders import make_pod, snapshot, zoned_node
 
 ROWS = st.sets(st.integers(0, 60), max_size=40)

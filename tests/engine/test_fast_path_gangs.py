@@ -29,7 +29,7 @@ from policyengine.engine.classcache import CACHE, policy_plan
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.model.frozen import FrozenDict
 from tests.engine.agreement import decide_as_the_reference
-from tests.engine.test_fast_path import (
+from tests.engine.strategies import (
     FILTER_BODIES,
     NORMALIZE,
     SCORE_BODIES,

@@ -30,7 +30,7 @@ from policyengine.schedlib.domain_counts import (
 )
 from policyengine.schedlib.rowkeys import RowKeyed
 from policyengine.schedlib.views import NodeView, PodView
-from tests.engine.test_fast_path import compiled
+from tests.engine.strategies import compiled
 from tests.model.builders import make_node, make_pod, snapshot
 
 ZONES = ["a", "a", "b", "b", None]  # n4 has no zone
