@@ -23,7 +23,7 @@ from policyengine.lang import parser as p
 from policyengine.lang.fmt import format_file
 from policyengine.lang.grammar import parser as lark_parser
 from policyengine.lang.lalr import Driver, TreeDriver
-from tests.lang.test_fmt_properties import SETTINGS, expressions, files, roughened
+from tests.lang.strategies import SETTINGS, expressions, files, roughened
 
 ROOT = Path(__file__).resolve().parents[2]
 
