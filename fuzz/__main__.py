@@ -1,10 +1,11 @@
-"""``python -m fuzz policy|snapshot [--runs N] [--jobs J]``: coverage-guided fuzzing with atheris.
+"""``python -m fuzz policy|snapshot [--runs N] [--corpus DIR] [LIBFUZZER FLAGS…]``: fuzzing.
 
 Seeds come from the repository (the shipped policies and every ``.sched`` under ``tests``; the
 snapshot fixtures), so mutations start from real structure; byte-level mutation does the rest.
-A finding stops the run with the input saved as ``crash-…`` (libFuzzer's naming) and a
-traceback. Progress goes to stderr as libFuzzer prints it. Needs the ``fuzz`` extra
-(``pip install '.[fuzz]'``).
+The search is coverage-guided (atheris, libFuzzer underneath: any ``-flag=value`` of
+libFuzzer's passes through, ``-seed=N`` or ``-artifact_prefix=DIR/`` say). A finding stops the
+run with the input saved as ``crash-…`` (libFuzzer's naming) and a traceback. Progress goes
+to stderr as libFuzzer prints it. Needs the ``fuzz`` extra (``pip install '.[fuzz]'``).
 """
 
 from __future__ import annotations
