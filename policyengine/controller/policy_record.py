@@ -133,10 +133,12 @@ class PolicyRecord:
                 "the recorded policy version is unreadable", record=self.where, error=str(error)
             )
             return None
+        digest = str(data.get("digest") or "")
+        self._written = self._written or digest or None  # what the record holds: no rewrite
         return Recorded(
             sources,
             version=str(data.get("version") or ""),
-            digest=str(data.get("digest") or ""),
+            digest=digest,
             origin=str(data.get("origin") or ""),
             recorded_at=str(data.get("recorded") or ""),
             where=self.where,
