@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from functools import cache
 
+from policyengine.cli.common import cluster_from
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.lang.checker import check
 from policyengine.lang.compiler import Program, compile_paths, compile_texts
@@ -22,7 +23,6 @@ from policyengine.lang.lint import lint
 from policyengine.lang.loader import shipped_policies_dir
 from policyengine.lang.parser import parse
 from policyengine.model.errors import ModelError
-from policyengine.model.gpu_share import gpu_warnings
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_snapshot_text
 from policyengine.schedlib import default_schema
@@ -105,18 +105,10 @@ def policy(data: bytes) -> None:
 def snapshot(data: bytes) -> None:
     """A snapshot read and decided; only ``ModelError`` may come out of it."""
     try:
-        loaded = parse_snapshot_text(_text(data), "fuzz.yaml")
-        cluster, pending, _ = snapshot_from_objects(
-            loaded.nodes,
-            loaded.pods,
-            loaded.namespaces,
-            loaded.pod_groups,
-            loaded.node_metrics,
-            pdbs=loaded.pdbs,
-        )
-        gpu_warnings(loaded.nodes, loaded.pods)
+        # The commands' own path from objects to a cluster (the split, the GPU warnings).
+        cluster = cluster_from(parse_snapshot_text(_text(data), "fuzz.yaml"))
     except ModelError:
         return
     program = _kube_default()
-    for pod in pending[:4]:
-        schedule(program, pod, cluster, random.Random(0), CycleOptions(all_filters=True))
+    for pod in cluster.pending[:4]:
+        schedule(program, pod, cluster.snapshot, random.Random(0), CycleOptions(all_filters=True))
