@@ -63,6 +63,7 @@ from policyengine.controller.queue import (
     spec_changed,
 )
 from policyengine.controller.wirejson import JSON
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, governing_policy, profile_for
 from policyengine.engine.gangs import Gang, GangDecision, placed_members, schedule_gang
 from policyengine.engine.gpu_placement import gpu_annotations, with_devices
@@ -170,6 +171,7 @@ class GangCoordinator:
         status: PodGroupStatusWriter,
         program_source: Callable[[], Program],
         rng: random.Random,
+        classes: ClassCache,
         hooks: SchedulerHooks,
         raw_pod: Callable[[str], Mapping[str, Any] | None],
         topology: TopologyConfig = DEFAULT_TOPOLOGY,
@@ -185,6 +187,7 @@ class GangCoordinator:
         self._status = status
         self._program_source = program_source
         self._rng = rng
+        self._classes = classes
         self._hooks = hooks
         self._raw_pod = raw_pod
         self._topology = topology
@@ -436,7 +439,11 @@ class GangCoordinator:
                 gang,
                 snapshot,
                 self._rng,
-                CycleOptions(all_filters=False, scheduler_name=item.pod.scheduler_name),
+                CycleOptions(
+                    all_filters=False,
+                    scheduler_name=item.pod.scheduler_name,
+                    cache=self._classes,
+                ),
                 self._topology,
             )
         except Exception:

@@ -66,6 +66,7 @@ from policyengine.controller.queue import (
 )
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.wirejson import JSON
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.gang_preemption import GangPreemption
@@ -177,6 +178,8 @@ class Scheduler:
         self._options = options or SchedulerOptions()
         opts = self._options
         self._rng = random.Random(seed)
+        # The class cache every cycle of this scheduler shares: pods, gangs and preemption.
+        self.classes = ClassCache()
         # pending pods of ours: key -> (the object as the watch gave it, its parse)
         self._parsed: dict[str, tuple[JSON, Pod]] = {}
         self.cache = ClusterCache(assume_ttl=opts.assume_ttl)
@@ -196,6 +199,7 @@ class Scheduler:
         self.preemptor = Preemptor(
             api_client,
             self.events,
+            classes=self.classes,
             topology=opts.topology,
             raw_pod=lambda key: self.pod_informer.get(key),
         )
@@ -237,6 +241,7 @@ class Scheduler:
         # Gangs (controller/gangs.py): PodGroups, their status, and the members' queue entry.
         self.podgroup_status = PodGroupStatusWriter(api_client)
         self.gangs = GangCoordinator(
+            classes=self.classes,
             cache=self.cache,
             queue=self.queue,
             binder=self.binder,
@@ -367,7 +372,7 @@ class Scheduler:
                 pod,
                 snapshot,
                 self._rng,
-                CycleOptions(all_filters=False, scheduler_name=profile),
+                CycleOptions(all_filters=False, scheduler_name=profile, cache=self.classes),
                 self._options.topology,
             )
         except Exception:

@@ -26,6 +26,7 @@ from policyengine.controller.gangs import (
 from policyengine.controller.podgroups import PodGroupStatusWriter
 from policyengine.controller.queue import ACTIVE, SchedulingQueue
 from policyengine.controller.scheduler import SchedulerHooks
+from policyengine.engine.classcache import ClassCache
 from policyengine.model.objects import Pod
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from tests.apiserver import LoopbackAPIServer
@@ -70,6 +71,7 @@ def h(apiserver: LoopbackAPIServer) -> Iterator[Harness]:
         status=status,
         program_source=lambda: program,
         rng=random.Random(1),
+        classes=ClassCache(),
         hooks=SchedulerHooks(),
         raw_pod=lambda key: None,
         default_timeout=60.0,

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine import gang_domains
-from policyengine.engine.classcache import CACHE
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.gangs import (
     Gang,
@@ -104,7 +104,6 @@ def content(snap: ClusterSnapshot) -> tuple[Any, ...]:
 
 
 def clear() -> None:
-    CACHE.clear()
     gang_domains.clear()
     domain_counts.clear()
 
@@ -114,7 +113,7 @@ def place_all(
 ) -> tuple[list[tuple[Any, ...]], ClusterSnapshot]:
     clear()
     rng = random.Random(7)
-    options = CycleOptions(all_filters=False)
+    options = CycleOptions(all_filters=False, cache=ClassCache())
     out = []
     for g in gangs:
         decision = schedule_gang(prog, g, snap, rng, options)
