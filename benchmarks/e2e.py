@@ -73,7 +73,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _one_run(nodes: int, pods: int, label: str) -> dict[str, float | int]:
-    from policyengine.model import synthetic
+    from policyengine import synthetic
     from tests.apiserver import LoopbackAPIServer
 
     objects = synthetic.generate(synthetic.basic(nodes, pods), seed=SEED)

@@ -118,7 +118,7 @@ def _pod(name: str) -> dict[str, Any]:
 
 def _nodes(count: int) -> list[dict[str, Any]]:
     """The basic benchmark's nodes, every one in group ``b``."""
-    from policyengine.model import synthetic
+    from policyengine import synthetic
 
     objects = synthetic.generate(synthetic.basic(count, 0), seed=SEED)
     nodes = [o for o in objects if o.get("kind") == "Node"]

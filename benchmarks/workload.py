@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from policyengine import synthetic
 from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import Program, compile_paths
-from policyengine.model import synthetic
 from policyengine.model.objects import Pod
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects

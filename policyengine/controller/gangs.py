@@ -45,14 +45,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
 from policyengine.controller.cache import AssumeError, ClusterCache
 from policyengine.controller.events import EventRecorder
-from policyengine.controller.hooks import call_hook
+from policyengine.controller.hooks import SchedulerHooks, call_hook
 from policyengine.controller.informer import object_key
 from policyengine.controller.podgroups import CRD_NAME, PodGroupStatusWriter
 from policyengine.controller.queue import (
@@ -64,9 +64,10 @@ from policyengine.controller.queue import (
 )
 from policyengine.controller.wirejson import JSON
 from policyengine.engine.classcache import ClassCache
-from policyengine.engine.cycle import CycleOptions, governing_policy, profile_for
+from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.gangs import Gang, GangDecision, placed_members, schedule_gang
 from policyengine.engine.gpu_placement import gpu_annotations, with_devices
+from policyengine.engine.profiles import governing_policy, profile_for
 from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
 from policyengine.model.objects import Pod
@@ -75,9 +76,6 @@ from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import PodView
-
-if TYPE_CHECKING:
-    from policyengine.controller.scheduler import SchedulerHooks
 
 log = structlog.get_logger(__name__)
 

@@ -47,7 +47,7 @@ from policyengine.controller.cache import NODE_ADDED, NODE_CHANGED, AssumeError,
 from policyengine.controller.echo import reparsed
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.gangs import DEFAULT_GANG_TIMEOUT, GangCoordinator
-from policyengine.controller.hooks import call_hook
+from policyengine.controller.hooks import SchedulerHooks, call_hook
 from policyengine.controller.informer import Informer, InformerOptions, object_key
 from policyengine.controller.load import DEFAULT_POLL_INTERVAL, LoadPoller
 from policyengine.controller.podgroups import (
@@ -94,34 +94,6 @@ POLICY_CHANGE = "PolicyChange"
 # kube-scheduler's pod informer leaves out pods that can never hold resources again.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-def _noop(*_args: Any) -> None:
-    return None
-
-
-@dataclass
-class SchedulerHooks:
-    """Callbacks for observers (metrics); each defaults to doing nothing. They run on the
-    loop's or a binder's thread and must be quick."""
-
-    # result: "scheduled" | "unschedulable" | "error"; profile; seconds of the attempt
-    on_attempt: Callable[[str, str, float], None] = _noop
-    # stage: "filter_score" | "bind" | "e2e"; seconds
-    on_stage: Callable[[str, float], None] = _noop
-    # {"active": n, "backoff": n, "unschedulable": n}
-    on_queue: Callable[[dict[str, int]], None] = _noop
-    # binds in flight
-    on_bind: Callable[[int], None] = _noop
-    # gang attempt result: "scheduled" | "unschedulable" | "bind_failed" | "error"; seconds
-    on_gang_attempt: Callable[[str, float], None] = _noop
-    # a gang reported as not placed: "timeout" | "crd_missing"
-    on_gang_report: Callable[[str], None] = _noop
-    # gangs with members waiting
-    on_gangs_waiting: Callable[[int], None] = _noop
-    # a preemption attempt for a "pod" or "gang" that fits nowhere: "preempted" |
-    # "unhelpful" | "waiting" (its earlier victims are still going); the victims it evicted
-    on_preemption: Callable[[str, str, int], None] = _noop
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,11 @@ from policyengine.engine.normalize import (
     unscored_stats,
 )
 from policyengine.engine.overcommit import policy_config
+from policyengine.engine.profiles import profile_for
 from policyengine.engine.rowgroups import Copied, determined_now, groups
-from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
-from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
+from policyengine.lang.compiler import CompiledRule, Program
+from policyengine.lang.evaluators import NodeBatch
+from policyengine.lang.runtime import Env, FilterVerdict
 from policyengine.model.gpu_devices import Grant
 from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Pod
@@ -72,8 +74,6 @@ from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import PodView
-
-DEFAULT_PROFILE = "policyengine"
 
 
 @dataclass(frozen=True)
@@ -93,23 +93,6 @@ class CycleOptions:
     # What cycles of one run share (a simulation, a scheduler, an extender: each owns one),
     # so a pod's class meets its columns again. None: nothing is kept between calls.
     cache: ClassCache | None = field(default=None, compare=False, repr=False)
-
-
-def profile_for(program: Program, pod: Pod, scheduler_name: str | None = None) -> str:
-    """The profile a pod runs under: its own schedulerName when a profile has that name."""
-    if scheduler_name:
-        return scheduler_name
-    if pod.scheduler_name in program.profiles:
-        return pod.scheduler_name
-    if DEFAULT_PROFILE in program.profiles:
-        return DEFAULT_PROFILE
-    return next(iter(program.profiles), DEFAULT_PROFILE)
-
-
-def governing_policy(
-    program: Program, pod_view: PodView, context: CycleContext, profile: str
-) -> CompiledPolicy | None:
-    return program.governing_policy(profile, Env({"pod": pod_view}, context))
 
 
 def schedule(

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from policyengine.controller.binder import BindResult
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.informer import InformerOptions
-from policyengine.controller.scheduler import Scheduler, SchedulerHooks, SchedulerOptions
+from policyengine.controller.scheduler import Scheduler, SchedulerOptions
 from policyengine.lang.cache import shared_cache
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.parse import parse_node, parse_pod

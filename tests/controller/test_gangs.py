@@ -23,9 +23,9 @@ from policyengine.controller.gangs import (
     too_few_message,
     unreadable_message,
 )
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.podgroups import PodGroupStatusWriter
 from policyengine.controller.queue import ACTIVE, SchedulingQueue
-from policyengine.controller.scheduler import SchedulerHooks
 from policyengine.engine.classcache import ClassCache
 from policyengine.model.objects import Pod
 from policyengine.model.podgroup import POD_GROUP_LABEL

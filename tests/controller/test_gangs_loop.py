@@ -15,8 +15,8 @@ from typing import Any
 
 from kubernetes import client
 
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.metrics import Metrics
-from policyengine.controller.scheduler import SchedulerHooks
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from policyengine.schedlib import default_schema

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.preemption import disruption_condition
-from policyengine.controller.scheduler import SchedulerHooks
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from policyengine.schedlib import default_schema

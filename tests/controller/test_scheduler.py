@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from policyengine.controller.scheduler import SchedulerHooks
+from policyengine.controller.hooks import SchedulerHooks
 from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import (
     FAST,

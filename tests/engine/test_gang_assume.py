@@ -21,6 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policyengine import synthetic
 from policyengine.engine import gang_domains
 from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions
@@ -35,7 +36,6 @@ from policyengine.engine.gangs import (
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import Program, compile_paths
-from policyengine.model import synthetic
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
 from policyengine.schedlib import default_schema, domain_counts

@@ -17,11 +17,11 @@ from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.engine.simulate import simulate
 from policyengine.lang.compiler import Program, compile_paths, compile_texts
-from policyengine.model.gpu_synthetic import gpu_arrivals, gpu_nodes
 from policyengine.model.hami import ALLOCATED, GPU_POLICY
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import default_schema
+from policyengine.synthetic.gpu import gpu_arrivals, gpu_nodes
 from tests.model.gpu_builders import gpu_node, gpu_pod
 
 SHIPPED = Path(__file__).resolve().parents[2] / "policies" / "gpu-share-binpack.sched"
