@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.binder import BindResult
 from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.informer import InformerOptions
@@ -26,7 +27,6 @@ from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.quantity import parse_quantity
 from policyengine.schedlib import default_schema
-from tests.apiserver import LoopbackAPIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE_DEFAULT = ROOT / "policies" / "kube-default.sched"

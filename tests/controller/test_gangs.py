@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.binder import Binder
 from policyengine.controller.cache import ClusterCache
 from policyengine.controller.events import EventRecorder
@@ -29,7 +30,6 @@ from policyengine.controller.queue import ACTIVE, SchedulingQueue
 from policyengine.engine.classcache import ClassCache
 from policyengine.model.objects import Pod
 from policyengine.model.podgroup import POD_GROUP_LABEL
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import kube_default, node, pod, podgroup
 
 
