@@ -97,9 +97,9 @@ from policyengine.controller.informer import Informer, InformerOptions, object_k
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.scheduler import POD_FIELD_SELECTOR, TERMINAL_PHASES
 from policyengine.controller.wirejson import JSON
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gpu_placement import choose_devices, gpu_annotations, with_devices
 from policyengine.engine.preemption import review_victims
 from policyengine.lang.compiler import Program

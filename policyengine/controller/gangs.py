@@ -63,8 +63,8 @@ from policyengine.controller.queue import (
     spec_changed,
 )
 from policyengine.controller.wirejson import JSON
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gangs import Gang, GangDecision, placed_members, schedule_gang
 from policyengine.engine.gpu_placement import gpu_annotations, with_devices
 from policyengine.engine.profiles import governing_policy, profile_for

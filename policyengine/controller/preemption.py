@@ -45,9 +45,9 @@ from kubernetes import client as k8s
 
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.rawapi import RawAPI
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.decision import Decision
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gang_preemption import GangPreemption, preempt_gang
 from policyengine.engine.gangs import Gang
 from policyengine.engine.preemption import PreemptionDecision, preempt

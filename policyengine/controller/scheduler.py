@@ -66,9 +66,9 @@ from policyengine.controller.queue import (
 )
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.wirejson import JSON
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gang_preemption import GangPreemption
 from policyengine.engine.gangs import Gang
 from policyengine.engine.gpu_placement import gpu_annotations, with_devices

@@ -14,8 +14,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.gpu_report import Shapes
 from policyengine.engine.simulate import (

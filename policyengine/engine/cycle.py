@@ -6,7 +6,7 @@ nodes, each rule's values are normalised over them (``normalize``), weighted and
 highest total wins and ties are broken by a seeded random choice among the tied nodes in name
 order, so a run is reproducible.
 
-Pods of one class (the same filter share keys: ``classcache``) mostly meet a cluster that
+Pods of one class (the same filter share keys: ``fastpath.sharekeys``) mostly meet a cluster that
 changed in a few rows since the last of them: the pods placed meanwhile. Such a cycle (first
 rejection only) starts from the class's last one (``_State``): its first
 rejections, feasible set, totals and each score rule's normalisation facts. It re-examines only
@@ -29,17 +29,6 @@ from typing import Any, overload
 
 import numpy as np
 
-from policyengine.engine.classcache import (
-    ClassCache,
-    ClassEntry,
-    Column,
-    FilterColumn,
-    RulePlan,
-    ScoreColumn,
-    next_stamp,
-    pod_class,
-    policy_plan,
-)
 from policyengine.engine.decision import (
     Decision,
     Names,
@@ -48,10 +37,21 @@ from policyengine.engine.decision import (
     RejectionTable,
     ScoreTable,
 )
+from policyengine.engine.fastpath.classes import ClassCache, ClassEntry
+from policyengine.engine.fastpath.columns import Column, FilterColumn, ScoreColumn, next_stamp
+from policyengine.engine.fastpath.idle import (
+    EXACT_WEIGHT,
+    IdleTests,
+    WithIdleRules,
+    idle_tests,
+    unscored,
+    zero_at,
+)
+from policyengine.engine.fastpath.nodeviews import Frame, NodeViews, node_frame
+from policyengine.engine.fastpath.rowgroups import Copied, determined_now, groups
+from policyengine.engine.fastpath.sharekeys import PolicyPlan, RulePlan, pod_class, policy_plan
 from policyengine.engine.gpu_placement import choose_devices
 from policyengine.engine.histogram import histogram_line
-from policyengine.engine.idle import EXACT_WEIGHT, Listed, idle_tests, unscored, zero_at
-from policyengine.engine.nodeviews import Frame, NodeViews, node_frame
 from policyengine.engine.normalize import (
     Stats,
     apply_stats,
@@ -61,7 +61,6 @@ from policyengine.engine.normalize import (
 )
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.profiles import profile_for
-from policyengine.engine.rowgroups import Copied, determined_now, groups
 from policyengine.lang.compiler import CompiledRule, Program
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import Env, FilterVerdict
@@ -104,6 +103,14 @@ def schedule(
     topology: TopologyConfig = DEFAULT_TOPOLOGY,
     config: SchedulerConfig = DEFAULT_CONFIG,
 ) -> Decision:
+    """One scheduling cycle: ``pod`` decided on ``snapshot`` by the policy that governs it.
+
+    The stages are kube-scheduler's: filter every node, score the feasible ones, choose the
+    best total (ties by ``rng``). Each of the first two runs incrementally when it can — from
+    the last cycle of the pod's class in ``options.cache``, looking again only at the rows
+    that changed — and over every row otherwise (``engine.fastpath`` is the map). The snapshot
+    is only read; the decision names the node, or says why none fits.
+    """
     pod_view = PodView(pod)
     context = CycleContext(snapshot, pod_view, config, topology)
     pod_env = Env({"pod": pod_view}, context)
@@ -127,50 +134,40 @@ def schedule(
             pod.key, policy.name, program.version, None, num_nodes, message=pod.dra_message
         )
     config = context.config = policy_config(policy, pod, config)
-    whole = policy_plan(policy)
+    full_plan = policy_plan(policy)
     frame = node_frame(snapshot, topology)
     classes = options.cache if options.cache is not None else ClassCache()
-    refs = classes.refs(program, policy, topology, config)
-    klass = pod_class(pod)
-    context.alike = classes.alike(klass, config)
+    cache_refs = classes.refs(program, policy, topology, config)
+    class_key = pod_class(pod)
+    context.alike = classes.alike(class_key, config)
     if context.alike is not None:
         # A class's pods have equal containers, init containers, pod-level requests and
         # overhead (``pod_class`` compares them): their effective requests are computed once.
         share_requests(pod, context.alike.setdefault(_REQUESTS_MEMO, {}))
-    tests = idle_tests(whole)
-    plan = tests.active(pod_env)
-    entry = classes.checkout(refs, plan, pod, pod_view, context, frame, klass)
+    idle = idle_tests(full_plan)
+    plan = idle.active(pod_env)  # the full plan less the rules this pod leaves idle
+    entry = classes.checkout(cache_refs, plan, pod, pod_view, context, frame, class_key)
     errors: list[str] = []
     batch = NodeBatch(pod_env, {"node": frame.views})
     state_key: Hashable | None = None
     state: _State | None = None
-    if not options.all_filters:
+    if not options.all_filters:  # ``filter`` and ``explain`` want every rejection: no state
         state_key = classes.state_key(entry)
         if state_key is not None:
-            state = classes.take_state(state_key, refs)
-    changed: set[int] | None = None
-    infeasible: Mapping[str, tuple[Rejection, ...]]
-    dead_at: np.ndarray | None = None
-    if options.all_filters:
-        feasible_mask, infeasible = _filter_all(entry, batch, context, errors)
-    else:
-        prepared: list[bool] = []  # columns the incremental attempt brought to their keys
-        if state is not None:
-            changed = _changed_rows(state, entry)
-            if changed is not None:
-                dead_at = _filter_rows(entry, batch, context, state, changed, prepared)
-                if dead_at is None:
-                    changed = None
-        if dead_at is None:
-            dead_at = _filter_first(entry, batch, context, errors, prepared)
-        feasible_mask = dead_at < 0
-        infeasible = _first_rejections(entry, dead_at, int(np.count_nonzero(feasible_mask)))
+            state = classes.take_state(state_key, cache_refs)
+
+    # Filter: incrementally from the class's last cycle, else over every row.
+    feasible_mask, infeasible, first_rejected_by, changed = _filter_stage(
+        entry, batch, context, state, errors, options
+    )
     inside: np.ndarray | None = None
     if options.candidates is not None:
         inside = _inside(entry.names, options.candidates)
         feasible_mask, infeasible = _outside(entry.names, feasible_mask, infeasible, options)
     count = int(np.count_nonzero(feasible_mask))
-    context.feasible = _Picked(snapshot, feasible_mask, count)
+    context.feasible = _FeasibleNodes(snapshot, feasible_mask, count)
+
+    # Score: incrementally where the filter stage was, else every feasible row.
     classes.score_columns(entry, pod_view, context)
     scored = None
     if state is not None and changed is not None:
@@ -181,27 +178,9 @@ def schedule(
         scored = _score_all(entry, feasible_mask, batch, context, errors)
     totals, stats, normalisers = scored
     rows = cache(partial(np.flatnonzero, feasible_mask))  # most decisions never read them
-    names = entry.names
-    values: Sequence[np.ndarray] = [column.values for column in entry.scores]
-    scored_at: Sequence[np.ndarray] = [column.scored for column in entry.scores]
-    if plan is not whole:  # the idle rules are listed with no score anywhere
-        at = tests.positions(plan)
-        raw, none = unscored(frame.size)
-        normalisers = Listed(normalisers, at, zero_at)
-        values, scored_at = Listed(values, at, raw), Listed(scored_at, at, none)
-    table = ScoreTable(
-        Names(lambda: tuple(names[rows()].tolist()), count),
-        rows,
-        totals,
-        [rule.rule.qualified_name for rule in whole.scores],
-        normalisers,
-        values,
-        scored_at,
-    )
-    for column in entry.scores:
-        column.lend(table)
+    table = _score_table(entry, full_plan, plan, idle, frame, rows, count, totals, normalisers)
     classes.checkin(entry)
-    if state_key is not None and dead_at is not None:
+    if state_key is not None and first_rejected_by is not None:
         kept = _State(
             frame.log,
             frame.seq,
@@ -209,7 +188,7 @@ def schedule(
             next_stamp(),
             tuple(entry.filters),
             tuple(column.epoch for column in entry.filters),
-            dead_at,
+            first_rejected_by,
             feasible_mask,
             tuple(entry.scores),
             tuple(column.epoch for column in entry.scores),
@@ -218,13 +197,16 @@ def schedule(
             inside,
         )
         kept.others = _others(state, kept)
-        classes.put_state(state_key, refs, kept, 3 * frame.size * (1 + len(kept.others)))
+        classes.put_state(state_key, cache_refs, kept, 3 * frame.size * (1 + len(kept.others)))
+
+    # Choose.
     chosen, best = _choose(feasible_mask, count, totals, entry, rng)
     if chosen is None:
         message = histogram_line(num_nodes, infeasible)
     else:
         best = best if policy.scores else 0
         message = f"scheduled on {chosen} by policy {policy.name} (score {_fmt(best)})"
+    names = entry.names
     ranks = entry.ranks if count > 1 else None
     return Decision(
         pod=pod.key,
@@ -240,6 +222,71 @@ def schedule(
         errors=tuple(dict.fromkeys(errors)),
         gpu_devices=_devices(context, snapshot, chosen, pod),
     )
+
+
+def _filter_stage(
+    entry: ClassEntry,
+    batch: NodeBatch,
+    context: CycleContext,
+    state: _State | None,
+    errors: list[str],
+    options: CycleOptions,
+) -> tuple[np.ndarray, Mapping[str, tuple[Rejection, ...]], np.ndarray | None, set[int] | None]:
+    """The feasible rows, the rejections, each row's first rejecting filter (-1: none; None
+    when every filter ran on every row) and the rows looked at again (None: every row)."""
+    if options.all_filters:
+        feasible_mask, infeasible = _filter_all(entry, batch, context, errors)
+        return feasible_mask, infeasible, None, None
+    changed: set[int] | None = None
+    first_rejected_by: np.ndarray | None = None
+    prepared: list[bool] = []  # columns the incremental attempt brought to their keys
+    if state is not None:
+        changed = _changed_rows(state, entry)
+        if changed is not None:
+            first_rejected_by = _filter_rows(entry, batch, context, state, changed, prepared)
+            if first_rejected_by is None:
+                changed = None
+    if first_rejected_by is None:
+        first_rejected_by = _filter_first(entry, batch, context, errors, prepared)
+    feasible_mask = first_rejected_by < 0
+    count = int(np.count_nonzero(feasible_mask))
+    rejections = _first_rejections(entry, first_rejected_by, count)
+    return feasible_mask, rejections, first_rejected_by, changed
+
+
+def _score_table(
+    entry: ClassEntry,
+    full_plan: PolicyPlan,
+    plan: PolicyPlan,
+    idle: IdleTests,
+    frame: Frame,
+    rows: Callable[[], np.ndarray],
+    count: int,
+    totals: np.ndarray,
+    normalisers: Sequence[Callable[[np.ndarray], np.ndarray]],
+) -> ScoreTable:
+    """The decision's score table over every score rule of the policy, the idle ones listed
+    back with no score anywhere; it borrows the columns' arrays (``Column.lend``)."""
+    names = entry.names
+    values: Sequence[np.ndarray] = [column.values for column in entry.scores]
+    scored_at: Sequence[np.ndarray] = [column.scored for column in entry.scores]
+    if plan is not full_plan:
+        at = idle.positions(plan)
+        raw, none = unscored(frame.size)
+        normalisers = WithIdleRules(normalisers, at, zero_at)
+        values, scored_at = WithIdleRules(values, at, raw), WithIdleRules(scored_at, at, none)
+    table = ScoreTable(
+        Names(lambda: tuple(names[rows()].tolist()), count),
+        rows,
+        totals,
+        [rule.rule.qualified_name for rule in full_plan.scores],
+        normalisers,
+        values,
+        scored_at,
+    )
+    for column in entry.scores:
+        column.lend(table)
+    return table
 
 
 def _devices(
@@ -266,7 +313,7 @@ class _State:
     seen: int
     filters: tuple[FilterColumn, ...]
     filter_epochs: tuple[int, ...]
-    dead_at: np.ndarray
+    first_rejected_by: np.ndarray
     feasible: np.ndarray
     scores: tuple[ScoreColumn, ...] = ()
     score_epochs: tuple[int, ...] = ()
@@ -325,7 +372,7 @@ def _others(state: _State | None, kept: _State) -> dict[tuple[int, ...], _State]
     return out
 
 
-class _Picked(Sequence[NodeInfo]):
+class _FeasibleNodes(Sequence[NodeInfo]):
     """``CycleContext.feasible``: the feasible ``NodeInfo``s, gathered only when a plugin's
     PreScore reads more than their number."""
 
@@ -640,9 +687,9 @@ def _filter_rows(
     if found is None or _too_many(found, entry.frame):
         return None
     changed.update(found)
-    dead_at = state.dead_at.copy()
+    first_rejected_by = state.first_rejected_by.copy()
     if not changed:
-        return dead_at
+        return first_rejected_by
     rows = np.array(sorted(changed), np.int64)
     dead = np.full(len(rows), -1, np.int64)
     frame = entry.frame
@@ -667,8 +714,8 @@ def _filter_rows(
             live = live.narrowed(ok)
             if not len(at):
                 break
-    dead_at[rows] = dead
-    return dead_at
+    first_rejected_by[rows] = dead
+    return first_rejected_by
 
 
 class _Rows:
@@ -697,7 +744,7 @@ def _filter_first(
     prepared: Sequence[bool] = (),
 ) -> np.ndarray:
     """Each filter over the nodes still in the running, re-evaluating only the rows whose
-    cached verdict is not valid (``classcache``); each row's first rejecting rule (-1: none).
+    cached verdict is not valid (``fastpath.columns``); each row's first rejecting rule (-1: none).
     The first columns may have been brought to this cycle's keys already (``prepared``: their
     stable flags, from ``_same_keys``).
 
@@ -707,7 +754,7 @@ def _filter_first(
     """
     size = batch.size
     alive = np.ones(size, bool)
-    dead_at = np.full(size, -1, np.int64)
+    first_rejected_by = np.full(size, -1, np.int64)
     found: list[tuple[int, int, str]] = []
     frame = entry.frame
     for index, (plan, column) in enumerate(zip(entry.plan.filters, entry.filters, strict=True)):
@@ -720,11 +767,11 @@ def _filter_first(
         if column.errors:
             for row in np.flatnonzero(alive & column.errored).tolist():
                 found.append((row, index, column.error[row]))
-        dead_at[alive & ~column.passed] = index
+        first_rejected_by[alive & ~column.passed] = index
         alive &= column.passed
     found.sort(key=lambda item: (item[0], item[1]))
     errors.extend(message for _, _, message in found)
-    return dead_at
+    return first_rejected_by
 
 
 def _filter_all(
@@ -760,21 +807,21 @@ def _filter_all(
 
 
 def _first_rejections(
-    entry: ClassEntry, dead_at: np.ndarray, feasible: int
+    entry: ClassEntry, first_rejected_by: np.ndarray, feasible: int
 ) -> RejectionTable | dict[str, tuple[Rejection, ...]]:
     """``Decision.infeasible`` built when read, from the columns as they are now (lent: a
-    later store copies them) and ``dead_at`` (never changed: the next cycle copies it)."""
-    dead = len(dead_at) - feasible
+    later store copies them) and ``first_rejected_by`` (never changed: the next cycle copies it)."""
+    dead = len(first_rejected_by) - feasible
     if not dead:
         return {}
     names = entry.names
     columns = [(column.codes, column.made) for column in entry.filters]
 
     def build() -> dict[str, tuple[Rejection, ...]]:
-        rows = np.flatnonzero(dead_at >= 0)
+        rows = np.flatnonzero(first_rejected_by >= 0)
         out: dict[str, tuple[Rejection, ...]] = {}
         for name, row, index in zip(
-            names[rows].tolist(), rows.tolist(), dead_at[rows].tolist(), strict=True
+            names[rows].tolist(), rows.tolist(), first_rejected_by[rows].tolist(), strict=True
         ):
             codes, made = columns[index]
             rejection = made[codes[row]]
@@ -783,8 +830,8 @@ def _first_rejections(
         return out
 
     def groups() -> list[RejectionGroup]:
-        rows = np.flatnonzero(dead_at >= 0)
-        at_filter = dead_at[rows]
+        rows = np.flatnonzero(first_rejected_by >= 0)
+        at_filter = first_rejected_by[rows]
         out: list[RejectionGroup] = []
         # Filter indexes and rejection codes are small counts: bincount finds the distinct
         # ones in one pass (``np.unique`` sorts or hashes).

@@ -13,9 +13,9 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.simulate import queue_order, simulate
 from policyengine.lang.compiler import Program
 from policyengine.model.objects import Pod

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gang_preemption import preempt_gang_in_simulation
 from policyengine.engine.gangs import Gang, GangDecision, assume_gang, gangs_of, schedule_gang
 from policyengine.engine.gpu_placement import with_devices

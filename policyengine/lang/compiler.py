@@ -85,7 +85,7 @@ class CompiledRule:
     idle: Callable[[Env], bool] | None = field(default=None, repr=False)
     # The owner's lets that vary with the pod alone, by name: each evaluates its let on an
     # ``Env`` holding the pod (caches key results by a let's value instead of by what it
-    # reads: ``engine.classcache``).
+    # reads: ``engine.fastpath.sharekeys``).
     lets: Mapping[str, Callable[[Env], Any]] = field(default_factory=dict, repr=False)
 
 

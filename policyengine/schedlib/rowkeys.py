@@ -8,7 +8,7 @@ changes nothing for the nodes of zone B; one placed on a node under hostname ant
 changes only that node). A ``RowKeyed`` key says more: ``whole`` guards every row as a plain
 key does, and ``rows`` holds, for each row of ``snapshot.nodes``, what that row's result reads
 of the cluster (one int64 per column): a row's result stands while its row of ``rows`` is
-unchanged too. ``engine.classcache`` compares them row by row.
+unchanged too. ``engine.fastpath.columns`` compares them row by row.
 
 Compared with ``==`` it is equal only when both parts are, so a cache that knows nothing of
 rows stays right by treating it as one opaque key.

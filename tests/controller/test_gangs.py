@@ -27,7 +27,7 @@ from policyengine.controller.gangs import (
 from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.podgroups import PodGroupStatusWriter
 from policyengine.controller.queue import ACTIVE, SchedulingQueue
-from policyengine.engine.classcache import ClassCache
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.model.objects import Pod
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from tests.controller.builders import kube_default, node, pod, podgroup

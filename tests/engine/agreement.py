@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import ReferenceDecision, differences, reference_decision
 from policyengine.model.objects import Pod
 

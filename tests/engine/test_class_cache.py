@@ -1,6 +1,6 @@
 """Pods of one template share cached per-node results and still decide as the reference.
 
-``engine.classcache`` reuses a rule's per-node verdicts and raw scores for the next pod of the
+``engine.fastpath`` reuses a rule's per-node verdicts and raw scores for the next pod of the
 same class while the node's ``NodeInfo`` is unchanged. Hypothesis draws a cluster, a policy
 and a few pod templates, then places a sequence of pods stamped from those templates one after
 another, assuming each choice (so the node the previous pod went to changes under the cache),
@@ -23,15 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine import classcache, cycle
-from policyengine.engine.classcache import (
-    ClassCache,
-    FilterColumn,
-    ScoreColumn,
-    pod_class,
-    policy_plan,
-)
+from policyengine.engine import cycle
 from policyengine.engine.cycle import schedule
+from policyengine.engine.fastpath import columns
+from policyengine.engine.fastpath.classes import ClassCache
+from policyengine.engine.fastpath.columns import FilterColumn, ScoreColumn
+from policyengine.engine.fastpath.sharekeys import pod_class, policy_plan
 from policyengine.engine.normalize import apply_stats, column_stats
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.lang.runtime import FilterVerdict, ScoreValue
@@ -593,7 +590,7 @@ def test_a_few_scores_store_as_many_do(data: st.DataObject, size: int) -> None:
         lent = fast.values, fast.values.copy()
         fast.lend()
         fast.store(rows, results, frame)
-        with mock.patch.object(classcache, "_FEW_RESULTS", 0):
+        with mock.patch.object(columns, "_FEW_RESULTS", 0):
             grouped.store(rows, results, frame)
         assert fast.values.tobytes() == grouped.values.tobytes()
         assert fast.scored.tobytes() == grouped.scored.tobytes()
@@ -616,7 +613,7 @@ LENDING = [
     (["a"], [], False),
     (["a", "b"], ["b"], True),
     (["a", "b"], [], False),
-    ([str(i) for i in range(classcache._BORROWERS + 1)], [], True),  # too many to track
+    ([str(i) for i in range(columns._BORROWERS + 1)], [], True),  # too many to track
 ]
 
 
@@ -668,7 +665,7 @@ def test_a_few_verdicts_store_as_many_do(data: st.DataObject, size: int) -> None
         lent = fast.codes, fast.codes.copy()
         fast.lend()
         fast.store(rows, rule, verdicts, frame)  # type: ignore[arg-type]
-        with mock.patch.object(classcache, "_FEW_RESULTS", 0):
+        with mock.patch.object(columns, "_FEW_RESULTS", 0):
             grouped.store(rows, rule, verdicts, frame)  # type: ignore[arg-type]
         assert fast.passed.tobytes() == grouped.passed.tobytes()
         assert [fast.rejection(r) for r in range(size)] == [

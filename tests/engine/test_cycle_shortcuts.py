@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine import cycle
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import differences, reference_decision
 from tests.engine.strategies import compiled
 from tests.engine.test_class_cache import ANTI_AFFINITY, SPREAD

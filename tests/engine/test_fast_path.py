@@ -19,9 +19,9 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Rejection, RejectionGroup, first_rejection_groups
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.model.load import NodeLoad
 from tests.engine.strategies import compiled, nodes, pods, policies

@@ -24,9 +24,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine import classcache
-from policyengine.engine.classcache import ClassCache, policy_plan
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath import classes as class_store
+from policyengine.engine.fastpath.classes import ClassCache
+from policyengine.engine.fastpath.sharekeys import policy_plan
 from policyengine.model.frozen import FrozenDict
 from tests.engine.agreement import decide_as_the_reference
 from tests.engine.strategies import (
@@ -163,7 +164,7 @@ def test_a_full_cache_drops_the_members_own_columns_first(monkeypatch: pytest.Mo
     place(members[0])
     shared = {key for key in classes._columns if not own_column(key)}
     # Room for every shared column and one of the members' own.
-    monkeypatch.setattr(classcache, "_CELLS", len(cluster) * (len(shared) + 1))
+    monkeypatch.setattr(class_store, "_CELLS", len(cluster) * (len(shared) + 1))
     for pod in members[1:]:
         place(pod)
     assert {key for key in classes._columns if not own_column(key)} == shared

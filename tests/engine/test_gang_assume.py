@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from policyengine import synthetic
 from policyengine.engine import gang_domains
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gangs import (
     Gang,
     GangDecision,

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine.arrivals import replay
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.engine.simulate import simulate

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from policyengine.engine.classcache import policy_plan
-from policyengine.engine.idle import Listed, idle_tests, unscored, zero_at
+from policyengine.engine.fastpath.idle import WithIdleRules, idle_tests, unscored, zero_at
+from policyengine.engine.fastpath.sharekeys import policy_plan
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.lang.runtime import Env
 from policyengine.model.objects import Pod
@@ -179,7 +179,7 @@ def test_an_idle_score_rule_is_listed_with_no_score() -> None:
 
 
 def test_listed_reads_the_active_rules_and_fills_the_idle_ones() -> None:
-    listed = Listed(["a", "c"], (0, None, 1), "-")
+    listed = WithIdleRules(["a", "c"], (0, None, 1), "-")
     assert list(listed) == ["a", "-", "c"]
     assert listed[1:] == ["-", "c"]
     values, scored = unscored(5)

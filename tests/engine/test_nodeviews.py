@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from policyengine.engine.nodeviews import NodeViews
+from policyengine.engine.fastpath.nodeviews import NodeViews
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.topology import DEFAULT_TOPOLOGY
 from tests.model.builders import make_node, make_pod, snapshot

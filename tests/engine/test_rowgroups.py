@@ -22,8 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine import cycle, rowgroups
-from policyengine.engine.classcache import policy_plan
+from policyengine.engine import cycle
+from policyengine.engine.fastpath import rowgroups
+from policyengine.engine.fastpath.sharekeys import policy_plan
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.schedlib import default_schema
 from tests.engine.agreement import decide_as_the_reference, incremental

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import domain_counts

@@ -9,7 +9,7 @@ a node the assume step or the watch loop replaced gets a fresh view.
 The same pass keeps a ``Frame`` per snapshot: the views (a ``SharedList``: a derived frame
 shares its parent's and replaces a few), each row's ``NodeInfo`` identity and
 its Node object's identity as int64 columns (what a cached rule result is valid for:
-``classcache``), the node names and their order. The assume step replaces one ``NodeInfo`` per
+``fastpath.columns``), the node names and their order. The assume step replaces one ``NodeInfo`` per
 pod, so each is updated in place of the changed rows only; the per-pod cost of knowing what
 changed stays one C-speed pass. Frames are numbered, and the rows each one changed from the one
 before are logged (``changed_since``), so a cache that last looked at an earlier frame learns

@@ -23,7 +23,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from policyengine.engine.classcache import PolicyPlan, RulePlan
+from policyengine.engine.fastpath.sharekeys import PolicyPlan, RulePlan
 from policyengine.lang.runtime import Env
 
 # Weights a float64 holds exactly: ``weight * 0.0`` is then a zero, never NaN.
@@ -116,7 +116,7 @@ def _positions(plan: PolicyPlan, active: PolicyPlan) -> tuple[int | None, ...]:
     return tuple(at.get(id(rule)) for rule in plan.scores)
 
 
-class Listed(Sequence[Any]):
+class WithIdleRules(Sequence[Any]):
     """``active``'s per-rule sequence as one of ``plan``'s rules: the idle rules' places hold
     ``missing`` (their value read from the active ones when read)."""
 

@@ -84,7 +84,7 @@ def groups(row_keys: np.ndarray | None, rows: np.ndarray) -> tuple[np.ndarray, n
 
 class Copied(Sequence[Any]):
     """Each row's result, its group's (``groups``): ``results[inverse[i]]``. A column storing
-    it reads the two (``classcache._distinct``) rather than thousands of copies."""
+    it reads the two (``columns._distinct``) rather than thousands of copies."""
 
     __slots__ = ("inverse", "results")
 
