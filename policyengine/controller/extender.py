@@ -61,13 +61,12 @@ from __future__ import annotations
 import json
 import math
 import random
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import structlog
@@ -92,7 +91,7 @@ from policyengine.controller.extender_wire import (
     parse_binding_args,
     parse_preemption_args,
 )
-from policyengine.controller.health import parse_address
+from policyengine.controller.httpserve import BackgroundHTTPServer, StateServer
 from policyengine.controller.informer import Informer, InformerOptions, object_key
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.scheduler import POD_FIELD_SELECTOR, TERMINAL_PHASES
@@ -553,7 +552,7 @@ class PolicyUnavailable(RuntimeError):
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
-    server: _Server
+    server: StateServer[Extender]
     protocol_version = "HTTP/1.1"  # kube-scheduler's Go client keeps connections alive
 
     def do_POST(self) -> None:
@@ -566,7 +565,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 "or …/bind",
             )
             return
-        extender = self.server.extender
+        extender = self.server.state
         metrics = extender.metrics
         start = time.perf_counter()
         result = "ok"
@@ -610,7 +609,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
-        extender = self.server.extender
+        extender = self.server.state
         if path == "/metrics":
             self._send(HTTPStatus.OK, extender.metrics.render(), CONTENT_TYPE_LATEST)
         elif path in ("/healthz", "/livez"):
@@ -680,46 +679,24 @@ class _BodyError(Exception):
         self.status = status
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    extender: Extender
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
-
-
 class ExtenderServer:
     """The extender's HTTP server, on a daemon thread until :meth:`close`."""
 
     def __init__(self, address: str, extender: Extender) -> None:
-        host, port = parse_address(address)
-        server_class = _Server6 if ":" in host else _Server
-        self._server = server_class((host, port), _RequestHandler)
-        self._server.extender = extender
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.1},
-            name="policyengine-extender",
-            daemon=True,
+        self._http = BackgroundHTTPServer(
+            address, _RequestHandler, "policyengine-extender", extender
         )
-        self._thread.start()
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self._server.server_address[:2]
-        return str(host), int(port)
+        return self._http.address
 
     @property
     def url(self) -> str:
-        host, port = self.address
-        shown = "127.0.0.1" if host == "0.0.0.0" else f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{port}"
+        return self._http.url
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._http.close()
 
 
 def policy_metrics(metrics: ExtenderMetrics, program: Program) -> None:

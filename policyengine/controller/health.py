@@ -22,28 +22,21 @@ port (tests), which :attr:`HealthServer.address` then reports.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
+
+from policyengine.controller.httpserve import BackgroundHTTPServer, StateServer
 
 DEFAULT_ADDRESS = "0.0.0.0:10251"
 
 # A check returns None when all is well, else the reason it fails.
 Check = Callable[[], str | None]
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``:PORT`` (all interfaces) or ``[IPv6]:PORT``."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not (port.isascii() and port.isdigit()) or int(port) > 65535:
-        raise ValueError(f"{text!r} is not HOST:PORT")
-    host = host.strip("[]") or "0.0.0.0"
-    return host, int(port)
 
 
 class Health:
@@ -97,18 +90,24 @@ class Health:
         return ok, body
 
 
+@dataclass(frozen=True)
+class _Served:
+    health: Health
+    metrics: Callable[[], bytes]
+
+
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: StateServer[_Served]
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
         if path == "/metrics":
-            self._send(HTTPStatus.OK, self.server.metrics(), CONTENT_TYPE_LATEST)
+            self._send(HTTPStatus.OK, self.server.state.metrics(), CONTENT_TYPE_LATEST)
         elif path in ("/healthz", "/livez"):
-            self._report(*self.server.health.live())
+            self._report(*self.server.state.health.live())
         elif path == "/readyz":
-            self._report(*self.server.health.ready())
+            self._report(*self.server.state.health.ready())
         else:
             self._send(HTTPStatus.NOT_FOUND, b"not found: try /metrics, /healthz or /readyz\n")
 
@@ -128,45 +127,20 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # probes every few seconds would drown the scheduler's own log
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    health: Health
-    metrics: Callable[[], bytes]
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
-
-
 class HealthServer:
     """The HTTP server, serving on a daemon thread until :meth:`close`."""
 
     def __init__(self, address: str, health: Health, metrics: Callable[[], bytes]) -> None:
-        host, port = parse_address(address)
-        server_class = _Server6 if ":" in host else _Server
-        self._server = server_class((host, port), _Handler)
-        self._server.health = health
-        self._server.metrics = metrics
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.1},
-            name="policyengine-health",
-            daemon=True,
-        )
-        self._thread.start()
+        served = _Served(health, metrics)
+        self._http = BackgroundHTTPServer(address, _Handler, "policyengine-health", served)
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self._server.server_address[:2]
-        return str(host), int(port)
+        return self._http.address
 
     @property
     def url(self) -> str:
-        host, port = self.address
-        shown = "127.0.0.1" if host == "0.0.0.0" else host
-        return f"http://{shown}:{port}"
+        return self._http.url
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._http.close()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from policyengine.controller.health import Health, HealthServer, parse_address
+from policyengine.controller.health import Health, HealthServer
 from policyengine.controller.metrics import Metrics
 
 
@@ -130,23 +130,3 @@ def test_port_zero_reports_the_port_it_got(health: Health) -> None:
     assert host == "0.0.0.0" and port > 0
     assert server.url == f"http://127.0.0.1:{port}"
     server.close()
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("0.0.0.0:10251", ("0.0.0.0", 10251)),
-        (":8080", ("0.0.0.0", 8080)),
-        ("[::1]:9000", ("::1", 9000)),
-        ("localhost:0", ("localhost", 0)),
-    ],
-)
-def test_parse_address(text: str, expected: tuple[str, int]) -> None:
-    assert parse_address(text) == expected
-
-
-@pytest.mark.parametrize("text", ["10251", "host:", "host:port", "host:70000"])
-def test_parse_address_rejects(text: str) -> None:
-    with pytest.raises(ValueError) as error:
-        parse_address(text)
-    assert str(error.value) == f"{text!r} is not HOST:PORT"
