@@ -50,6 +50,7 @@ from typing import Any
 import structlog
 
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
+from policyengine.controller.bindresults import settle_bind
 from policyengine.controller.cache import AssumeError, ClusterCache
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.hooks import SchedulerHooks, call_hook
@@ -537,30 +538,17 @@ class GangCoordinator:
     # ------------------------------------------------------------------ bind results
 
     def _bound(self, bind: _GangBind, result: BindResult) -> None:
-        pod, node = result.pod, result.node
-        profile = pod.scheduler_name
-        policy = bind.decision.policy
-        self._call(self._hooks.on_stage, "bind", result.seconds)
-        if result.outcome is BindOutcome.BOUND:
-            self._cache.finish_binding(pod.key)
-            log.info("bound gang member", pod=pod.key, node=node, gang=bind.decision.gang)
-            self._events.scheduled(pod, node, profile, policy, bind.version)
-            self._call(
-                self._hooks.on_attempt, "scheduled", profile, time.perf_counter() - bind.start
-            )
-        elif result.outcome is BindOutcome.CONFLICT:
-            self._cache.finish_binding(pod.key)
-            log.info("gang member already bound", pod=pod.key, node=node, error=result.message)
-        else:
-            self._cache.forget(pod.key)
-            log.warning(
-                "gang member bind failed; the gang will retry",
-                pod=pod.key,
-                node=node,
-                status=result.status,
-                error=result.message,
-            )
-            self._events.bind_rejected(pod, profile, result.message, policy, bind.version)
+        settle_bind(
+            result,
+            cache=self._cache,
+            events=self._events,
+            hooks=self._hooks,
+            policy=bind.decision.policy,
+            version=bind.version,
+            started=bind.start,
+            subject="gang member",
+            gang=bind.decision.gang,
+        )
         with bind.lock:
             bind.results.append(result)
             finished = len(bind.results) == bind.expected

@@ -43,6 +43,7 @@ import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
+from policyengine.controller.bindresults import settle_bind
 from policyengine.controller.cache import NODE_ADDED, NODE_CHANGED, AssumeError, ClusterCache
 from policyengine.controller.echo import reparsed
 from policyengine.controller.events import EventRecorder
@@ -416,45 +417,23 @@ class Scheduler:
         )
 
     def _bound(self, item: QueuedPod, decision: Decision, start: float, result: BindResult) -> None:
-        pod, node, profile = item.pod, result.node, item.pod.scheduler_name
-        self._call(self._hooks.on_stage, "bind", result.seconds)
-        if result.outcome is BindOutcome.BOUND:
-            self.cache.finish_binding(pod.key)
-            self.queue.done(pod.key)
-            log.info(
-                "bound pod",
-                pod=pod.key,
-                node=node,
-                policy=decision.policy,
-                version=decision.version,
-                feasible=len(decision.feasible),
-                evaluated=decision.num_nodes,
-            )
-            self.events.scheduled(pod, node, profile, decision.policy, decision.version)
-            self._call(self._hooks.on_attempt, "scheduled", profile, time.perf_counter() - start)
-            if item.first_popped_at is not None:
-                self._call(self._hooks.on_stage, "e2e", time.monotonic() - item.first_popped_at)
-        elif result.outcome is BindOutcome.CONFLICT:
-            # Already bound (or recreated): the watch will tell the cache where it really is;
-            # until then the assumption holds the capacity, and expires if never confirmed.
-            self.cache.finish_binding(pod.key)
-            self.queue.done(pod.key)
-            log.info("pod already bound; dropping", pod=pod.key, node=node, error=result.message)
-            self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
-        else:
-            self.cache.forget(pod.key)
+        settle_bind(
+            result,
+            cache=self.cache,
+            events=self.events,
+            hooks=self._hooks,
+            policy=decision.policy,
+            version=decision.version,
+            started=start,
+            feasible=len(decision.feasible),
+            evaluated=decision.num_nodes,
+        )
+        if result.outcome is BindOutcome.FAILED:
             self.queue.add_backoff(item)
-            log.warning(
-                "bind failed; will retry",
-                pod=pod.key,
-                node=node,
-                status=result.status,
-                error=result.message,
-            )
-            self.events.bind_rejected(
-                pod, profile, result.message, decision.policy, decision.version
-            )
-            self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
+            return
+        self.queue.done(item.pod.key)
+        if result.outcome is BindOutcome.BOUND and item.first_popped_at is not None:
+            self._call(self._hooks.on_stage, "e2e", time.monotonic() - item.first_popped_at)
 
     # ------------------------------------------------------------------ informer handlers
 
