@@ -36,8 +36,8 @@ from benchmarks.harness import (
     summarise,
 )
 from policyengine import synthetic
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gangs import Gang, assume_gang, gangs_of, schedule_gang
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.simulate import queue_order

@@ -23,7 +23,7 @@ import time
 from benchmarks.agreement import differences, reference_decision
 from benchmarks.harness import Measurement, frozen_heap, progress, summarise
 from benchmarks.workload import Cluster, Workload, build, place_one, warm_up
-from policyengine.engine.nodeviews import node_frame
+from policyengine.engine.fastpath.nodeviews import node_frame
 from policyengine.model.objects import Pod
 from policyengine.model.resources import pod_requests
 from policyengine.model.snapshot import ClusterSnapshot

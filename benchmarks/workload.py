@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from policyengine import synthetic
-from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import Program, compile_paths
 from policyengine.model.objects import Pod

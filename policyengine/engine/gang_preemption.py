@@ -43,6 +43,9 @@ from policyengine.engine.preemption import (
     _rank,
     _Search,
     _violations,
+    after_preempting,
+    preempting_message,
+    without_victims,
 )
 from policyengine.engine.profiles import profile_for
 from policyengine.lang.compiler import Program
@@ -172,10 +175,7 @@ def preempt_gang(
             gang.key, message=f"preemption cannot place gang {gang.key}: {why}", tried=tuple(tried)
         )
     best, domain, placement = found[_rank([c for c, _, _ in found.values()])[0].node]
-    shown = ", ".join(f"{v.key} (priority {v.priority})" for v in best.victims) or "none"
-    message = f"preempting in {domain.label} for gang {gang.key}: {shown}"
-    if best.pdb_violations:
-        message += f"; {best.pdb_violations} PodDisruptionBudget violation(s)"
+    message = preempting_message(f"in {domain.label} for gang {gang.key}", best)
     return GangPreemption(
         gang.key,
         domain.key,
@@ -294,11 +294,7 @@ def preempt_gang_in_simulation(
     outcome = preempt_gang(program, gang, snapshot, rng, options, topology, config)
     if outcome.placement is None:
         return decision, snapshot, None
-    for victim in outcome.victims:
-        if victim.key in snapshot.pod_nodes:
-            snapshot = snapshot.without_pod(victim.key)
-    shown = ", ".join(v.key for v in outcome.victims)
-    placed = replace(
-        outcome.placement, message=f"{outcome.placement.message} after preempting {shown}"
-    )
+    snapshot = without_victims(snapshot, outcome.victims)
+    after = after_preempting(outcome.victims)
+    placed = replace(outcome.placement, message=f"{outcome.placement.message} {after}")
     return placed, snapshot, outcome.as_preemption()

@@ -233,10 +233,7 @@ def preempt(
         )
     ranked = _rank(candidates)
     best = ranked[0]
-    shown = ", ".join(f"{v.key} (priority {v.priority})" for v in best.victims) or "none"
-    message = f"preempting on {best.node}: {shown}"
-    if best.pdb_violations:
-        message += f"; {best.pdb_violations} PodDisruptionBudget violation(s)"
+    message = preempting_message(f"on {best.node}", best)
     return PreemptionDecision(
         pod.key,
         best.node,
@@ -246,6 +243,28 @@ def preempt(
         tuple(ranked),
         statuses,
     )
+
+
+def preempting_message(where: str, chosen: Candidate) -> str:
+    """What a preemption says it does (``preempting on NODE: victims``), for pods and gangs."""
+    shown = ", ".join(f"{v.key} (priority {v.priority})" for v in chosen.victims) or "none"
+    message = f"preempting {where}: {shown}"
+    if chosen.pdb_violations:
+        message += f"; {chosen.pdb_violations} PodDisruptionBudget violation(s)"
+    return message
+
+
+def without_victims(snapshot: ClusterSnapshot, victims: Sequence[Pod]) -> ClusterSnapshot:
+    """The snapshot once the victims are gone (offline: no grace period)."""
+    for victim in victims:
+        if victim.key in snapshot.pod_nodes:
+            snapshot = snapshot.without_pod(victim.key)
+    return snapshot
+
+
+def after_preempting(victims: Sequence[Pod]) -> str:
+    """How a placement that needed preemption ends its message."""
+    return "after preempting " + ", ".join(v.key for v in victims)
 
 
 def num_candidates(potential: int, config: SchedulerConfig = DEFAULT_CONFIG) -> int:
@@ -628,14 +647,12 @@ def preempt_in_simulation(
         # The placement keeps the filters' histogram as its reason (``explain`` says why
         # preemption could not help).
         return decision, snapshot, None
-    for victim in outcome.victims:
-        if victim.key in snapshot.pod_nodes:
-            snapshot = snapshot.without_pod(victim.key)
-    shown = ", ".join(v.key for v in outcome.victims)
+    snapshot = without_victims(snapshot, outcome.victims)
+    after = after_preempting(outcome.victims)
     placed = replace(
         decision,
         node=outcome.node,
-        message=f"scheduled on {outcome.node} by policy {decision.policy} after preempting {shown}",
+        message=f"scheduled on {outcome.node} by policy {decision.policy} {after}",
         gpu_devices=choose_devices(snapshot, outcome.node, pod),
     )
     return placed, snapshot, outcome
