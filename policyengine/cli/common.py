@@ -16,7 +16,9 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+from policyengine.cli.render import to_json
 from policyengine.diagnostics import Diagnostic, render
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
@@ -198,6 +200,26 @@ def rules_only_decision(command: str, setup: Setup) -> Decision:
     if message:
         warn(command, [f"{message}; the policy's rules would say:"])
     return setup.decide(rules_only=True)
+
+
+def run_rules_command(
+    command: str,
+    args: argparse.Namespace,
+    document: Callable[[Decision], dict[str, Any]],
+    table: Callable[[Decision, Setup], str],
+) -> int:
+    """``filter`` and ``score``: one pod's rules on every node, as JSON (``document``) or a
+    table for people; a pod no policy governs is said on stderr, the JSON still printed."""
+    chosen = setup(command, args)
+    decision = rules_only_decision(command, chosen)
+    warn(command, decision.errors)
+    if args.format == "json":
+        if decision.policy is None:
+            print(f"policyengine {command}: {decision.message}", file=sys.stderr)
+        print(to_json(document(decision)))
+    else:
+        print(table(decision, chosen))
+    return EXIT_OK
 
 
 def warn(command: str, messages: Sequence[str]) -> None:

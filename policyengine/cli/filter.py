@@ -8,7 +8,6 @@ Finding no feasible node is an answer, not a failure: the exit status is 0.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from policyengine.cli import common, render
 
@@ -30,16 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    setup = common.setup("filter", args)
-    decision = common.rules_only_decision("filter", setup)
-    common.warn("filter", decision.errors)
-    if args.format == "json":
-        if decision.policy is None:
-            print(f"policyengine filter: {decision.message}", file=sys.stderr)
-        print(render.to_json(render.filter_document(decision)))
-    else:
-        print(render.filter_table(decision, setup.target.snapshot.node_names))
-    return common.EXIT_OK
+    return common.run_rules_command(
+        "filter",
+        args,
+        render.filter_document,
+        lambda decision, setup: render.filter_table(decision, setup.target.snapshot.node_names),
+    )
 
 
 run = common.guarded("filter", _run)

@@ -8,9 +8,9 @@ equal totals depends on ``--seed``, exactly as in ``simulate``.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from policyengine.cli import common, render
+from policyengine.engine.decision import Decision
 
 FORMATS = ("table", "json")
 
@@ -28,19 +28,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _run(args: argparse.Namespace) -> int:
-    setup = common.setup("score", args)
-    decision = common.rules_only_decision("score", setup)
-    common.warn("score", decision.errors)
-    if args.format == "json":
-        if decision.policy is None:
-            print(f"policyengine score: {decision.message}", file=sys.stderr)
-        print(render.to_json(render.score_document(decision)))
-        return common.EXIT_OK
+def _table(decision: Decision, setup: common.Setup) -> str:
     policy = common.policy_named(setup.program, decision.policy)
     weights = {rule.qualified_name: rule.weight for rule in policy.scores} if policy else {}
-    print(render.score_table(decision, weights))
-    return common.EXIT_OK
+    return render.score_table(decision, weights)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return common.run_rules_command("score", args, render.score_document, _table)
 
 
 run = common.guarded("score", _run)
