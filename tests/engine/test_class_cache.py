@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from policyengine.engine import cycle
 from policyengine.engine.cycle import schedule
-from policyengine.engine.fastpath import columns
+from policyengine.engine.fastpath import columns, fullpass, rules
+from policyengine.engine.fastpath import incremental as incremental_pass
 from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.fastpath.columns import FilterColumn, ScoreColumn
 from policyengine.engine.fastpath.sharekeys import pod_class, policy_plan
@@ -423,14 +424,14 @@ def test_a_class_s_next_cycle_looks_again_only_at_changed_rows(monkeypatch: Any)
     program = compiled(KUBE_ONLY)
     snap = snapshot([make_node(f"n{i:02}", cpu="4") for i in range(40)])
     looked: list[int | None] = []
-    real = cycle._filter_rows
+    real = incremental_pass.filter_rows
 
     def spy(entry: Any, batch: Any, context: Any, state: Any, changed: set[int], *rest: Any) -> Any:
         result = real(entry, batch, context, state, changed, *rest)
         looked.append(None if result is None else len(changed))
         return result
 
-    monkeypatch.setattr(cycle, "_filter_rows", spy)
+    monkeypatch.setattr(incremental_pass, "filter_rows", spy)
     template = make_pod("t", requests={"cpu": "1"})
     rng = random.Random(3)
     for index in range(5):
@@ -482,7 +483,7 @@ def test_classes_that_filter_alike_and_score_apart_take_turns_as_the_reference(
 ) -> None:
     # Templates with equal requests and different images share every filter column (one
     # filter state) but not ImageLocality's: each scores from the last state of its own
-    # columns (``cycle._scoring_state``), whatever the others did meanwhile.
+    # columns (``fastpath.incremental.scoring_state``), whatever the others did meanwhile.
     options = incremental()
     program = compiled(KUBE_ONLY)
     count = data.draw(st.integers(2, 8))
@@ -518,13 +519,13 @@ def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch
         ]
     )
     whole: list[int] = []
-    real = cycle._score_all
+    real = fullpass.score_all
 
     def spy(*args: Any) -> Any:
         whole.append(1)
         return real(*args)
 
-    monkeypatch.setattr(cycle, "_score_all", spy)
+    monkeypatch.setattr(fullpass, "score_all", spy)
     shapes = [
         make_pod("t", containers=[container("c", {"cpu": "1"}, image=image)])
         for image in IMAGES[:2]
@@ -756,7 +757,7 @@ def test_the_choice_without_masking_is_the_ranking_s(
 def test_rows_normalised_from_a_whole_column_are_the_rows_normalised(
     data: st.DataObject, kind: str, size: int
 ) -> None:
-    # ``cycle._normalised`` keeps a column normalised whole while no store touches it; read at
+    # ``rules.normalised`` keeps a column normalised whole while no store touches it; read at
     # any rows it must give what normalising those rows alone gives, before and after stores.
     frame = _frame(size)
     column = ScoreColumn.empty(size)
@@ -778,7 +779,7 @@ def test_rows_normalised_from_a_whole_column_are_the_rows_normalised(
         rows = np.flatnonzero(feasible)
         seen = column.stamp - data.draw(st.integers(0, 1))
         for _ in range(2):
-            got = cycle._normalised(column, kind, facts, rows, column.scored[rows], seen)
+            got = rules.normalised(column, kind, facts, rows, column.scored[rows], seen)
             want = apply_stats(kind, column.values[rows], column.scored[rows], facts)
             assert got.tobytes() == want.tobytes()
         if data.draw(st.booleans()):

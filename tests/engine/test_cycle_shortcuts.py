@@ -14,8 +14,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine import cycle
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath import incremental
 from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import differences, reference_decision
 from tests.engine.strategies import compiled
@@ -40,7 +40,7 @@ def test_dropped_rows_are_the_union_unless_more_than_the_limit(
         )
         for d in drops
     ]
-    found = cycle._dropped(columns, 7, set(rows), limit)  # type: ignore[arg-type]
+    found = incremental.dropped(columns, 7, set(rows), limit)  # type: ignore[arg-type]
     if any(d is None for d in drops):
         assert found is None
         return
@@ -93,7 +93,7 @@ POLICY = (
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_cycles_giving_up_on_many_rows_decide_as_the_reference(data: st.DataObject) -> None:
-    # Few changed rows count as too many here (``_FEW`` lowered): a spread or anti-affinity
+    # Few changed rows count as too many here (``FEW`` lowered): a spread or anti-affinity
     # pod's incremental pass gives up after bringing its columns to their keys, and the full
     # pass starts from those columns.
     program = compiled(POLICY)
@@ -116,7 +116,7 @@ def test_cycles_giving_up_on_many_rows_decide_as_the_reference(data: st.DataObje
     rng = random.Random(data.draw(st.integers(0, 5)))
     few = data.draw(st.integers(0, 2))
     options = CycleOptions(all_filters=False, cache=ClassCache())
-    with mock.patch.object(cycle, "_FEW", few):
+    with mock.patch.object(incremental, "FEW", few):
         for index in range(data.draw(st.integers(3, 14))):
             if data.draw(st.integers(0, 5)) == 0:
                 at = data.draw(st.integers(0, count - 1))

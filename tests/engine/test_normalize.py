@@ -86,7 +86,7 @@ def test_values_outside_the_exact_range_have_no_facts() -> None:
 def test_a_column_scoring_no_row_has_the_facts_of_none_and_normalises_to_plus_zero(
     kind: str, values: list[float]
 ) -> None:
-    # ``engine.cycle._score_all`` takes these facts instead of reading such a column.
+    # ``engine.fastpath.fullpass.score_all`` takes these facts instead of reading such a column.
     raw = np.array(values, np.float64)
     none = np.zeros(len(values), bool)
     facts = column_stats(kind, raw, none)

@@ -22,8 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.engine import cycle
-from policyengine.engine.fastpath import rowgroups
+from policyengine.engine.fastpath import rowgroups, rules
 from policyengine.engine.fastpath.sharekeys import policy_plan
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.schedlib import default_schema
@@ -243,7 +242,7 @@ def test_a_zone_moving_under_spread_is_evaluated_once_per_key(
             grouped.append(len(rows) - len(found[0]))
         return found
 
-    monkeypatch.setattr(cycle, "groups", watched)
+    monkeypatch.setattr(rules, "groups", watched)
     template = make_pod("t", labels={"app": "web"}, requests={"cpu": "100m"}, spread=[SPREAD_ZONE])
     rng = random.Random(3)
     zones = []

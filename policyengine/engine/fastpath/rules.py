@@ -1,0 +1,167 @@
+"""A rule run over rows of a cycle's nodes and stored in its column: the steps both the full
+pass and the incremental pass take, and the normalisers that read a score column whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from policyengine.engine.fastpath.columns import Column, ScoreColumn
+from policyengine.engine.fastpath.nodeviews import Frame
+from policyengine.engine.fastpath.rowgroups import Copied, determined_now, groups
+from policyengine.engine.fastpath.sharekeys import RulePlan
+from policyengine.engine.normalize import (
+    Stats,
+    apply_stats,
+)
+from policyengine.lang.compiler import CompiledRule
+from policyengine.lang.evaluators import NodeBatch
+from policyengine.lang.runtime import FilterVerdict
+from policyengine.schedlib.context import CycleContext
+
+STALE_KEY = object()
+
+
+def column_key(plan: RulePlan, context: CycleContext) -> tuple[Any, np.ndarray | None, bool]:
+    """The rule's column key this cycle (its cluster keys' whole parts and whether it reads
+    only Node objects), the cluster keys' row parts, and that flag."""
+    if plan.always:
+        return STALE_KEY, None, False
+    # Keys read only the pod and the configuration (``RulePlan.keys_alike``): kept per class.
+    memo = context.alike if plan.keys_alike else None
+    if memo is not None:
+        kept: tuple[Any, np.ndarray | None, bool] | None = memo.get(plan)
+        if kept is not None:
+            return kept
+    whole, by_row = plan.keys(context)
+    stable = plan.stable_now(context)
+    found = (whole, stable), by_row, stable
+    if memo is not None and by_row is None:
+        memo[plan] = found
+    return found
+
+
+def prepare(plan: RulePlan, column: Column, context: CycleContext) -> bool:
+    """Bring ``column`` to this cycle's key (invalidating what it no longer holds); whether
+    its rows are valid by Node object."""
+    key, by_row, stable = column_key(plan, context)
+    if key is STALE_KEY or column.key != key:
+        column.invalidate()
+        column.key = key
+    column.by_row(by_row)
+    return stable
+
+
+def filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:
+    if rule.filter_many is not None:
+        return rule.filter_many(batch)
+    return [rule.filter(batch.env_at(i)) for i in range(batch.size)]
+
+
+def filter_at(
+    plan: RulePlan, column: Column, rows: np.ndarray, batch: NodeBatch, context: CycleContext
+) -> Sequence[FilterVerdict]:
+    """The rule's verdicts at ``rows`` (of the whole ``batch``): for a rule decided by its
+    row key (``rowgroups``), at one row per distinct key, copied to the others."""
+    found = None
+    if plan.by_rows is not None and determined_now(plan.by_rows, context):
+        found = groups(column.row_keys, rows)
+    if found is not None:
+        first, inverse = found
+        some = filter_many(plan.rule, batch.take(rows[first].tolist()))
+        if all(verdict.error is None for verdict in some):  # an error may name its node
+            return Copied(some, inverse)
+    wanted = rows.tolist()
+    return filter_many(plan.rule, batch if len(wanted) == batch.size else batch.take(wanted))
+
+
+Scored = tuple[np.ndarray, list[Stats | None], Sequence[Callable[[np.ndarray], np.ndarray]]]
+
+
+def score_many(rule: CompiledRule, batch: NodeBatch) -> Sequence[Any]:
+    if rule.score_many is not None:
+        return rule.score_many(batch)
+    return [rule.score(batch.env_at(i)) for i in range(batch.size)]
+
+
+def store_scores(
+    rule: CompiledRule, column: ScoreColumn, rows: np.ndarray, batch: NodeBatch, frame: Frame
+) -> None:
+    """The rule's scores at ``rows`` (the nodes of ``batch``) into ``column``: as plain
+    numbers when they all are (a few changed rows: no ``ScoreValue`` per node)."""
+    numbers = rule.score_numbers(batch) if rule.score_numbers is not None else None
+    if numbers is None:
+        column.store(rows, score_many(rule, batch), frame)
+    else:
+        column.store_numbers(rows, numbers, frame)
+
+
+def normalised(
+    column: ScoreColumn, kind: str, facts: Stats, rows: np.ndarray, scored: np.ndarray, seen: int
+) -> np.ndarray:
+    """``apply_stats`` at ``rows`` (where the column scores ``scored``). A column no store
+    touched since the state's cycle (a rule reading Node objects only) is mostly left as it
+    is for many cycles: it is normalised whole once per facts, and read at the rows until a
+    store (classes whose feasible sets give equal facts share it). Normalising is row by
+    row, so a row reads alike either way."""
+    kept = column.normalised
+    if (
+        kept is not None
+        and kept[2] == column.stamp
+        and kept[0] == kind
+        and (kept[1] is facts or (kept[1] == facts and repr(kept[1]) == repr(facts)))
+    ):
+        return kept[3][rows]
+    if column.stamp <= seen:
+        with np.errstate(all="ignore"):  # rows outside the feasible set may hold anything
+            whole = apply_stats(kind, column.values, column.scored, facts)
+        column.normalised = (kind, facts, column.stamp, whole)
+        return whole[rows]
+    return apply_stats(kind, column.values[rows], scored, facts)
+
+
+class Normalisers(Sequence[Callable[[np.ndarray], np.ndarray]]):
+    """Each rule's normalised values at some rows, read later (the columns are lent by then:
+    their arrays are taken now). Made when read: most decisions never read one."""
+
+    __slots__ = ("_feasible", "_plans", "_scored", "_stats", "_values")
+
+    def __init__(
+        self,
+        plans: Sequence[RulePlan],
+        columns: Sequence[ScoreColumn],
+        feasible: np.ndarray,
+        stats: Sequence[Stats | None],
+    ):
+        self._plans = plans
+        self._values = [column.values for column in columns]
+        self._scored = [column.scored for column in columns]
+        self._feasible = feasible
+        self._stats = stats
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    @overload
+    def __getitem__(self, index: int) -> Callable[[np.ndarray], np.ndarray]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Callable[[np.ndarray], np.ndarray]]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        kind = self._plans[index].rule.normalize or "none"
+        values = self._values[index]
+        scored = self._scored[index]
+        feasible = self._feasible
+        facts = self._stats[index]
+        assert facts is not None
+
+        def at(rows: np.ndarray) -> np.ndarray:
+            return apply_stats(kind, values[rows], scored[rows] & feasible[rows], facts)
+
+        return at
