@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from policyengine.cli.main import build_parser
-from policyengine.controller.health import parse_address
+from policyengine.controller.httpserve import parse_address
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
