@@ -11,14 +11,12 @@ returned as values, never printed: the caller decides where they go.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from policyengine.model import decode
 from policyengine.model.errors import ModelError, object_ref
 from policyengine.model.load import NodeMetrics, is_node_metrics_object, parse_node_metrics
 from policyengine.model.objects import Namespace, Node, Pod
@@ -44,6 +42,7 @@ _ITEM_KIND = {
     "NodeMetricsList": "NodeMetrics",
     "PodDisruptionBudgetList": "PodDisruptionBudget",
 }
+_LIST_KIND_SET = frozenset(_LIST_KINDS)
 _TERMINAL_PHASES = {"Succeeded", "Failed"}
 
 
@@ -72,21 +71,26 @@ class LoadedObjects:
 
 
 def _documents(text: str, source: str) -> list[Any]:
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return [json.loads(text)]
-        except json.JSONDecodeError:
-            pass  # YAML flow style is also allowed to start with a brace
-    try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ModelError(
-            f"{source}{where}: not valid YAML or JSON: {problem}", source=source
-        ) from None
+    """Every document of ``text``, decoded whole (for callers that look before parsing)."""
+    return _whole(decode.documents(text, source, list_kinds=_LIST_KIND_SET))
+
+
+def _whole(stream: Iterable[Any]) -> list[Any]:
+    """A decoded stream put back into plain documents (a List whole again)."""
+    out: list[Any] = []
+    head: dict[str, Any] | None = None
+    for doc in stream:
+        if doc is decode.RESTART:
+            out, head = [], None
+        elif isinstance(doc, decode.ListHead):
+            head = {**doc.value, "items": []}
+            out.append(head)
+        elif isinstance(doc, decode.ListItem):
+            assert head is not None
+            head["items"].append(doc.value)
+        else:
+            out.append(doc)
+    return out
 
 
 def _flatten(
@@ -136,7 +140,8 @@ def _ref(obj: Mapping[str, Any]) -> str:
 
 
 def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedObjects:
-    """Turn already-decoded documents into model objects."""
+    """Turn decoded documents (or ``decode.documents``' stream) into model objects, each
+    object as it comes, so a List's items need not all be held as dicts at once."""
     nodes: list[Node] = []
     pods: list[Pod] = []
     namespaces: list[Namespace] = []
@@ -146,8 +151,23 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
     pdbs: list[PodDisruptionBudget] = []
     finished: list[str] = []
     kinds: list[str] = []
+    list_kind: str | None = None
     for doc in documents:
-        for obj in _flatten(doc, source):
+        if doc is decode.RESTART:
+            for kept in (nodes, pods, namespaces, warnings, pod_groups, node_metrics, pdbs):
+                kept.clear()
+            finished.clear()
+            kinds.clear()
+            continue
+        if isinstance(doc, decode.ListHead):
+            list_kind = _ITEM_KIND.get(str(doc.value.get("kind")))
+            continue
+        objects = (
+            _flatten(doc.value, source, list_kind)
+            if isinstance(doc, decode.ListItem)
+            else _flatten(doc, source)
+        )
+        for obj in objects:
             kind = obj.get("kind")
             kinds.append(kind or "")
             if kind == "Node":
@@ -192,9 +212,11 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
     )
 
 
-def parse_snapshot_text(text: str, source: str = "<input>") -> LoadedObjects:
-    """Parse one snapshot document stream (YAML or JSON)."""
-    return parse_objects(_documents(text, source), source)
+def parse_snapshot_text(
+    text: str, source: str = "<input>", progress: decode.Progress | None = None
+) -> LoadedObjects:
+    """Parse one snapshot document stream (YAML or JSON); ``progress`` as ``decode``'s."""
+    return parse_objects(decode.documents(text, source, progress, _LIST_KIND_SET), source)
 
 
 def _snapshot_files(path: Path) -> list[Path]:
