@@ -14,8 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_reference_page_is_the_generated_one() -> None:
     committed = (ROOT / PAGE).read_text(encoding="utf-8")
     assert committed == page(), (
-        f"{PAGE} is out of date: regenerate it with "
-        f"python -m policyengine.schedlib.docs > {PAGE}"
+        f"{PAGE} is out of date: regenerate it with python -m policyengine.schedlib.docs > {PAGE}"
     )
 
 
