@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 _FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w-]*)\s*$")
+_INCLUDE = re.compile(r'^--8<-- "(?P<path>[^"]+)"$')
 _MARKER = re.compile(r"^\s*<!--\s*(?P<kind>[\w-]+):\s*(?P<value>.*?)\s*-->\s*$")
 
 
@@ -69,6 +70,9 @@ def blocks(page: Path) -> list[Block]:
             end += 1
         body = [line[indent:] for line in lines[index + 1 : end]]
         text = "\n".join(body) + "\n"
+        if len(body) == 1 and (include := _INCLUDE.match(body[0])):
+            # A block that includes a file (pymdownx.snippets) shows that file: check it.
+            text = (ROOT / include["path"]).read_text(encoding="utf-8")
         found.append(Block(page, index + 1, opening["lang"], text, _marker_before(lines, index)))
         index = end + 1
     return found

@@ -5,6 +5,7 @@ that code."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -17,21 +18,29 @@ from policyengine.schedlib import default_schema
 from tests.docs.pages import Block, all_blocks
 
 BLOCKS = all_blocks("sched")
-KINDS = {"fragment", "expect"}
+# ``fragment``, ``expect PE202``, or both: ``fragment expect PE202``.
+_MARKER = re.compile(r"^(?P<fragment>fragment)?\s*(?:expect (?P<code>PE\d{3}))?$")
+
+
+def _parts(block: Block) -> tuple[bool, str | None]:
+    """(is a fragment, the code it must produce) from the block's ``sched`` marker."""
+    if not block.marker or block.marker[0] != "sched":
+        return False, None
+    found = _MARKER.match(block.marker[1])
+    assert found and block.marker[1], f"{block.where}: unknown marker {block.marker}"
+    return bool(found["fragment"]), found["code"]
 
 
 def _source(block: Block) -> str:
     """The file the block stands for: itself, or a fragment inside a policy using kube."""
-    if block.marker == ("sched", "fragment"):
+    if _parts(block)[0]:
         body = textwrap.indent(block.text, "  ")
         return f'import "kube-default.sched"\n\npolicy "snippet" {{\n  use kube\n\n{body}}}\n'
     return block.text
 
 
 def _expected(block: Block) -> str | None:
-    if block.marker and block.marker[0] == "sched" and block.marker[1].startswith("expect "):
-        return block.marker[1].removeprefix("expect ").strip()
-    return None
+    return _parts(block)[1]
 
 
 def _findings(block: Block, tmp_path: Path) -> list[str]:
@@ -47,8 +56,6 @@ def test_there_are_snippets_to_check() -> None:
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
 def test_a_snippet_lints_as_its_marker_says(block: Block, tmp_path: Path) -> None:
-    if block.marker and block.marker[0] == "sched":
-        assert block.marker[1].split()[0] in KINDS, f"{block.where}: unknown marker {block.marker}"
     findings = _findings(block, tmp_path)
     code = _expected(block)
     if code is None:

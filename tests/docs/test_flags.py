@@ -1,0 +1,44 @@
+"""Every command's flag table in the documentation names exactly the options its ``--help``
+lists: a new option cannot go undocumented, and a documented one cannot disappear."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from policyengine.cli.main import COMMANDS, _subcommand, build_parser
+from tests.docs.pages import ROOT, pages, tables_after_markers
+
+_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+TABLES = [
+    (command, page, line, cells)
+    for page in pages()
+    for command, line, cells in tables_after_markers(page, "flags")
+]
+
+
+def _options(command: str) -> set[str]:
+    parser = _subcommand(build_parser(command), command)
+    assert parser is not None
+    return {
+        option
+        for action in parser._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+
+
+def test_every_command_has_one_flag_table() -> None:
+    assert sorted(command for command, *_ in TABLES) == sorted(COMMANDS)
+
+
+@pytest.mark.parametrize(
+    ("command", "cells"),
+    [(command, cells) for command, _, _, cells in TABLES],
+    ids=[f"{page.relative_to(ROOT)}:{line}" for _, page, line, _ in TABLES],
+)
+def test_a_flag_table_names_exactly_the_commands_options(command: str, cells: list[str]) -> None:
+    documented = {option for cell in cells for option in _OPTION.findall(cell)}
+    assert documented == _options(command)
