@@ -5,6 +5,7 @@ Kubernetes object)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -42,3 +43,27 @@ def test_every_json_example_is_checked_or_says_why_not(block: Block) -> None:
     )
     if block.marker[0] == "illustrative":
         json.loads(block.text)  # still valid JSON
+
+
+def _readyz_policy(document: dict[str, Any]) -> None:
+    """The ``policy`` detail of ``/readyz``: the keys the policy holder reports."""
+    from policyengine.controller.policy_source import PolicyHolder, Problem
+
+    shown = document["policy"]
+    assert set(shown) == set(PolicyHolder().status())
+    full = Problem("rejected", "m", 0.0, version="v", stage="compile", errors=("e",))
+    assert set(shown["error"]) == set(full.as_json())
+
+
+# An illustrative block names what it stands for; these check its shape against the code.
+ILLUSTRATIVE = {"readyz policy": _readyz_policy}
+
+ILLUSTRATED = [b for b in JSON if b.marker and b.marker[0] == "illustrative"]
+
+
+@pytest.mark.parametrize("block", ILLUSTRATED, ids=[b.where for b in ILLUSTRATED])
+def test_an_illustrative_json_example_has_the_codes_shape(block: Block) -> None:
+    assert block.marker is not None
+    check = ILLUSTRATIVE.get(block.marker[1])
+    assert check is not None, f"{block.where}: no shape check for {block.marker[1]!r}"
+    check(json.loads(block.text))
