@@ -1,7 +1,8 @@
 """What the documentation's ``output`` blocks show, produced by running the command.
 
 ``python -m tests.docs.outputs`` rewrites every such block from a fresh run (after a change to
-an output, or to add an example); ``test_outputs.py`` holds each block equal to a fresh run.
+an output, or to add an example), and every ``lint: messages`` block from lint; the tests hold
+each block equal to a fresh run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from policyengine.cli.main import main
 from tests.docs.pages import ROOT, Block, blocks, pages
+from tests.docs.snippets import message_blocks, messages
 
 
 @contextlib.contextmanager
@@ -66,14 +68,18 @@ def output_blocks(page: Path) -> list[Block]:
 
 
 def _rewrite(page: Path) -> None:
+    fresh_texts = {block.line: expected(block) for block in output_blocks(page)}
+    for example, shown in message_blocks(page):
+        fresh_texts[shown.line] = messages(example)
     lines = page.read_text(encoding="utf-8").split("\n")
-    for block in reversed(output_blocks(page)):
+    for line_number in sorted(fresh_texts, reverse=True):
+        block = next(b for b in blocks(page) if b.line == line_number)
         opening = lines[block.line - 1]
         indent = opening[: len(opening) - len(opening.lstrip())]
         end = block.line
         while lines[end].strip() != "```":
             end += 1
-        fresh = expected(block).rstrip("\n").split("\n")
+        fresh = fresh_texts[line_number].rstrip("\n").split("\n")
         lines[block.line : end] = [f"{indent}{line}" if line else line for line in fresh]
     page.write_text("\n".join(lines), encoding="utf-8")
 
