@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import tempfile
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 from policyengine.cli.lint import lint_paths
@@ -45,7 +46,17 @@ def findings(block: Block) -> list[Diagnostic]:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "snippet.sched"
         path.write_text(source(block), encoding="utf-8")
-        return list(lint_paths([str(path)], default_schema(), LintConfig()).diagnostics)
+        found = lint_paths([str(path)], default_schema(), LintConfig()).diagnostics
+        # Messages that name the file name it as the reader would: snippet.sched.
+        prefix = f"{directory}/"
+        return [
+            replace(
+                d,
+                message=d.message.replace(prefix, ""),
+                hint=d.hint.replace(prefix, "") if d.hint else d.hint,
+            )
+            for d in found
+        ]
 
 
 def messages(block: Block) -> str:
