@@ -2,7 +2,7 @@
 
 Everything the per-pod scenarios leave out is in here: list and watch, the queue, the assume
 cache, binding over HTTP, events. The cluster (1,000 basic nodes and their pending pods) is
-seeded into the loopback API test server (``tests/apiserver``, kube-apiserver v1.28's wire
+seeded into the loopback API test server (``loopback/``, kube-apiserver v1.28's wire
 behaviour) in this process; the scheduler runs as ``policyengine run`` in a process of its
 own, with leader election off and the client-side rate limit off (``--kube-api-qps 0``), so
 what is measured is the scheduler, not a throttle. Throughput is bound pods per second between
@@ -54,7 +54,7 @@ IDLE = 10.0  # seconds without a new binding after which the remaining pods are 
 def _missing() -> str | None:
     """What this scenario needs that has not landed, if anything."""
     try:
-        import tests.apiserver  # noqa: F401
+        import loopback  # noqa: F401
         from policyengine.cli import run as _run  # noqa: F401
         from policyengine.controller import scheduler as _scheduler  # noqa: F401
     except ImportError as error:
@@ -73,8 +73,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _one_run(nodes: int, pods: int, label: str) -> dict[str, float | int]:
-    from policyengine.model import synthetic
-    from tests.apiserver import LoopbackAPIServer
+    from loopback import LoopbackAPIServer
+    from policyengine import synthetic
 
     objects = synthetic.generate(synthetic.basic(nodes, pods), seed=SEED)
     with LoopbackAPIServer() as server, tempfile.TemporaryDirectory() as tmp, frozen_heap():

@@ -35,12 +35,13 @@ from benchmarks.harness import (
     progress,
     summarise,
 )
+from policyengine import synthetic
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.gangs import Gang, assume_gang, gangs_of, schedule_gang
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import Program, compile_paths
-from policyengine.model import synthetic
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
 from policyengine.model.topology import DEFAULT_TOPOLOGY, topology_of
@@ -78,7 +79,7 @@ def build(nodes: int, gangs: int) -> tuple[Program, ClusterSnapshot, list[Gang]]
 
 def place(program: Program, snapshot: ClusterSnapshot, gangs: list[Gang], seed: int = 0) -> GangRun:
     rng = random.Random(seed)
-    options = CycleOptions(all_filters=False)
+    options = CycleOptions(all_filters=False, cache=ClassCache())
     wall: list[float] = []
     cpu: list[float] = []
     placed_gangs = placed_members = 0

@@ -1,7 +1,7 @@
 """The gpushare scenario: an arrival list of whole and fractional GPU pods replayed on 1,000
 GPU nodes of four models under ``policies/gpu-share-binpack.sched``.
 
-10,000 arrivals (``model.gpu_synthetic``: shares of 20–75% of a GPU, some memory-heavy, some
+10,000 arrivals (``synthetic.gpu``: shares of 20–75% of a GPU, some memory-heavy, some
 compute-heavy, and pods of 1, 2, 4 or 8 whole GPUs) on 1,000 nodes of A100-80GB, A100-40GB,
 L4 and T4 GPUs (about 6,400 devices), each arrival placed at once on its best-fit device or
 dropped (``engine.arrivals``). Speed: arrivals per second and per-arrival latency; what the
@@ -20,10 +20,10 @@ from benchmarks.harness import Measurement, flag, note, percentile, progress, su
 from policyengine.engine.arrivals import ArrivalReport, replay
 from policyengine.engine.simulate import Simulation
 from policyengine.lang.compiler import compile_paths
-from policyengine.model.gpu_synthetic import gpu_arrivals, gpu_nodes
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import default_schema
+from policyengine.synthetic.gpu import gpu_arrivals, gpu_nodes
 
 NODES = 1000
 ARRIVALS = 10_000

@@ -44,7 +44,7 @@ VARIANTS = ("snapshot", "snapshot+objects")
 
 
 def _spec(nodes: int, running: int) -> Any:
-    from policyengine.model import synthetic
+    from policyengine import synthetic
     from policyengine.quantity import parse_quantity
 
     spec = synthetic.basic(nodes, 0)
@@ -53,7 +53,7 @@ def _spec(nodes: int, running: int) -> Any:
 
 
 def write(path: str, nodes: int, running: int) -> None:
-    from policyengine.model import synthetic
+    from policyengine import synthetic
 
     with open(path, "w", encoding="utf-8") as f:
         for obj in synthetic.generate(_spec(nodes, running), seed=1):

@@ -5,7 +5,7 @@ Cold compile time is already in ``compile``; what an operator waits for after ``
 is more than that: the watch delivering the update, the debounce (on purpose: a burst of edits
 is validated once), compiling and testing the new version, the swap, re-queueing the pods the
 old version could not place, and the next cycle. So this is timed from the outside, as e2e is:
-the loopback API test server (``tests/apiserver``) in this process holds the cluster and a
+the loopback API test server (``loopback/``) in this process holds the cluster and a
 ConfigMap with version *a* of a small policy, and ``policyengine run --policy-configmap`` runs
 in a process of its own (no leader election, ``--kube-api-qps 0``).
 
@@ -72,7 +72,7 @@ def policy(group: str) -> str:
 def _missing() -> str | None:
     """What this scenario needs that has not landed, if anything."""
     try:
-        import tests.apiserver  # noqa: F401
+        import loopback  # noqa: F401
         from policyengine.cli import run as _run  # noqa: F401
         from policyengine.controller import reload as _reload  # noqa: F401
         from policyengine.controller import scheduler as _scheduler  # noqa: F401
@@ -118,7 +118,7 @@ def _pod(name: str) -> dict[str, Any]:
 
 def _nodes(count: int) -> list[dict[str, Any]]:
     """The basic benchmark's nodes, every one in group ``b``."""
-    from policyengine.model import synthetic
+    from policyengine import synthetic
 
     objects = synthetic.generate(synthetic.basic(count, 0), seed=SEED)
     nodes = [o for o in objects if o.get("kind") == "Node"]
@@ -136,8 +136,8 @@ def _one_run(
 ) -> dict[str, Any]:
     from kubernetes import client
 
+    from loopback import LoopbackAPIServer
     from policyengine.controller.scheduler import SchedulerOptions
-    from tests.apiserver import LoopbackAPIServer
 
     names = [f"waiting-{i}" for i in range(waiting)]
     fresh = "created-after-update"

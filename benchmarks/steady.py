@@ -69,7 +69,7 @@ def _place(cluster: Cluster, count: int) -> ClusterSnapshot:
     rng = random.Random(0)
     snapshot = cluster.snapshot
     for pod in cluster.pending[:count]:
-        decision = place_one(cluster.program, pod, snapshot, rng)
+        decision = place_one(cluster, pod, snapshot, rng)
         if decision.node is not None:
             snapshot = snapshot.with_pod(pod, decision.node)
     return snapshot
@@ -94,7 +94,7 @@ def _fastest_batch(
                     snapshot = snapshot.with_pod(filler, names[(serial * 37) % len(names)])
                     node_frame(snapshot, DEFAULT_TOPOLOGY)  # the assume's frame, untimed
                 start = time.process_time()
-                place_one(cluster.program, pod, snapshot, random.Random(1))
+                place_one(cluster, pod, snapshot, random.Random(1))
                 spent += time.process_time() - start
             best = min(best, spent / CYCLES)
     finally:
@@ -103,6 +103,6 @@ def _fastest_batch(
 
 
 def _agrees(cluster: Cluster, pod: Pod, snapshot: ClusterSnapshot) -> float:
-    decision = place_one(cluster.program, pod, snapshot, random.Random(1))
+    decision = place_one(cluster, pod, snapshot, random.Random(1))
     reference = reference_decision(cluster.program, pod, snapshot, random.Random(1))
     return 0.0 if differences(decision, reference) else 1.0

@@ -5,8 +5,8 @@ The loop is ``simulate``'s — kube-scheduler's queue order, one cycle per pod w
 evaluated, the choice assumed into the snapshot before the next pod — written out here so
 each pod can be timed on its own and, for the sampled pods, the snapshot it was decided
 against handed to the reference check. ``tests/test_benchmarks_smoke.py`` holds this loop
-equal to ``simulate``. When the fast evaluation path lands, ``place_one`` is the one place to
-point at it.
+equal to ``simulate``. ``place_one`` is the one
+place that runs a cycle.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from policyengine import synthetic
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import Program, compile_paths
-from policyengine.model import synthetic
 from policyengine.model.objects import Pod
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
@@ -30,9 +31,6 @@ from policyengine.schedlib import default_schema
 POLICY = Path(__file__).parent / "policies" / "basic.sched"
 SEED = 1  # the one cluster every run of every per-pod scenario measures
 PRESETS = ("basic", "affinity")
-
-# What the engine does with each pod; ``simulate`` passes the same options.
-_OPTIONS = CycleOptions(all_filters=False)
 
 
 @dataclass(frozen=True)
@@ -56,6 +54,8 @@ class Cluster:
     program: Program
     snapshot: ClusterSnapshot
     pending: tuple[Pod, ...]  # in queue order
+    # The class cache the cluster's cycles share, as one ``simulate`` run owns one.
+    classes: ClassCache = field(default_factory=ClassCache, compare=False)
 
 
 def compile_policy(path: Path = POLICY) -> Program:
@@ -74,10 +74,11 @@ def build(workload: Workload) -> Cluster:
 
 
 def place_one(
-    program: Program, pod: Pod, snapshot: ClusterSnapshot, rng: random.Random
+    cluster: Cluster, pod: Pod, snapshot: ClusterSnapshot, rng: random.Random
 ) -> Decision:
-    """One scheduling cycle, as ``simulate`` runs it."""
-    return schedule(program, pod, snapshot, rng, _OPTIONS)
+    """One scheduling cycle, as ``simulate`` runs it (its options, the cluster's cache)."""
+    options = CycleOptions(all_filters=False, cache=cluster.classes)
+    return schedule(cluster.program, pod, snapshot, rng, options)
 
 
 # Called with (pod, decision, snapshot the pod was decided against, rng state before it).
@@ -112,7 +113,6 @@ def place_all(
     queue positions are in ``sample``, outside the timed part."""
     rng = random.Random(seed)
     snapshot = cluster.snapshot
-    program = cluster.program
     wanted = set(sample)
     out = Placement()
     total = len(cluster.pending)
@@ -120,7 +120,7 @@ def place_all(
         state = rng.getstate() if index in wanted else None
         before = snapshot
         start, start_cpu = time.perf_counter(), time.process_time()
-        decision = place_one(program, pod, snapshot, rng)
+        decision = place_one(cluster, pod, snapshot, rng)
         if decision.node is not None:
             snapshot = snapshot.with_pod(pod, decision.node)
         out.latencies.append(time.perf_counter() - start)
@@ -137,7 +137,7 @@ def warm_up(cluster: Cluster) -> None:
     """One untimed cycle, so the first timed pod does not pay for lazy imports and caches.
     It uses its own rng and assumes nothing: the timed pass is unchanged by it."""
     if cluster.pending:
-        place_one(cluster.program, cluster.pending[0], cluster.snapshot, random.Random(0))
+        place_one(cluster, cluster.pending[0], cluster.snapshot, random.Random(0))
 
 
 def evenly(count: int, total: int) -> list[int]:

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from policyengine.diagnostics import Diagnostic, render
-from policyengine.engine.cycle import CycleOptions, profile_for, schedule
+from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
+from policyengine.engine.profiles import profile_for
 from policyengine.lang.compiler import CompiledPolicy, Program
 from policyengine.lang.loader import expand_paths, shipped_policies_dir
 from policyengine.model.errors import ModelError
@@ -274,7 +275,7 @@ def load_cluster(paths: Sequence[str]) -> Cluster:
 def demo_cluster() -> Cluster:
     """The demo cluster ``policyengine simulate`` shows a newcomer."""
     try:
-        from policyengine.model import synthetic
+        from policyengine import synthetic
     except ImportError:
         raise InputError(
             "the demo cluster is not available in this build; pass --cluster SNAP"

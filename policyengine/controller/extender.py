@@ -97,6 +97,7 @@ from policyengine.controller.informer import Informer, InformerOptions, object_k
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.scheduler import POD_FIELD_SELECTOR, TERMINAL_PHASES
 from policyengine.controller.wirejson import JSON
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
 from policyengine.engine.gpu_placement import choose_devices, gpu_annotations, with_devices
@@ -309,6 +310,7 @@ class Extender:
         self._scheduler_name = scheduler_name
         self._topology = topology
         self._seed = seed
+        self._classes = ClassCache()  # what this extender's cycles share
         self.metrics = metrics or ExtenderMetrics()
         self._core: RawAPI | None = None  # the bind verb's client, made at its first call
         self._bind_lock = threading.Lock()  # device choice and assumption, one pod at a time
@@ -497,6 +499,7 @@ class Extender:
             all_filters=True,
             scheduler_name=self._scheduler_name,
             claims_allocated_elsewhere=True,
+            cache=self._classes,
         )
         decision = schedule(program, pod, snapshot, rng, options, self._topology)
         if decision.policy is None:

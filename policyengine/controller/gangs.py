@@ -45,14 +45,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
 from policyengine.controller.cache import AssumeError, ClusterCache
 from policyengine.controller.events import EventRecorder
-from policyengine.controller.hooks import call_hook
+from policyengine.controller.hooks import SchedulerHooks, call_hook
 from policyengine.controller.informer import object_key
 from policyengine.controller.podgroups import CRD_NAME, PodGroupStatusWriter
 from policyengine.controller.queue import (
@@ -63,9 +63,11 @@ from policyengine.controller.queue import (
     spec_changed,
 )
 from policyengine.controller.wirejson import JSON
-from policyengine.engine.cycle import CycleOptions, governing_policy, profile_for
+from policyengine.engine.classcache import ClassCache
+from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.gangs import Gang, GangDecision, placed_members, schedule_gang
 from policyengine.engine.gpu_placement import gpu_annotations, with_devices
+from policyengine.engine.profiles import governing_policy, profile_for
 from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
 from policyengine.model.objects import Pod
@@ -74,9 +76,6 @@ from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import PodView
-
-if TYPE_CHECKING:
-    from policyengine.controller.scheduler import SchedulerHooks
 
 log = structlog.get_logger(__name__)
 
@@ -170,6 +169,7 @@ class GangCoordinator:
         status: PodGroupStatusWriter,
         program_source: Callable[[], Program],
         rng: random.Random,
+        classes: ClassCache,
         hooks: SchedulerHooks,
         raw_pod: Callable[[str], Mapping[str, Any] | None],
         topology: TopologyConfig = DEFAULT_TOPOLOGY,
@@ -185,6 +185,7 @@ class GangCoordinator:
         self._status = status
         self._program_source = program_source
         self._rng = rng
+        self._classes = classes
         self._hooks = hooks
         self._raw_pod = raw_pod
         self._topology = topology
@@ -436,7 +437,11 @@ class GangCoordinator:
                 gang,
                 snapshot,
                 self._rng,
-                CycleOptions(all_filters=False, scheduler_name=item.pod.scheduler_name),
+                CycleOptions(
+                    all_filters=False,
+                    scheduler_name=item.pod.scheduler_name,
+                    cache=self._classes,
+                ),
                 self._topology,
             )
         except Exception:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -43,8 +43,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-if TYPE_CHECKING:
-    from policyengine.controller.scheduler import SchedulerHooks
+from policyengine.controller.hooks import SchedulerHooks
 
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 STAGE_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
@@ -189,8 +188,6 @@ class Metrics:
 
     def hooks(self) -> SchedulerHooks:
         """``SchedulerHooks`` that feed these collectors."""
-        from policyengine.controller.scheduler import SchedulerHooks
-
         return SchedulerHooks(
             on_attempt=self.observe_attempt,
             on_stage=self.observe_stage,

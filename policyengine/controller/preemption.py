@@ -45,6 +45,7 @@ from kubernetes import client as k8s
 
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.rawapi import RawAPI
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.decision import Decision
 from policyengine.engine.gang_preemption import GangPreemption, preempt_gang
@@ -120,6 +121,7 @@ class Preemptor:
         api_client: k8s.ApiClient,
         events: EventRecorder,
         *,
+        classes: ClassCache | None = None,
         topology: TopologyConfig = DEFAULT_TOPOLOGY,
         request_timeout: float = 10.0,
         on_preempt: Callable[[PreemptionDecision], None] | None = None,
@@ -129,6 +131,7 @@ class Preemptor:
         self._raw_pod = raw_pod  # a pod as the watch last showed it, by key
         self._events = events
         self._topology = topology
+        self._classes = classes if classes is not None else ClassCache()
         self._timeout = request_timeout
         self._on_preempt = on_preempt
         self._lock = threading.Lock()
@@ -269,7 +272,7 @@ class Preemptor:
             return None
         if budgets:
             snapshot = replace(snapshot, pdbs=budgets)
-        options = CycleOptions(all_filters=False, scheduler_name=controller)
+        options = CycleOptions(all_filters=False, scheduler_name=controller, cache=self._classes)
         outcome = preempt_gang(program, gang, snapshot, rng, options, self._topology)
         if outcome.placement is None:
             return outcome

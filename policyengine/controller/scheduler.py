@@ -47,7 +47,7 @@ from policyengine.controller.cache import NODE_ADDED, NODE_CHANGED, AssumeError,
 from policyengine.controller.echo import reparsed
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.gangs import DEFAULT_GANG_TIMEOUT, GangCoordinator
-from policyengine.controller.hooks import call_hook
+from policyengine.controller.hooks import SchedulerHooks, call_hook
 from policyengine.controller.informer import Informer, InformerOptions, object_key
 from policyengine.controller.load import DEFAULT_POLL_INTERVAL, LoadPoller
 from policyengine.controller.podgroups import (
@@ -66,6 +66,7 @@ from policyengine.controller.queue import (
 )
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.wirejson import JSON
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.gang_preemption import GangPreemption
@@ -93,34 +94,6 @@ POLICY_CHANGE = "PolicyChange"
 # kube-scheduler's pod informer leaves out pods that can never hold resources again.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-
-
-def _noop(*_args: Any) -> None:
-    return None
-
-
-@dataclass
-class SchedulerHooks:
-    """Callbacks for observers (metrics); each defaults to doing nothing. They run on the
-    loop's or a binder's thread and must be quick."""
-
-    # result: "scheduled" | "unschedulable" | "error"; profile; seconds of the attempt
-    on_attempt: Callable[[str, str, float], None] = _noop
-    # stage: "filter_score" | "bind" | "e2e"; seconds
-    on_stage: Callable[[str, float], None] = _noop
-    # {"active": n, "backoff": n, "unschedulable": n}
-    on_queue: Callable[[dict[str, int]], None] = _noop
-    # binds in flight
-    on_bind: Callable[[int], None] = _noop
-    # gang attempt result: "scheduled" | "unschedulable" | "bind_failed" | "error"; seconds
-    on_gang_attempt: Callable[[str, float], None] = _noop
-    # a gang reported as not placed: "timeout" | "crd_missing"
-    on_gang_report: Callable[[str], None] = _noop
-    # gangs with members waiting
-    on_gangs_waiting: Callable[[int], None] = _noop
-    # a preemption attempt for a "pod" or "gang" that fits nowhere: "preempted" |
-    # "unhelpful" | "waiting" (its earlier victims are still going); the victims it evicted
-    on_preemption: Callable[[str, str, int], None] = _noop
 
 
 @dataclass(frozen=True)
@@ -177,6 +150,8 @@ class Scheduler:
         self._options = options or SchedulerOptions()
         opts = self._options
         self._rng = random.Random(seed)
+        # The class cache every cycle of this scheduler shares: pods, gangs and preemption.
+        self.classes = ClassCache()
         # pending pods of ours: key -> (the object as the watch gave it, its parse)
         self._parsed: dict[str, tuple[JSON, Pod]] = {}
         self.cache = ClusterCache(assume_ttl=opts.assume_ttl)
@@ -196,6 +171,7 @@ class Scheduler:
         self.preemptor = Preemptor(
             api_client,
             self.events,
+            classes=self.classes,
             topology=opts.topology,
             raw_pod=lambda key: self.pod_informer.get(key),
         )
@@ -237,6 +213,7 @@ class Scheduler:
         # Gangs (controller/gangs.py): PodGroups, their status, and the members' queue entry.
         self.podgroup_status = PodGroupStatusWriter(api_client)
         self.gangs = GangCoordinator(
+            classes=self.classes,
             cache=self.cache,
             queue=self.queue,
             binder=self.binder,
@@ -367,7 +344,7 @@ class Scheduler:
                 pod,
                 snapshot,
                 self._rng,
-                CycleOptions(all_filters=False, scheduler_name=profile),
+                CycleOptions(all_filters=False, scheduler_name=profile, cache=self.classes),
                 self._options.topology,
             )
         except Exception:

@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.gpu_report import Shapes
@@ -65,7 +66,7 @@ def replay(
     """``arrivals`` placed in file order; ``settle`` as for ``simulate``."""
     rng = random.Random(seed)
     before = resource_use(snapshot)
-    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name)
+    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name, cache=ClassCache())
     total_gpus = sum(info.gpus.total_gpus for info in snapshot.nodes)
     allocated = sum(info.gpus.allocated_gpus for info in snapshot.nodes)
     decisions = []

@@ -1017,6 +1017,3 @@ class ClassCache:
 
     def __len__(self) -> int:
         return len(self._columns)
-
-
-CACHE = ClassCache()

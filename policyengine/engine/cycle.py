@@ -30,7 +30,7 @@ from typing import Any, overload
 import numpy as np
 
 from policyengine.engine.classcache import (
-    CACHE,
+    ClassCache,
     ClassEntry,
     Column,
     FilterColumn,
@@ -60,9 +60,11 @@ from policyengine.engine.normalize import (
     unscored_stats,
 )
 from policyengine.engine.overcommit import policy_config
+from policyengine.engine.profiles import profile_for
 from policyengine.engine.rowgroups import Copied, determined_now, groups
-from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
-from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
+from policyengine.lang.compiler import CompiledRule, Program
+from policyengine.lang.evaluators import NodeBatch
+from policyengine.lang.runtime import Env, FilterVerdict
 from policyengine.model.gpu_devices import Grant
 from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Pod
@@ -72,8 +74,6 @@ from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import PodView
-
-DEFAULT_PROFILE = "policyengine"
 
 
 @dataclass(frozen=True)
@@ -90,23 +90,9 @@ class CycleOptions:
     # Another scheduler allocates the pod's dynamic resource claims (the extender behind
     # kube-scheduler): the policy decides the rest. Otherwise such a pod is not placed.
     claims_allocated_elsewhere: bool = False
-
-
-def profile_for(program: Program, pod: Pod, scheduler_name: str | None = None) -> str:
-    """The profile a pod runs under: its own schedulerName when a profile has that name."""
-    if scheduler_name:
-        return scheduler_name
-    if pod.scheduler_name in program.profiles:
-        return pod.scheduler_name
-    if DEFAULT_PROFILE in program.profiles:
-        return DEFAULT_PROFILE
-    return next(iter(program.profiles), DEFAULT_PROFILE)
-
-
-def governing_policy(
-    program: Program, pod_view: PodView, context: CycleContext, profile: str
-) -> CompiledPolicy | None:
-    return program.governing_policy(profile, Env({"pod": pod_view}, context))
+    # What cycles of one run share (a simulation, a scheduler, an extender: each owns one),
+    # so a pod's class meets its columns again. None: nothing is kept between calls.
+    cache: ClassCache | None = field(default=None, compare=False, repr=False)
 
 
 def schedule(
@@ -143,24 +129,25 @@ def schedule(
     config = context.config = policy_config(policy, pod, config)
     whole = policy_plan(policy)
     frame = node_frame(snapshot, topology)
-    refs = CACHE.refs(program, policy, topology, config)
+    classes = options.cache if options.cache is not None else ClassCache()
+    refs = classes.refs(program, policy, topology, config)
     klass = pod_class(pod)
-    context.alike = CACHE.alike(klass, config)
+    context.alike = classes.alike(klass, config)
     if context.alike is not None:
         # A class's pods have equal containers, init containers, pod-level requests and
         # overhead (``pod_class`` compares them): their effective requests are computed once.
         share_requests(pod, context.alike.setdefault(_REQUESTS_MEMO, {}))
     tests = idle_tests(whole)
     plan = tests.active(pod_env)
-    entry = CACHE.checkout(refs, plan, pod, pod_view, context, frame, klass)
+    entry = classes.checkout(refs, plan, pod, pod_view, context, frame, klass)
     errors: list[str] = []
     batch = NodeBatch(pod_env, {"node": frame.views})
     state_key: Hashable | None = None
     state: _State | None = None
     if not options.all_filters:
-        state_key = CACHE.state_key(entry)
+        state_key = classes.state_key(entry)
         if state_key is not None:
-            state = CACHE.take_state(state_key, refs)
+            state = classes.take_state(state_key, refs)
     changed: set[int] | None = None
     infeasible: Mapping[str, tuple[Rejection, ...]]
     dead_at: np.ndarray | None = None
@@ -184,7 +171,7 @@ def schedule(
         feasible_mask, infeasible = _outside(entry.names, feasible_mask, infeasible, options)
     count = int(np.count_nonzero(feasible_mask))
     context.feasible = _Picked(snapshot, feasible_mask, count)
-    CACHE.score_columns(entry, pod_view, context)
+    classes.score_columns(entry, pod_view, context)
     scored = None
     if state is not None and changed is not None:
         changed.update(_moved_inside(state.inside, inside))
@@ -213,7 +200,7 @@ def schedule(
     )
     for column in entry.scores:
         column.lend(table)
-    CACHE.checkin(entry)
+    classes.checkin(entry)
     if state_key is not None and dead_at is not None:
         kept = _State(
             frame.log,
@@ -231,7 +218,7 @@ def schedule(
             inside,
         )
         kept.others = _others(state, kept)
-        CACHE.put_state(state_key, refs, kept, 3 * frame.size * (1 + len(kept.others)))
+        classes.put_state(state_key, refs, kept, 3 * frame.size * (1 + len(kept.others)))
     chosen, best = _choose(feasible_mask, count, totals, entry, rng)
     if chosen is None:
         message = histogram_line(num_nodes, infeasible)

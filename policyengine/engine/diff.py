@@ -13,6 +13,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
 from policyengine.engine.simulate import queue_order, simulate
@@ -137,7 +138,7 @@ def _alone(
     config: SchedulerConfig,
     scheduler_name: str | None,
 ) -> dict[str, Decision]:
-    options = CycleOptions(all_filters=True, scheduler_name=scheduler_name)
+    options = CycleOptions(all_filters=True, scheduler_name=scheduler_name, cache=ClassCache())
     return {
         pod.key: schedule(program, pod, snapshot, random.Random(seed), options, topology, config)
         for pod in pods

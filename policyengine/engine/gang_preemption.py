@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from policyengine.engine.cycle import CycleOptions, profile_for
+from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.gangs import Gang, GangDecision, schedule_gang
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.preemption import (
@@ -44,6 +44,7 @@ from policyengine.engine.preemption import (
     _Search,
     _violations,
 )
+from policyengine.engine.profiles import profile_for
 from policyengine.lang.compiler import Program
 from policyengine.lang.runtime import Env
 from policyengine.model.objects import Pod

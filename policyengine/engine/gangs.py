@@ -21,11 +21,12 @@ from fractions import Fraction
 from itertools import repeat
 from typing import Any
 
-from policyengine.engine.cycle import CycleOptions, profile_for, schedule
+from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.gang_domains import Domain, domain_view, free_sums, layout
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.normalize import normalize
+from policyengine.engine.profiles import profile_for
 from policyengine.lang.compiler import CompiledGang, Program
 from policyengine.lang.runtime import Env
 from policyengine.model.frozen import EMPTY

@@ -52,10 +52,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from policyengine.engine.cycle import CycleOptions, profile_for, schedule
+from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection, first_rejection_groups
 from policyengine.engine.gpu_placement import choose_devices
 from policyengine.engine.overcommit import policy_config
+from policyengine.engine.profiles import profile_for
 from policyengine.lang.compiler import CompiledPolicy, Program
 from policyengine.lang.runtime import Env
 from policyengine.model.objects import Pod

@@ -19,10 +19,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from policyengine.engine.cycle import profile_for
 from policyengine.engine.decision import Decision
 from policyengine.engine.normalize import normalize
 from policyengine.engine.overcommit import policy_config
+from policyengine.engine.profiles import profile_for
 from policyengine.lang.compiler import Program
 from policyengine.lang.reference import reference_filter, reference_score
 from policyengine.lang.runtime import Env

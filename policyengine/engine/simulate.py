@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.gang_preemption import preempt_gang_in_simulation
@@ -137,7 +138,7 @@ def simulate(
     ordered = queue_order(p for p in pending if not p.scheduling_gates)
     gated = queue_order(p for p in pending if p.scheduling_gates)
     decisions: list[Decision] = []
-    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name)
+    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name, cache=ClassCache())
     gangs: list[GangDecision] = []
     preemptions: list[PreemptionDecision] = []
     done = 0

@@ -20,14 +20,8 @@ from policyengine.diagnostics import Diagnostic, Severity, Span, sorted_diagnost
 from policyengine.lang import nodes as n
 from policyengine.lang.checker import CheckResult, check
 from policyengine.lang.cost import RuleCost
-from policyengine.lang.link import Linked, LinkedPolicy, LinkedRule, link
-from policyengine.lang.loader import RecordedSources, Unit, load, load_texts
-from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner, batch_form
-from policyengine.lang.runtime import (
-    Env,
-    FilterVerdict,
+from policyengine.lang.evaluators import (
     NodeBatch,
-    ScoreValue,
     filter_batch_evaluator,
     filter_evaluator,
     match_evaluator,
@@ -35,6 +29,10 @@ from policyengine.lang.runtime import (
     score_evaluator,
     score_numbers_evaluator,
 )
+from policyengine.lang.link import Linked, LinkedPolicy, LinkedRule, link
+from policyengine.lang.loader import RecordedSources, Unit, load, load_texts
+from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner, batch_form
+from policyengine.lang.runtime import Env, FilterVerdict, ScoreValue
 from policyengine.lang.schema import Schema
 from policyengine.lang.types import BOOL, ListType, non_null
 

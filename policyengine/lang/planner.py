@@ -28,15 +28,8 @@ from typing import Any
 from policyengine.diagnostics import Diagnostic, Severity, Span
 from policyengine.lang import nodes as n
 from policyengine.lang import vector
-from policyengine.lang.runtime import (
-    ROOTS,
-    BatchBody,
-    Env,
-    EvalError,
-    NodeBatch,
-    format_value,
-    type_name,
-)
+from policyengine.lang.evaluators import BatchBody, NodeBatch
+from policyengine.lang.runtime import ROOTS, Env, EvalError, format_value, type_name
 from policyengine.lang.schema import Function, Schema
 from policyengine.lang.types import (
     BOOL,

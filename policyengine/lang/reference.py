@@ -23,7 +23,7 @@ import operator
 import re
 from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from policyengine.diagnostics import Span
 from policyengine.lang import nodes as n
@@ -52,9 +52,6 @@ from policyengine.lang.types import (
 )
 from policyengine.quantity import QuantityError, parse_quantity
 
-if TYPE_CHECKING:
-    from policyengine.lang.compiler import CompiledRule
-
 
 class Tables(Protocol):
     """What the reference reads from the checker (a ``CheckResult`` has all of it)."""
@@ -73,6 +70,20 @@ class Tables(Protocol):
 
 
 # --- the primitive operations --------------------------------------------------------------
+
+
+class SourceRule(Protocol):
+    """What the reference reads of a compiled rule (``CompiledRule`` has it): its name, its
+    syntax tree and the checker's tables. Nothing of the evaluators the planner built."""
+
+    @property
+    def qualified_name(self) -> str: ...
+
+    @property
+    def source(self) -> n.Filter | n.Score | None: ...
+
+    @property
+    def checked(self) -> Tables | None: ...
 
 
 def _divide(a: Any, b: Any) -> Any:
@@ -566,7 +577,7 @@ class RuleRun(NamedTuple):
     result: FilterVerdict | ScoreValue
 
 
-def _source_of(rule: CompiledRule) -> tuple[n.Filter | n.Score, Tables]:
+def _source_of(rule: SourceRule) -> tuple[n.Filter | n.Score, Tables]:
     if rule.source is None or rule.checked is None:
         raise ValueError(f"rule {rule.qualified_name} was compiled without its syntax tree")
     return rule.source, rule.checked
@@ -576,11 +587,11 @@ def _internal(span: Span, error: Exception) -> EvalError:
     return EvalError(span, f"internal error: {type(error).__name__}: {error}")
 
 
-def _failed(rule: CompiledRule, error: EvalError) -> RuleError:
+def _failed(rule: SourceRule, error: EvalError) -> RuleError:
     return RuleError(rule.qualified_name, error.span, error.message)
 
 
-def run_filter(rule: CompiledRule, evaluation: Evaluation) -> RuleRun:
+def run_filter(rule: SourceRule, evaluation: Evaluation) -> RuleRun:
     """Evaluate a filter rule as ``CompiledRule.filter`` does, saying which stage decided."""
     source, _ = _source_of(rule)
     assert isinstance(source, n.Filter)
@@ -598,7 +609,7 @@ def run_filter(rule: CompiledRule, evaluation: Evaluation) -> RuleRun:
 
 
 def _filter_verdict(
-    rule: CompiledRule, source: n.Filter, evaluation: Evaluation, value: Any
+    rule: SourceRule, source: n.Filter, evaluation: Evaluation, value: Any
 ) -> FilterVerdict:
     body_type = non_null(evaluation.type_of(source.body))
     # A body typed as a list of reasons passes when it is empty, or falsy in any other way.
@@ -619,7 +630,7 @@ def _filter_verdict(
     )
 
 
-def run_score(rule: CompiledRule, evaluation: Evaluation) -> RuleRun:
+def run_score(rule: SourceRule, evaluation: Evaluation) -> RuleRun:
     """Evaluate a score rule as ``CompiledRule.score`` does, saying which stage decided."""
     source, _ = _source_of(rule)
     assert isinstance(source, n.Score)
@@ -644,7 +655,7 @@ def run_score(rule: CompiledRule, evaluation: Evaluation) -> RuleRun:
     return RuleRun("error", ScoreValue(0.0, failure))
 
 
-def reference_filter(rule: CompiledRule, env: Env) -> FilterVerdict:
+def reference_filter(rule: SourceRule, env: Env) -> FilterVerdict:
     """What ``rule.filter(env)`` gives, computed by walking the rule's tree."""
     _, tables = _source_of(rule)
     result = run_filter(rule, Evaluation(env, tables)).result
@@ -652,7 +663,7 @@ def reference_filter(rule: CompiledRule, env: Env) -> FilterVerdict:
     return result
 
 
-def reference_score(rule: CompiledRule, env: Env) -> ScoreValue:
+def reference_score(rule: SourceRule, env: Env) -> ScoreValue:
     """What ``rule.score(env)`` gives, computed by walking the rule's tree."""
     _, tables = _source_of(rule)
     result = run_score(rule, Evaluation(env, tables)).result

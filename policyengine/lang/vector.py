@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from policyengine.lang.runtime import Env, NodeBatch, format_value
+from policyengine.lang.evaluators import NodeBatch
+from policyengine.lang.runtime import Env, format_value
 
 Vec = Callable[[NodeBatch], Sequence[Any]]
 Scalar = Callable[[Env], Any]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .server import LoopbackAPIServer
+from loopback.server import LoopbackAPIServer
 
 FAST = {
     "bookmark_interval": 1.0,

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.apiserver import LoopbackAPIServer
-from tests.apiserver.api import Request, dumps, uuid4_text
-from tests.apiserver.resources import Resource, Route, lookup
-from tests.apiserver.store import Change
+from loopback import LoopbackAPIServer
+from loopback.api import Request, dumps, uuid4_text
+from loopback.resources import Resource, Route, lookup
+from loopback.store import Change
 
 JSON = dict[str, Any]
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.apiserver import headers
+from loopback import headers
 
 CLIENT_BLOCK = (
     b"Host: 127.0.0.1:4711\r\n"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver.http import Handler, http_date
+from loopback.http import Handler, http_date
 
 
 def _handler(cls: type[BaseHTTPRequestHandler], request: bytes) -> Any:

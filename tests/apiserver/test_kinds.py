@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.apiserver import kinds
-from tests.apiserver.errors import APIError
+from loopback import kinds
+from loopback.errors import APIError
 
 
 @pytest.mark.parametrize(

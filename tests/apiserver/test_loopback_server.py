@@ -19,8 +19,8 @@ import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from . import wire
-from .server import LoopbackAPIServer
+from loopback import wire
+from loopback.server import LoopbackAPIServer
 
 JSON = dict[str, Any]
 NS = "default"

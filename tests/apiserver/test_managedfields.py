@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.apiserver import managedfields as mf
+from loopback import managedfields as mf
 
 JSON = dict[str, Any]
 

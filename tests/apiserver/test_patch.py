@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.apiserver.patch import json_patch, merge_patch, strategic_merge_patch
+from loopback.patch import json_patch, merge_patch, strategic_merge_patch
 
 JSON = dict[str, Any]
 

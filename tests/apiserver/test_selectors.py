@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.apiserver import selectors
+from loopback import selectors
 
 RESOURCES = ["pods", "nodes", "namespaces", "events", "events.events.k8s.io", "configmaps"]
 VALUES = st.none() | st.booleans() | st.integers(0, 2) | st.sampled_from(["", "a", "Running"])

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver.store import Store
+from loopback.store import Store
 
 JSON = dict[str, Any]
 KEY = ("default", "p")

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from . import wire
-from .server import LoopbackAPIServer
+from loopback import wire
+from loopback.server import LoopbackAPIServer
 
 pytestmark = pytest.mark.skipif(
     wire.capture_dir() is None, reason="k8s-wire captures not available"

@@ -17,15 +17,16 @@ from typing import Any
 
 import pytest
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.binder import BindResult
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.informer import InformerOptions
-from policyengine.controller.scheduler import Scheduler, SchedulerHooks, SchedulerOptions
+from policyengine.controller.scheduler import Scheduler, SchedulerOptions
 from policyengine.lang.cache import shared_cache
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.quantity import parse_quantity
 from policyengine.schedlib import default_schema
-from tests.apiserver import LoopbackAPIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE_DEFAULT = ROOT / "policies" / "kube-default.sched"

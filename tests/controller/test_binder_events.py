@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.binder import Binder, BindOutcome, binding_body
 from policyengine.controller.events import PRUNE_AT, EventRecorder
 from policyengine.model.parse import parse_pod
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import Results, node_obj, pod, pod_obj
 
 WIRE = Path(__file__).resolve().parents[1] / "data" / "k8s-wire"

@@ -19,6 +19,7 @@ import structlog
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from loopback import LoopbackAPIServer
 from policyengine.controller import connection
 from policyengine.controller.connection import (
     Backoff,
@@ -33,7 +34,6 @@ from policyengine.controller.connection import (
     request_info,
     retry,
 )
-from tests.apiserver import LoopbackAPIServer
 
 USER = "system:serviceaccount:kube-system:policyengine"
 

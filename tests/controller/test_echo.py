@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.binder import binding_body
 from policyengine.controller.echo import reparsed
 from policyengine.controller.rawapi import RawAPI
 from policyengine.model.errors import ModelError
 from policyengine.model.parse import parse_pod
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import pod_obj
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.binder import Binder
 from policyengine.controller.cache import ClusterCache
 from policyengine.controller.events import EventRecorder
@@ -23,12 +24,12 @@ from policyengine.controller.gangs import (
     too_few_message,
     unreadable_message,
 )
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.podgroups import PodGroupStatusWriter
 from policyengine.controller.queue import ACTIVE, SchedulingQueue
-from policyengine.controller.scheduler import SchedulerHooks
+from policyengine.engine.classcache import ClassCache
 from policyengine.model.objects import Pod
 from policyengine.model.podgroup import POD_GROUP_LABEL
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import kube_default, node, pod, podgroup
 
 
@@ -70,6 +71,7 @@ def h(apiserver: LoopbackAPIServer) -> Iterator[Harness]:
         status=status,
         program_source=lambda: program,
         rng=random.Random(1),
+        classes=ClassCache(),
         hooks=SchedulerHooks(),
         raw_pod=lambda key: None,
         default_timeout=60.0,

@@ -15,12 +15,12 @@ from typing import Any
 
 from kubernetes import client
 
+from loopback import LoopbackAPIServer
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.metrics import Metrics
-from policyengine.controller.scheduler import SchedulerHooks
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from policyengine.schedlib import default_schema
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import (
     FAST,
     KUBE_DEFAULT,

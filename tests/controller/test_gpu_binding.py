@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.binder import Binder, BindOutcome
 from policyengine.engine.gpu_placement import gpu_annotations
 from policyengine.model.gpu_devices import Grant
 from policyengine.model.hami import ALLOCATED, BIND_PHASE, TO_ALLOCATE, VGPU_NODE, pod_grants
 from policyengine.model.parse import parse_pod
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import Results, RunningScheduler, node_obj, pod_obj, program_from
 
 GRANTS = (Grant("GPU-aaa", 25, 10240),)

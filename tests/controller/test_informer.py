@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.informer import Informer, InformerOptions
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import FAST_INFORMER, node_obj, pod_obj
 
 

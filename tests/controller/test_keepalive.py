@@ -18,10 +18,10 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.connection import classify, connect, last_request
 from policyengine.controller.keepalive import usable
 from policyengine.controller.rawapi import AUTH_REUSE, RawAPI
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import pod_obj
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import structlog
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.leader import LeaderElectionConfig, LeaderElector, micro_time
-from tests.apiserver import LoopbackAPIServer
 
 NS, NAME = "kube-system", "policyengine"
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

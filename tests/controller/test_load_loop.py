@@ -11,10 +11,10 @@ import pytest
 from kubernetes import client
 from structlog.testing import capture_logs
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.cache import ClusterCache
 from policyengine.controller.load import LoadPoller
 from policyengine.model.load import NO_LOAD, NodeLoad
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import FAST, RunningScheduler, node, node_obj, pod_obj, program_from
 
 NOW = dt.datetime(2026, 12, 2, 20, 0, 0, tzinfo=dt.UTC)

@@ -10,8 +10,8 @@ import prometheus_client
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.metrics import ATTEMPT_BUCKETS, STAGE_BUCKETS, Metrics
-from policyengine.controller.scheduler import SchedulerHooks
 
 
 @pytest.fixture

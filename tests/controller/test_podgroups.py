@@ -9,8 +9,8 @@ from typing import Any
 import structlog
 from kubernetes import client
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.podgroups import PodGroupSource, PodGroupStatusWriter
-from tests.apiserver import LoopbackAPIServer
 from tests.controller import builders
 from tests.controller.builders import FAST_INFORMER, podgroup
 

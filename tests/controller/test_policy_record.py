@@ -12,6 +12,7 @@ import string
 import pytest
 from kubernetes import client
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.policy_record import (
     MAX_BYTES,
     SOURCES_KEY,
@@ -22,7 +23,6 @@ from policyengine.controller.policy_record import (
 from policyengine.lang.compiler import Program
 from policyengine.lang.loader import RecordedSources
 from policyengine.schedlib import default_schema
-from tests.apiserver import LoopbackAPIServer
 
 NS, NAME = "kube-system", "policyengine-policy-record"
 

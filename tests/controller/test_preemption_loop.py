@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from loopback import LoopbackAPIServer
+from policyengine.controller.hooks import SchedulerHooks
 from policyengine.controller.preemption import disruption_condition
-from policyengine.controller.scheduler import SchedulerHooks
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.model.podgroup import POD_GROUP_LABEL
 from policyengine.schedlib import default_schema
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import KUBE_DEFAULT, RunningScheduler, node_obj, pod_obj
 
 

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.rawapi import RawAPI, _segment, query_string
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import node_obj, pod_obj
 
 EVENT_TIME = "2026-12-02T12:48:10.898647Z"

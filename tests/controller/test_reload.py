@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from loopback import LoopbackAPIServer
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.metrics import Metrics
 from policyengine.controller.policy_source import ConfigMapSource, PolicyHolder
@@ -38,7 +39,6 @@ from policyengine.controller.reload import (
     ReloadHooks,
     ReloadOptions,
 )
-from tests.apiserver import LoopbackAPIServer
 from tests.controller.builders import FAST_INFORMER, SCHEDULER, RunningScheduler, node_obj, pod_obj
 from tests.controller.policies import BROKEN, kubelet_volume, zone_policy
 from tests.controller.processes import Run, http_get

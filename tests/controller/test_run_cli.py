@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver import LoopbackAPIServer
+from loopback import LoopbackAPIServer
 from tests.controller.processes import Run, http_get
 
 pytestmark = pytest.mark.slow  # processes, servers or seconds of work

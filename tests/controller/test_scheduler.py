@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from policyengine.controller.scheduler import SchedulerHooks
-from tests.apiserver import LoopbackAPIServer
+from loopback import LoopbackAPIServer
+from policyengine.controller.hooks import SchedulerHooks
 from tests.controller.builders import (
     FAST,
     SCHEDULER,

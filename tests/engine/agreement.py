@@ -10,12 +10,17 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.reference_cycle import ReferenceDecision, differences, reference_decision
 from policyengine.model.objects import Pod
 
-INCREMENTAL = CycleOptions(all_filters=False)
+
+def incremental(all_filters: bool = False) -> CycleOptions:
+    """Options for a walk of cycles: a class cache of its own, which the walk's cycles share
+    as a simulation's do (first rejection only unless ``all_filters``)."""
+    return CycleOptions(all_filters=all_filters, cache=ClassCache())
 
 
 def decide_and_refer(
@@ -23,7 +28,7 @@ def decide_and_refer(
     pod: Pod,
     snap: Any,
     rng: random.Random,
-    options: CycleOptions = INCREMENTAL,
+    options: CycleOptions,
 ) -> tuple[Decision, ReferenceDecision]:
     """The fast cycle's decision and the reference's, neither read yet (a caller may compare
     them later, after more cycles)."""
@@ -46,7 +51,7 @@ def decide_beside_the_reference(
     pod: Pod,
     snap: Any,
     rng: random.Random,
-    options: CycleOptions = INCREMENTAL,
+    options: CycleOptions,
 ) -> tuple[Decision, ReferenceDecision]:
     """The fast cycle's decision and the reference's, asserted to have no difference."""
     decision, reference = decide_and_refer(program, pod, snap, rng, options)
@@ -59,7 +64,7 @@ def decide_as_the_reference(
     pod: Pod,
     snap: Any,
     rng: random.Random,
-    options: CycleOptions = INCREMENTAL,
+    options: CycleOptions,
 ) -> Decision:
     """The fast cycle's decision, asserted equal to the reference's."""
     return decide_beside_the_reference(program, pod, snap, rng, options)[0]

@@ -24,8 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine import classcache, cycle
-from policyengine.engine.classcache import CACHE, FilterColumn, ScoreColumn, pod_class, policy_plan
-from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.classcache import (
+    ClassCache,
+    FilterColumn,
+    ScoreColumn,
+    pod_class,
+    policy_plan,
+)
+from policyengine.engine.cycle import schedule
 from policyengine.engine.normalize import apply_stats, column_stats
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.lang.runtime import FilterVerdict, ScoreValue
@@ -44,6 +50,7 @@ from tests.engine.agreement import (
     decide_and_refer,
     decide_as_the_reference,
     decide_beside_the_reference,
+    incremental,
 )
 from tests.engine.strategies import compiled, nodes, pods, policies
 from tests.model.builders import container, make_node, make_pod, snapshot, zoned_node
@@ -116,12 +123,11 @@ def test_pods_of_templates_decide_as_the_reference(data: st.DataObject) -> None:
     ]
     snap = snapshot(cluster_nodes, running)
     shapes = [data.draw(templates(names, i)) for i in range(data.draw(st.integers(1, 3)))]
-    all_filters = data.draw(st.booleans())
+    options = incremental(all_filters=data.draw(st.booleans()))
     rng = random.Random(data.draw(st.integers(0, 5)))
     for index in range(data.draw(st.integers(3, 8))):
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        options = CycleOptions(all_filters=all_filters)
         decision = decide_as_the_reference(program, pod, snap, rng, options)
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
@@ -133,6 +139,7 @@ def test_decisions_read_after_later_cycles_still_read_their_own(data: st.DataObj
     # Columns lend their arrays to the decisions' tables and copy them at the next store only
     # while a table lives: kept decisions, read after later cycles stored into the same
     # columns, still show their own cycle's scores and rejections; dropped ones cost no copy.
+    options = incremental()
     program = compiled(data.draw(policies()))
     cluster_nodes = data.draw(nodes(data.draw(st.integers(2, 6))))
     names = [n.name for n in cluster_nodes]
@@ -143,7 +150,7 @@ def test_decisions_read_after_later_cycles_still_read_their_own(data: st.DataObj
     for index in range(data.draw(st.integers(3, 8))):
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        decision, reference = decide_and_refer(program, pod, snap, rng)
+        decision, reference = decide_and_refer(program, pod, snap, rng, options)
         if data.draw(st.booleans()):
             kept.append((decision, reference))
         if decision.node is not None:
@@ -203,6 +210,7 @@ def test_spread_and_anti_affinity_pods_decide_as_the_reference_through_forgets_a
 ) -> None:
     # Their filters' rows stand by Node object and row key: pods placed, pods forgotten and
     # Node objects replaced (a zone changed) must each reach the rows they change.
+    options = incremental()
     program = compiled(KUBE_ONLY)
     count = data.draw(st.integers(2, 7))
     zones = st.sampled_from(["a", "b", "c", None])
@@ -224,7 +232,7 @@ def test_spread_and_anti_affinity_pods_decide_as_the_reference_through_forgets_a
             continue
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        decision = decide_as_the_reference(program, pod, snap, rng)
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
         # The reference's builtins read the kept PreFilter states too: those equal the
         # plugins' passes over every node.
         for name in ("PodTopologySpread", "InterPodAffinity"):
@@ -257,6 +265,7 @@ def test_pods_of_one_template_are_one_class() -> None:
 def test_spread_and_anti_affinity_see_pods_placed_on_other_nodes() -> None:
     # Placing a pod on one node of zone "a" changes the spread and anti-affinity verdicts of
     # every other node of zone "a", whose NodeInfo did not change: their cluster keys must.
+    options = incremental()
     program = compiled(KUBE_ONLY)
     cluster = [
         make_node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}", "zone": zone})
@@ -269,7 +278,7 @@ def test_spread_and_anti_affinity_see_pods_placed_on_other_nodes() -> None:
         zones = []
         for index in range(4):
             pod = dataclasses.replace(template, name=f"pod-{index}")
-            decision = decide_as_the_reference(program, pod, snap, rng)
+            decision = decide_as_the_reference(program, pod, snap, rng, options)
             if decision.node is not None:
                 zones.append(snap.node(decision.node).labels["zone"])
                 snap = snap.with_pod(pod, decision.node)
@@ -277,10 +286,13 @@ def test_spread_and_anti_affinity_see_pods_placed_on_other_nodes() -> None:
         assert sorted(zones) == sorted(expected)
 
 
-def _columns_by_rule(policy_rules: dict[str, tuple[str, int]]) -> dict[str, int]:
+def _columns_by_rule(
+    classes: ClassCache | None, policy_rules: dict[str, tuple[str, int]]
+) -> dict[str, int]:
     """How many cached columns each named rule has (keys end in kind, index, share key)."""
+    assert classes is not None
     counts = dict.fromkeys(policy_rules, 0)
-    for key in list(CACHE._columns):
+    for key in list(classes._columns):
         for name, (kind, index) in policy_rules.items():
             if key[-3] == kind and key[-2] == index:
                 counts[name] += 1
@@ -290,6 +302,7 @@ def _columns_by_rule(policy_rules: dict[str, tuple[str, int]]) -> dict[str, int]
 def test_pods_of_different_classes_share_the_rules_that_read_them_alike() -> None:
     # A rule's column is keyed by what the rule reads of the pod: ``zone_ok`` reads only the
     # pod's labels, NodeResourcesFit's filter only the pod's requests (its prepared state).
+    options = incremental()
     program = compiled(
         'import "kube-default.sched"\npolicy "p" {\n  use kube\n'
         '  filter zone_ok { node.labels["zone"] ?? "" == "a" or pod.labels["app"] == "db" }\n}\n'
@@ -311,11 +324,10 @@ def test_pods_of_different_classes_share_the_rules_that_read_them_alike() -> Non
         make_pod("b", labels={"app": "web"}, requests={"cpu": "200m"}),
         make_pod("c", labels={"app": "db"}, requests={"cpu": "100m"}),
     ]
-    CACHE.clear()
     seen = []
     for pod in pods:
-        decide_as_the_reference(program, pod, snap, random.Random(1))
-        seen.append(_columns_by_rule(rules))
+        decide_as_the_reference(program, pod, snap, random.Random(1), options)
+        seen.append(_columns_by_rule(options.cache, rules))
     assert seen == [
         {"zone_ok": 1, "node_resources_fit": 1},
         {"zone_ok": 1, "node_resources_fit": 2},  # b: other requests, same labels
@@ -365,6 +377,7 @@ TAINT = ("dedicated", "gpu", "NoSchedule")
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_states_follow_every_change_and_decide_as_the_reference(data: st.DataObject) -> None:
+    options = incremental()
     source = data.draw(policies())
     extra = data.draw(st.lists(st.sampled_from(STATE_RULES), max_size=3, unique=True))
     if extra:
@@ -393,7 +406,7 @@ def test_states_follow_every_change_and_decide_as_the_reference(data: st.DataObj
             template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
             pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
             target = data.draw(st.sampled_from(seen)) if step == "older" else snap
-            decision, reference = decide_beside_the_reference(program, pod, target, rng)
+            decision, reference = decide_beside_the_reference(program, pod, target, rng, options)
             assert tuple(decision.ranking) == _reference_ranking(reference)
             if decision.node is not None and step == "place":
                 snap = snap.with_pod(pod, decision.node)
@@ -409,6 +422,7 @@ def _reference_ranking(reference: Any) -> tuple[str, ...]:
 def test_a_class_s_next_cycle_looks_again_only_at_changed_rows(monkeypatch: Any) -> None:
     # Forty nodes, pods of one template placed one after another: from the second pod on,
     # every cycle starts from the class's last one and looks at the one row that changed.
+    options = incremental()
     program = compiled(KUBE_ONLY)
     snap = snapshot([make_node(f"n{i:02}", cpu="4") for i in range(40)])
     looked: list[int | None] = []
@@ -420,12 +434,11 @@ def test_a_class_s_next_cycle_looks_again_only_at_changed_rows(monkeypatch: Any)
         return result
 
     monkeypatch.setattr(cycle, "_filter_rows", spy)
-    CACHE.clear()
     template = make_pod("t", requests={"cpu": "1"})
     rng = random.Random(3)
     for index in range(5):
         pod = dataclasses.replace(template, name=f"pod-{index}")
-        decision = decide_as_the_reference(program, pod, snap, rng)
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
         assert decision.node is not None
         snap = snap.with_pod(pod, decision.node)
     assert looked == [1, 1, 1, 1]
@@ -473,6 +486,7 @@ def test_classes_that_filter_alike_and_score_apart_take_turns_as_the_reference(
     # Templates with equal requests and different images share every filter column (one
     # filter state) but not ImageLocality's: each scores from the last state of its own
     # columns (``cycle._scoring_state``), whatever the others did meanwhile.
+    options = incremental()
     program = compiled(KUBE_ONLY)
     count = data.draw(st.integers(2, 8))
     held = [
@@ -489,16 +503,16 @@ def test_classes_that_filter_alike_and_score_apart_take_turns_as_the_reference(
         for image in data.draw(st.lists(st.sampled_from(IMAGES), min_size=2, unique=True))
     ]
     rng = random.Random(data.draw(st.integers(0, 5)))
-    CACHE.clear()
     for index in range(data.draw(st.integers(4, 12))):
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        decision = decide_as_the_reference(program, pod, snap, rng)
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
 
 
 def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch: Any) -> None:
+    options = incremental()
     program = compiled(KUBE_ONLY)
     snap = snapshot(
         [
@@ -514,7 +528,6 @@ def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch
         return real(*args)
 
     monkeypatch.setattr(cycle, "_score_all", spy)
-    CACHE.clear()
     shapes = [
         make_pod("t", containers=[container("c", {"cpu": "1"}, image=image)])
         for image in IMAGES[:2]
@@ -522,7 +535,7 @@ def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch
     rng = random.Random(1)
     for index in range(8):
         pod = dataclasses.replace(shapes[index % 2], name=f"pod-{index}", uid=f"uid-{index}")
-        decision = decide_as_the_reference(program, pod, snap, rng)
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
         assert decision.node is not None
         snap = snap.with_pod(pod, decision.node)
     assert len(whole) == 2  # each template's first pod; the rest score from kept states
@@ -795,7 +808,7 @@ def test_only_pods_of_one_class_share_their_requests() -> None:
             init_containers=[container("i", {"cpu": "3"})],
         ),
     ]
-    CACHE.clear()
+    options = incremental()
     rng = random.Random(5)
     memos: list[Any] = []
     for index in range(12):
@@ -803,7 +816,7 @@ def test_only_pods_of_one_class_share_their_requests() -> None:
         fresh = dataclasses.replace(pod)
         replay = random.Random()
         replay.setstate(rng.getstate())
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+        decision = schedule(program, pod, snap, rng, options)
         assert differences(decision, reference_decision(program, fresh, snap, replay)) == []
         assert pod_requests(pod) == pod_requests(fresh)
         memos.append(pod.__dict__[resources._MEMO])
@@ -823,6 +836,7 @@ def test_only_pods_of_one_class_share_their_requests() -> None:
 )
 def test_a_rule_reading_the_pod_whole_is_not_shared_by_pods_of_other_names(body: str) -> None:
     # Such a rule is keyed by the pod's class, which leaves the name out: the key holds it.
+    options = incremental()
     program = compiled(
         f'policy "p" {{ filter f {{ {body} }} }}\nprofile "policyengine" {{ policies "p" }}'
     )
@@ -831,7 +845,9 @@ def test_a_rule_reading_the_pod_whole_is_not_shared_by_pods_of_other_names(body:
     snap = snapshot([make_node("n1"), make_node("n2")])
     rng = random.Random(0)
     placed = [
-        decide_as_the_reference(program, make_pod(name, labels={"app": "x"}), snap, rng).node
+        decide_as_the_reference(
+            program, make_pod(name, labels={"app": "x"}), snap, rng, options
+        ).node
         for name in ("pod-2", "pod-1", "pod-3", "pod-1")
     ]
     assert [node is None for node in placed] == [False, True, False, True]
@@ -873,6 +889,7 @@ def test_a_rule_reading_a_pod_only_let_is_keyed_by_the_let_s_value(
 def test_pods_keyed_by_a_let_s_value_decide_as_the_reference(data: st.DataObject) -> None:
     # Pods with the label share the rule's column whatever their names, the others key by
     # name: every decision as the reference's, through assumes between them.
+    options = incremental()
     source = data.draw(policies()).replace(
         "\n}\nprofile",
         '\n  let job = pod.labels["app"] ?? pod.name\n'
@@ -895,6 +912,6 @@ def test_pods_keyed_by_a_let_s_value_decide_as_the_reference(data: st.DataObject
         pod = dataclasses.replace(
             template, name=f"{name}{index}", uid=f"uid-{index}", labels=FrozenDict(labels)
         )
-        decision = decide_as_the_reference(program, pod, snap, rng)
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)

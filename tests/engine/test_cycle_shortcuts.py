@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine import cycle
-from policyengine.engine.classcache import CACHE
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
 from tests.engine.strategies import compiled
@@ -115,7 +115,7 @@ def test_cycles_giving_up_on_many_rows_decide_as_the_reference(data: st.DataObje
         )
     rng = random.Random(data.draw(st.integers(0, 5)))
     few = data.draw(st.integers(0, 2))
-    CACHE.clear()
+    options = CycleOptions(all_filters=False, cache=ClassCache())
     with mock.patch.object(cycle, "_FEW", few):
         for index in range(data.draw(st.integers(3, 14))):
             if data.draw(st.integers(0, 5)) == 0:
@@ -126,7 +126,7 @@ def test_cycles_giving_up_on_many_rows_decide_as_the_reference(data: st.DataObje
             pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
             replay = random.Random()
             replay.setstate(rng.getstate())
-            decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+            decision = schedule(program, pod, snap, rng, options)
             reference = reference_decision(program, pod, snap, replay)
             assert differences(decision, reference) == []
             if decision.node is not None:

@@ -19,6 +19,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Rejection, RejectionGroup, first_rejection_groups
 from policyengine.engine.reference_cycle import differences, reference_decision
@@ -44,10 +45,11 @@ def test_fast_path_decides_as_the_reference(data: st.DataObject) -> None:
     snap = snapshot(cluster_nodes, running).with_loads(loads)
     all_filters = data.draw(st.booleans())
     rng = random.Random(data.draw(st.integers(0, 5)))
+    options = CycleOptions(all_filters=all_filters, cache=ClassCache())
     for index in range(data.draw(st.integers(1, 3))):
         pod = data.draw(pods(f"pending{index}", names))
         state = rng.getstate()
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=all_filters))
+        decision = schedule(program, pod, snap, rng, options)
         replay = random.Random()
         replay.setstate(state)
         reference = reference_decision(program, pod, snap, replay)

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine import classcache
-from policyengine.engine.classcache import CACHE, policy_plan
+from policyengine.engine.classcache import ClassCache, policy_plan
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.model.frozen import FrozenDict
 from tests.engine.agreement import decide_as_the_reference
@@ -83,12 +83,13 @@ def test_member_cycles_decide_as_the_reference(data: st.DataObject) -> None:
         for i in range(data.draw(st.integers(2, 5)))
     ]
     rng = random.Random(data.draw(st.integers(0, 5)))
+    classes = ClassCache()
     # Domain tries as schedule_gang makes them: each from the gang's snapshot, the members
     # one after another; None: no topology constraint.
     for _ in range(data.draw(st.integers(1, 3))):
         subset = data.draw(st.none() | st.sets(st.sampled_from(names), max_size=len(names)))
         candidates = None if subset is None else frozenset(subset)
-        options = CycleOptions(all_filters=False, candidates=candidates)
+        options = CycleOptions(all_filters=False, candidates=candidates, cache=classes)
         snap = base
         for pod in members[: data.draw(st.integers(1, len(members)))]:
             decision = decide_as_the_reference(program, pod, snap, rng, options)
@@ -109,8 +110,9 @@ def test_a_member_tried_again_in_another_domain_scores_with_its_own_column() -> 
     base = snapshot(cluster, [])
     members = [make_pod(f"m{i}", labels={"job": "j"}) for i in range(7)]
     rng = random.Random(0)
+    classes = ClassCache()
     for domain in (frozenset({"n0", "n1"}), frozenset({"n2", "n3"}), frozenset({"n0", "n2"})):
-        options = CycleOptions(all_filters=False, candidates=domain)
+        options = CycleOptions(all_filters=False, candidates=domain, cache=classes)
         snap = base
         for pod in members:
             decision = decide_as_the_reference(program, pod, snap, rng, options)
@@ -141,7 +143,8 @@ def test_a_full_cache_drops_the_members_own_columns_first(monkeypatch: pytest.Mo
     policy = next(p for p in program.policies if p.name == "p")
     own = {plan.index for plan in policy_plan(policy).scores if plan.own}
     cluster = [make_node(f"n{i}", cpu="8", memory="8Gi", pods=20) for i in range(4)]
-    CACHE.clear()
+    classes = ClassCache()
+    options = CycleOptions(all_filters=False, cache=classes)
     snap = snapshot(cluster, [])
     rng = random.Random(0)
     other = make_pod("other", labels={"job": "k"}, requests={"cpu": "2"})
@@ -149,7 +152,7 @@ def test_a_full_cache_drops_the_members_own_columns_first(monkeypatch: pytest.Mo
 
     def place(pod: Any) -> None:
         nonlocal snap
-        decision = schedule(program, pod, snap, rng, CycleOptions(all_filters=False))
+        decision = schedule(program, pod, snap, rng, options)
         assert decision.node is not None
         snap = snap.with_pod(pod, decision.node)
 
@@ -158,14 +161,13 @@ def test_a_full_cache_drops_the_members_own_columns_first(monkeypatch: pytest.Mo
 
     place(other)
     place(members[0])
-    shared = {key for key in CACHE._columns if not own_column(key)}
+    shared = {key for key in classes._columns if not own_column(key)}
     # Room for every shared column and one of the members' own.
     monkeypatch.setattr(classcache, "_CELLS", len(cluster) * (len(shared) + 1))
     for pod in members[1:]:
         place(pod)
-    assert {key for key in CACHE._columns if not own_column(key)} == shared
-    assert sum(1 for key in CACHE._columns if own_column(key)) == 1
-    CACHE.clear()
+    assert {key for key in classes._columns if not own_column(key)} == shared
+    assert sum(1 for key in classes._columns if own_column(key)) == 1
 
 
 def _program(body: str) -> Any:

@@ -21,8 +21,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policyengine import synthetic
 from policyengine.engine import gang_domains
-from policyengine.engine.classcache import CACHE
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.gangs import (
     Gang,
@@ -35,7 +36,6 @@ from policyengine.engine.gangs import (
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import Program, compile_paths
-from policyengine.model import synthetic
 from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
 from policyengine.schedlib import default_schema, domain_counts
@@ -104,7 +104,6 @@ def content(snap: ClusterSnapshot) -> tuple[Any, ...]:
 
 
 def clear() -> None:
-    CACHE.clear()
     gang_domains.clear()
     domain_counts.clear()
 
@@ -114,7 +113,7 @@ def place_all(
 ) -> tuple[list[tuple[Any, ...]], ClusterSnapshot]:
     clear()
     rng = random.Random(7)
-    options = CycleOptions(all_filters=False)
+    options = CycleOptions(all_filters=False, cache=ClassCache())
     out = []
     for g in gangs:
         decision = schedule_gang(prog, g, snap, rng, options)

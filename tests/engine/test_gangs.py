@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policyengine import synthetic
 from policyengine.engine import gangs as gangs_module
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.gangs import Gang, GangDecision, gangs_of, schedule_gang
 from policyengine.engine.simulate import simulate
 from policyengine.lang.compiler import Program, compile_paths, compile_texts
-from policyengine.model import synthetic
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.objects import Node, Pod
 from policyengine.model.parse import parse_node

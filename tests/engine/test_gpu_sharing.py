@@ -11,16 +11,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine.arrivals import replay
+from policyengine.engine.classcache import ClassCache
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.engine.simulate import simulate
 from policyengine.lang.compiler import Program, compile_paths, compile_texts
-from policyengine.model.gpu_synthetic import gpu_arrivals, gpu_nodes
 from policyengine.model.hami import ALLOCATED, GPU_POLICY
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import default_schema
+from policyengine.synthetic.gpu import gpu_arrivals, gpu_nodes
 from tests.model.gpu_builders import gpu_node, gpu_pod
 
 SHIPPED = Path(__file__).resolve().parents[2] / "policies" / "gpu-share-binpack.sched"
@@ -146,8 +147,9 @@ def test_the_fast_path_decides_gpu_pods_as_the_reference_evaluator(
     arrival is decided as the reference evaluator decides it on the same snapshot."""
     prog = program()
     snap = ClusterSnapshot.build([parse_node(d) for d in gpu_nodes(nodes, seed)])
+    options = CycleOptions(all_filters=False, cache=ClassCache())
     for pod in (parse_pod(d) for d in gpu_arrivals(arrivals, seed)):
-        decision = schedule(prog, pod, snap, random.Random(seed), CycleOptions(all_filters=False))
+        decision = schedule(prog, pod, snap, random.Random(seed), options)
         reference = reference_decision(prog, pod, snap, random.Random(seed))
         assert differences(decision, reference) == []
         if decision.node is not None:

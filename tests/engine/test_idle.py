@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from policyengine.engine.classcache import policy_plan
-from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.idle import Listed, idle_tests, unscored, zero_at
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.lang.runtime import Env
@@ -22,7 +21,7 @@ from policyengine.model.objects import Pod
 from policyengine.schedlib import default_schema
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import PodView
-from tests.engine.agreement import decide_as_the_reference
+from tests.engine.agreement import decide_as_the_reference, incremental
 from tests.model.builders import container, make_node, make_pod, snapshot
 
 KUBE_DEFAULT = (Path(__file__).parents[2] / "policies" / "kube-default.sched").read_text()
@@ -158,7 +157,7 @@ def test_a_cycle_without_its_idle_rules_decides_as_the_reference(
 ) -> None:
     snap = cluster()
     rng = random.Random(7)
-    options = CycleOptions(all_filters=all_filters)
+    options = incremental(all_filters)
     for index in range(3):
         pod = pod_of(shape, f"p{index}")
         decision = decide_as_the_reference(PROGRAM, pod, snap, rng, options)
@@ -170,7 +169,8 @@ def test_a_cycle_without_its_idle_rules_decides_as_the_reference(
 
 
 def test_an_idle_score_rule_is_listed_with_no_score() -> None:
-    decision = decide_as_the_reference(PROGRAM, pod_of("cpu"), cluster(), random.Random(1))
+    options = incremental()
+    decision = decide_as_the_reference(PROGRAM, pod_of("cpu"), cluster(), random.Random(1), options)
     assert decision.node is not None
     score = decision.scores[decision.node]
     assert score.raw["packed"] is None and score.rules["packed"] == 0.0

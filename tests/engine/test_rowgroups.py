@@ -26,7 +26,7 @@ from policyengine.engine import cycle, rowgroups
 from policyengine.engine.classcache import policy_plan
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.schedlib import default_schema
-from tests.engine.agreement import decide_as_the_reference
+from tests.engine.agreement import decide_as_the_reference, incremental
 from tests.model.builders import make_node, make_pod, snapshot
 
 KUBE_DEFAULT = (Path(__file__).parents[2] / "policies" / "kube-default.sched").read_text()
@@ -199,6 +199,7 @@ def _zoned(count: int, zone_of: Any) -> list[Any]:
 def test_spread_and_anti_affinity_pods_on_zoned_clusters_decide_as_the_reference(
     data: st.DataObject,
 ) -> None:
+    options = incremental()
     program = _program()
     count = data.draw(st.integers(8, 24))
     zones = st.sampled_from(["a", "b", "c", "a", "b", None])
@@ -218,7 +219,7 @@ def test_spread_and_anti_affinity_pods_on_zoned_clusters_decide_as_the_reference
             continue
         template = shapes[data.draw(st.integers(0, len(shapes) - 1))]
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        decision = decide_as_the_reference(program, pod, snap, rng)
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
             placed.append(pod.key)
@@ -229,6 +230,7 @@ def test_a_zone_moving_under_spread_is_evaluated_once_per_key(
 ) -> None:
     # Two zones of ten nodes: each placement moves one zone's verdicts (or both), and the
     # filter runs on one row per distinct row key, never on every moved row.
+    options = incremental()
     program = _program()
     snap = snapshot(_zoned(20, lambda i: "ab"[i % 2]))
     grouped: list[int] = []
@@ -246,7 +248,7 @@ def test_a_zone_moving_under_spread_is_evaluated_once_per_key(
     zones = []
     for index in range(6):
         pod = dataclasses.replace(template, name=f"pod-{index}", uid=f"uid-{index}")
-        decision = decide_as_the_reference(program, pod, snap, rng)
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
         assert decision.node is not None
         zones.append(snap.node(decision.node).labels["zone"])
         snap = snap.with_pod(pod, decision.node)

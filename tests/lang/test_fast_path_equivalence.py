@@ -25,10 +25,11 @@ from hypothesis import strategies as st
 
 from policyengine.lang.checker import check
 from policyengine.lang.compiler import CompiledRule, compile_texts
+from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.loader import load_texts
 from policyengine.lang.planner import Planner
 from policyengine.lang.reference import evaluate, reference_filter, reference_score
-from policyengine.lang.runtime import Env, EvalError, NodeBatch
+from policyengine.lang.runtime import Env, EvalError
 from tests.lang.fake_schema import TOTAL_SCHEMA as SCHEMA
 
 Draw = Callable[..., Any]

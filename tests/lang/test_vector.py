@@ -22,10 +22,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from policyengine.diagnostics import Span
-from policyengine.lang import runtime, vector
+from policyengine.lang import evaluators, runtime, vector
 from policyengine.lang.compiler import compile_texts
+from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.planner import _ARITHMETIC
-from policyengine.lang.runtime import NodeBatch, format_value
+from policyengine.lang.runtime import format_value
 from tests.lang.fake_schema import TOTAL_SCHEMA as SCHEMA
 
 WIDGETS: list[dict[str, Any]] = [
@@ -156,12 +157,12 @@ SPAN = Span("t.sched", 1, 1, 1, 2)
 @contextmanager
 def _numpy_always() -> Iterator[None]:
     """Columns of any length through numpy (short ones normally go value by value)."""
-    short = vector._SHORT, runtime._SHORT
-    vector._SHORT = runtime._SHORT = 0
+    short = vector._SHORT, evaluators._SHORT
+    vector._SHORT = evaluators._SHORT = 0
     try:
         yield
     finally:
-        vector._SHORT, runtime._SHORT = short
+        vector._SHORT, evaluators._SHORT = short
 
 
 class _Batch:
@@ -294,14 +295,14 @@ def test_numeric_score_columns_convert_as_each_value(values: list[Any]) -> None:
     # A score form's numpy column becomes one ScoreValue per node, each what the rule's
     # single path makes of that node's value (-0.0 stays -0.0).
     array = np.array(values, np.float64 if values and type(values[0]) is float else np.int64)
-    got = runtime._scores_of_array("r", SPAN, array)  # any length: the caller checks
-    want = [runtime._score_of("r", SPAN, v) for v in array.tolist()]
+    got = evaluators._scores_of_array("r", SPAN, array)  # any length: the caller checks
+    want = [evaluators._score_of("r", SPAN, v) for v in array.tolist()]
     assert got is not None
     assert [repr(v) for v in got] == [repr(v) for v in want]
 
 
 def test_a_float_score_column_with_nan_takes_the_per_value_path() -> None:
-    assert runtime._scores_of_array("r", SPAN, np.array([1.0, float("nan")])) is None
+    assert evaluators._scores_of_array("r", SPAN, np.array([1.0, float("nan")])) is None
 
 
 def test_taking_the_same_rows_again_reuses_the_narrowed_batch() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-_CANDIDATES = (Path(__file__).resolve().parents[1] / "data" / "k8s-wire",)
+_CANDIDATES = (Path(__file__).resolve().parents[1] / "tests" / "data" / "k8s-wire",)
 
 
 def capture_dir() -> Path | None:

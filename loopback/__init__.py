@@ -5,7 +5,7 @@ client, so its tests need something that answers over HTTP exactly as kube-apise
 does (as captured in ``k8s-wire/``), that a test can seed and inspect without HTTP, and that
 can misbehave on demand.  Public facade::
 
-    from tests.apiserver import LoopbackAPIServer
+    from loopback import LoopbackAPIServer
 
     with LoopbackAPIServer(bookmark_interval=0.2, bookmark_lead=0.1) as server:
         server.kubeconfig(tmp_path / "kubeconfig")
@@ -16,8 +16,9 @@ can misbehave on demand.  Public facade::
 Modules: ``store`` (versioned store, history, watchers), ``api`` (verbs and registry
 rules), ``http`` (wire format), ``faults`` (fault injection, request log), ``patch``,
 ``selectors``, ``kinds`` (defaulting, views), ``managedfields``, ``errors`` (Status bodies),
-``resources`` (the resource table and URL parsing), ``server`` (this facade), ``fixtures``
-(pytest fixtures).
+``resources`` (the resource table and URL parsing), ``server`` (this facade). The pytest
+fixtures and the server's own tests are in ``tests/apiserver``; the benchmarks drive it too,
+which is why it lives beside them rather than inside the tests.
 """
 
 from .api import Binding, ServerConfig

@@ -18,7 +18,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policyengine.model import synthetic as syn
+from policyengine import synthetic as syn
 from policyengine.model.gpu import gpu_info
 from policyengine.model.objects import Node, Pod
 from policyengine.model.parse import parse_node, parse_pod
@@ -28,6 +28,9 @@ from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_snapshot_text
 from policyengine.model.taints import first_untolerated
 from policyengine.model.topology import topology_of
+from policyengine.synthetic.__main__ import main
+from policyengine.synthetic.pods import _group_size
+from policyengine.synthetic.randomness import Rand
 
 Obj = dict[str, Any]
 FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -105,7 +108,7 @@ def test_same_seed_same_cluster_different_seed_different_cluster() -> None:
 def test_output_does_not_depend_on_the_process() -> None:
     """String hashing differs per process; nothing generated may depend on it."""
     code = (
-        "import hashlib, sys; from policyengine.model import synthetic as s; "
+        "import hashlib, sys; from policyengine import synthetic as s; "
         "sys.stdout.write(hashlib.sha256(s.to_kubectl_yaml(s.generate(s.demo(), 5)).encode())"
         ".hexdigest())"
     )
@@ -308,11 +311,11 @@ def test_a_hand_written_spec() -> None:
 
 
 def test_group_sizes_never_leave_an_undersized_last_group() -> None:
-    rand = syn._Rand(1)
+    rand = Rand(1)
     for total in range(8, 200):
         left, sizes = total, []
         while left:
-            size = syn._group_size((8, 16, 32, 64), left, rand)
+            size = _group_size((8, 16, 32, 64), left, rand)
             sizes.append(size)
             left -= size
         assert sum(sizes) == total and all(8 <= s <= 64 for s in sizes), (total, sizes)
@@ -396,7 +399,7 @@ def test_yaml_writer_round_trips_any_json_like_value(value: dict[str, Any]) -> N
 
 def test_module_entry_point_writes_a_preset(tmp_path: Path) -> None:
     out = tmp_path / "demo.yaml"
-    assert syn.main(["demo", "--seed", "5", "-o", str(out)]) == 0
+    assert main(["demo", "--seed", "5", "-o", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert text == syn.to_kubectl_yaml(generated("demo", 5))
 

@@ -7,7 +7,7 @@ headers), and watches as chunked NDJSON with one chunk per live event, a termina
 chunk at ``timeoutSeconds``, or a cut connection when a test drops the watch.
 
 The standard handler is kept, with two shortcuts that change no byte: an ``HTTP/1.1`` request
-line's headers are split by :mod:`tests.apiserver.headers` instead of the email parser, and a
+line's headers are split by :mod:`loopback.headers` instead of the email parser, and a
 response's head is joined in one piece with the ``Date`` formatted once a second.
 """
 
@@ -110,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def parse_request(self) -> bool:
         """The standard parse for anything but a plain ``HTTP/1.1`` request line, whose
-        headers skip the email parser (see :mod:`tests.apiserver.headers`)."""
+        headers skip the email parser (see :mod:`loopback.headers`)."""
         requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
         words = requestline.split()
         if len(words) != 3 or words[2] != "HTTP/1.1" or words[1].startswith("//"):

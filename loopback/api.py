@@ -4,7 +4,7 @@ This module is the apiserver's REST layer without the HTTP: it resolves a reques
 (verb, resource, subresource, namespace, name), applies fault injection, and runs the same
 registry rules the captures show (create defaulting, optimistic concurrency, status
 subresources, graceful pod deletion, binding, list RV semantics and paging, watch replay with
-bookmarks and 410).  :mod:`tests.apiserver.http` only frames what this returns.
+bookmarks and 410).  :mod:`loopback.http` only frames what this returns.
 """
 
 from __future__ import annotations
