@@ -12,7 +12,9 @@ from policyengine.lang.lint import RULES
 from tests.docs.pages import DOCS, ROOT
 
 PAGE = (DOCS / "lint.md").read_text(encoding="utf-8")
-ANCHORS = re.findall(r"^### (PE\d{3}) \{#(pe\d{3})\}$", PAGE, flags=re.M)
+# `### PE202 {#pe202}`, or with the lint rule's name: `### PE301 unused-let {#pe301}`.
+HEADINGS = re.findall(r"^### (PE\d{3})(?: ([a-z-]+))? \{#(pe\d{3})\}$", PAGE, flags=re.M)
+ANCHORS = [(code, anchor) for code, _, anchor in HEADINGS]
 
 
 def _codes_in_the_package() -> set[str]:
@@ -25,7 +27,9 @@ def test_every_code_has_its_anchor_and_every_anchor_a_code() -> None:
     assert sorted(code for code, _ in ANCHORS) == sorted(_codes_in_the_package())
 
 
-def test_the_lint_rules_severities_are_the_pages() -> None:
+def test_the_lint_rules_names_and_severities_are_the_pages() -> None:
+    names = {code: name for code, name, _ in HEADINGS if name}
+    assert names == {code: rule.name for code, rule in RULES.items()}
     for code, rule in RULES.items():
         section = PAGE[PAGE.index(f"### {code} ") :]
         assert section.split("\n")[2].startswith(f"**{rule.severity}**"), code
