@@ -1,5 +1,7 @@
 """Every command's flag table in the documentation names exactly the options its ``--help``
-lists: a new option cannot go undocumented, and a documented one cannot disappear."""
+lists: a new option cannot go undocumented, and a documented one cannot disappear. A table
+marked ``partial`` (a page about some of the options) names only options that exist, and every
+table of flags carries a marker."""
 
 from __future__ import annotations
 
@@ -12,10 +14,16 @@ from tests.docs.pages import ROOT, pages, tables_after_markers
 
 _OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
-TABLES = [
-    (command, page, line, cells)
+MARKED = [
+    (value.split()[0], "partial" in value.split()[1:], page, line, cells)
     for page in pages()
-    for command, line, cells in tables_after_markers(page, "flags")
+    for value, line, cells in tables_after_markers(page, "flags")
+]
+TABLES = [
+    (command, page, line, cells) for command, partial, page, line, cells in MARKED if not partial
+]
+PARTIAL = [
+    (command, page, line, cells) for command, partial, page, line, cells in MARKED if partial
 ]
 
 
@@ -42,3 +50,24 @@ def test_every_command_has_one_flag_table() -> None:
 def test_a_flag_table_names_exactly_the_commands_options(command: str, cells: list[str]) -> None:
     documented = {option for cell in cells for option in _OPTION.findall(cell)}
     assert documented == _options(command)
+
+
+@pytest.mark.parametrize(
+    ("command", "cells"),
+    [(command, cells) for command, _, _, cells in PARTIAL],
+    ids=[f"{page.relative_to(ROOT)}:{line}" for _, page, line, _ in PARTIAL],
+)
+def test_a_partial_flag_table_names_only_options_that_exist(command: str, cells: list[str]) -> None:
+    documented = {option for cell in cells for option in _OPTION.findall(cell)}
+    assert documented and documented <= _options(command)
+
+
+def test_every_flag_table_is_marked() -> None:
+    marked = {(page, line + 1) for _, _, page, line, _ in MARKED}
+    unmarked = [
+        f"{page.relative_to(ROOT)}:{number}"
+        for page in pages()
+        for number, text in enumerate(page.read_text(encoding="utf-8").split("\n"), 1)
+        if text.startswith("| flag |") and (page, number) not in marked
+    ]
+    assert unmarked == []
