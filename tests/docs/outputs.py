@@ -59,7 +59,10 @@ def expected(block: Block) -> str:
     text = run(argv)
     if block.lang == "json":
         return json.dumps(at(json.loads(text), pointer), indent=2, ensure_ascii=False) + "\n"
-    assert pointer is None, f"{block.where}: a pointer needs a json block"
+    if pointer is not None:
+        # A text block may show the end of the output only: ``| tail N``.
+        assert pointer.startswith("tail "), f"{block.where}: a text block takes | tail N"
+        return "\n".join(text.rstrip("\n").split("\n")[-int(pointer.split()[1]) :]) + "\n"
     return text
 
 

@@ -8,7 +8,7 @@ A marker is an HTML comment on the line before a fence (invisible on the site an
 - ``<!-- sched: expect PE202 -->``: the block is wrong on purpose and must produce that code;
 - ``<!-- output: ARGS [| /json/pointer] -->``: the block is exactly what ``policyengine ARGS``
   prints, run from the repository root (a ``json`` block compared as data, or the part of it
-  the pointer names; any other block as text);
+  the pointer names; any other block as text, or its last N lines with ``| tail N``);
 - ``<!-- flags: COMMAND -->`` before a table: its first column names exactly the options of
   ``policyengine COMMAND --help``;
 - ``<!-- illustrative: WHY -->``: a ``json`` block no command prints (an HTTP body, say).
