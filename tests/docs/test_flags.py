@@ -10,7 +10,7 @@ import re
 import pytest
 
 from policyengine.cli.main import COMMANDS, _subcommand, build_parser
-from tests.docs.pages import ROOT, pages, tables_after_markers
+from tests.docs.pages import ROOT, blocks, pages, tables_after_markers
 
 _OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
@@ -71,3 +71,33 @@ def test_every_flag_table_is_marked() -> None:
         if text.startswith("| flag |") and (page, number) not in marked
     ]
     assert unmarked == []
+
+
+def _command_lines() -> list[tuple[str, str]]:
+    """``(where, line)`` of every ``policyengine COMMAND …`` line in the pages' shell blocks."""
+    found = []
+    for block in [b for page in pages() for b in blocks(page) if b.lang == "sh"]:
+        text = block.text.replace("\\\n", " ")  # continued lines are one command
+        for line in text.splitlines():
+            for part in re.split(r"&&|\|\||;|>>?|\|", line.split("  #")[0]):
+                words = part.split()
+                if words and words[0].endswith("policyengine") and len(words) > 1:
+                    found.append((block.where, " ".join(words)))
+    return found
+
+
+COMMAND_LINES = _command_lines()
+
+
+def test_the_pages_show_commands() -> None:
+    assert len(COMMAND_LINES) >= 40
+
+
+@pytest.mark.parametrize(("where", "line"), COMMAND_LINES, ids=[w for w, _ in COMMAND_LINES])
+def test_a_command_line_in_the_pages_uses_a_real_command_and_options(where: str, line: str) -> None:
+    words = line.split()
+    command = words[1]
+    assert command in COMMANDS, f"{where}: {line}"
+    options = _options(command)
+    used = {word.split("=")[0] for word in words[2:] if word.startswith("--")}
+    assert used <= options, f"{where}: {line}"
