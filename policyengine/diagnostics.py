@@ -11,6 +11,16 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+# Where the documentation site is published. Every diagnostic code has its own anchor on the
+# lint page (``lint/#pe311``), which ``lint``'s text output and SARIF's ``helpUri`` point at;
+# ``mkdocs.yml``'s ``site_url`` is held equal to it by a test.
+DOCS_URL = "https://policyengine.github.io/policyengine/"
+
+
+def code_url(code: str) -> str:
+    """The documentation of one diagnostic code: ``…/lint/#pe311``."""
+    return f"{DOCS_URL}lint/#{code.lower()}"
+
 
 class Severity(enum.StrEnum):
     ERROR = "error"

@@ -17,7 +17,7 @@ from pathlib import Path, PurePath
 from urllib.parse import quote
 
 from policyengine import __version__
-from policyengine.diagnostics import Diagnostic, Severity, render
+from policyengine.diagnostics import Diagnostic, Severity, code_url, render
 
 TOOL_NAME = "policyengine"
 INFORMATION_URI = "https://github.com/policyengine/policyengine"
@@ -83,7 +83,10 @@ def summary(diagnostics: Sequence[Diagnostic], files: int, imported: int = 0) ->
 def to_text(
     diagnostics: Sequence[Diagnostic], sources: Mapping[str, str], files: int, imported: int = 0
 ) -> str:
-    blocks = [render(d, sources.get(d.span.file)) for d in diagnostics]
+    # Each finding ends with the link to its code's explanation, as compilers print theirs.
+    blocks = [
+        f"{render(d, sources.get(d.span.file))}\n    see: {code_url(d.code)}" for d in diagnostics
+    ]
     return "\n\n".join([*blocks, summary(diagnostics, files, imported)])
 
 
@@ -112,6 +115,7 @@ def to_sarif(
         entry: dict[str, object] = {
             "id": code,
             "shortDescription": {"text": description or _describe(code)},
+            "helpUri": code_url(code),
         }
         if name:
             entry["name"] = name

@@ -1,7 +1,7 @@
 """Views of a ``Decision`` and a ``Simulation``: the JSON contracts, YAML, and tables for people.
 
 Every offline command prints through these functions, so ``filter``, ``score``, ``explain`` and
-``simulate`` show the same data the same way: the JSON documents other tools rely on (README,
+``simulate`` show the same data the same way: the JSON documents other tools rely on (docs/commands,
 ARCHITECTURE.md) are built here once, and the tables are read off the same values. Renderers are pure functions
 from data to text; nothing here evaluates a rule or reads a file.
 
@@ -752,7 +752,7 @@ def _rejections_document(rejections: Iterable[Rejection]) -> list[dict[str, Any]
 
 
 def explain_document(e: Explanation) -> dict[str, Any]:
-    """``explain --format json``: the keys the README's "explain as JSON" lists."""
+    """``explain --format json``: the keys docs/commands/explain.md lists."""
     d = e.decision
     from policyengine.engine.histogram import reason_histogram
 

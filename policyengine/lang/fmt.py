@@ -4,7 +4,7 @@ The formatter prints the syntax tree again rather than editing the text, so ther
 layout whatever the input looked like. Comments are not part of the tree: they are placed back
 by position against the spans of the items and statements (see ``_distribute``).
 
-Layout rules (the README's "Formatting" section repeats them):
+Layout rules (the documentation's fmt page, docs/commands/fmt.md, repeats them):
 
 * 2-space indentation, one statement per line, no trailing blanks, LF line endings and one
   final newline.

@@ -57,7 +57,7 @@ class LintRule:
     code: str
     name: str  # a short kebab-case name (SARIF's ``rules[].name``)
     severity: Severity
-    summary: str  # one line, for SARIF's ``shortDescription`` and the README table
+    summary: str  # one line, for SARIF's ``shortDescription``
 
 
 RULES: Mapping[str, LintRule] = {

@@ -108,7 +108,10 @@ def no_attributes(type_: Type, attribute: str, obj_text: str, is_map: bool) -> M
 
 
 def unknown_function(name: str, suggestion: str | None) -> Message:
-    hint = _did_you_mean(suggestion) or "see the README for the builtin and schema functions"
+    hint = (
+        _did_you_mean(suggestion)
+        or "see the language reference for the builtin and schema functions"
+    )
     return Message("PE203", f"unknown function '{name}'", hint)
 
 

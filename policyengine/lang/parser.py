@@ -212,7 +212,7 @@ def _describe(error: UnexpectedInput, text: str, path: str) -> Diagnostic:
             Severity.ERROR,
             f"unexpected character {char!r}",
             span,
-            "remove it, or see the README for the language's operators",
+            "remove it, or see the documentation for the language's operators",
         )
     assert isinstance(error, UnexpectedToken)
     token = error.token

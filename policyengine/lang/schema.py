@@ -3,7 +3,7 @@
 The language knows nothing of Kubernetes. The scheduling layer (``schedlib``) registers the
 roots (``pod``, ``node``), their record types and the domain functions here; tests register a
 made-up schema. The checker types rules against this table, the compiler binds the
-implementations, lint reads the costs and the resource classes, and the README's attribute
+implementations, lint reads the costs and the resource classes, and the documentation's attribute
 reference is generated from the docs.
 """
 

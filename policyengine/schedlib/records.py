@@ -1,7 +1,7 @@
 """The attribute schema policies are written against: ``pod.*``, ``node.*`` and their parts.
 
 Every attribute is declared once here, with its type, the getter that reads it from the views,
-and the sentence the README's attribute reference prints. Changing a name here changes the
+and the sentence the documentation's attribute reference prints. Changing a name here changes the
 language, so the names follow Kubernetes' own wherever one exists, in snake_case.
 """
 

@@ -21,7 +21,7 @@ import pytest
 from policyengine.cli import lint as lint_command
 from policyengine.cli import output
 from policyengine.cli.main import main
-from policyengine.diagnostics import Diagnostic, Severity, Span
+from policyengine.diagnostics import Diagnostic, Severity, Span, code_url
 from policyengine.lang.lint import RULES
 from policyengine.lang.schema import Schema
 
@@ -109,6 +109,9 @@ def test_sarif_has_the_fields_code_scanning_requires(workdir: Path, capsys) -> N
     assert len(ids) == len(set(ids))
     assert set(RULES) <= set(ids)
     assert all(rule["shortDescription"]["text"] for rule in rules)
+    # Each code links to its own anchor of the documentation's lint page.
+    assert all(rule["helpUri"] == code_url(rule["id"]) for rule in rules)
+    assert code_url("PE311") == "https://policyengine.github.io/policyengine/lint/#pe311"
     assert {r["id"]: r["shortDescription"]["text"] for r in rules}["PE306"] == RULES[
         "PE306"
     ].summary

@@ -5,7 +5,7 @@ Dockerfile copies into the build stage must be exactly what ``pip install .`` re
 project's readme, the wheel's packages and its force-included directories), none of them
 excluded by ``.dockerignore``; and a wheel built from a directory holding only those files must
 contain the grammar and the shipped policies. The final stage must run as a non-root user,
-and the README must give the build command the Dockerfile names.
+and the documentation's deploy page must give the build command the Dockerfile names.
 """
 
 from __future__ import annotations
@@ -108,9 +108,9 @@ def test_the_install_step_and_the_runtime_user() -> None:
     assert entrypoint == '["policyengine"]'
 
 
-def test_the_readme_gives_the_build_command() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert "docker build -f deploy/Dockerfile -t policyengine:0.1.0 ." in readme
+def test_the_deploy_page_gives_the_build_command() -> None:
+    page = (ROOT / "docs" / "operating" / "deploy.md").read_text()
+    assert "docker build -f deploy/Dockerfile -t policyengine:0.1.0 ." in page
     assert "docker build -f deploy/Dockerfile -t policyengine:0.1.0 ." in DOCKERFILE.read_text()
 
 

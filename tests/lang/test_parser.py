@@ -298,7 +298,7 @@ t.sched:2:20: error PE102: unexpected end of file; expected 'filter', 'gang', 'l
 t.sched:2:21: error PE100: unexpected character '$'
       filter f { true } $
                         ^
-    hint: remove it, or see the README for the language's operators""",
+    hint: remove it, or see the documentation for the language's operators""",
     ),
 ]
 
