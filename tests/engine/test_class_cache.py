@@ -53,6 +53,7 @@ from tests.engine.agreement import (
     incremental,
 )
 from tests.engine.strategies import compiled, nodes, pods, policies
+from tests.engine.topology_templates import ANTI_AFFINITY, SPREAD
 from tests.model.builders import container, make_node, make_pod, snapshot, zoned_node
 
 NAME_RULES = [
@@ -62,25 +63,6 @@ NAME_RULES = [
     # The pod used whole: its class is shared by pods of other names (keyed by name too).
     'filter named { len([p for p in [pod] if p.name == "pod-2"]) == 0 or node.pod_count == 0 }',
     'score named weight 2 { if pod.name == "pod-1" then 80 else len([p for p in [pod]]) }',
-]
-
-ANTI_AFFINITY = {
-    "podAntiAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {
-                "labelSelector": {"matchLabels": {"app": "web"}},
-                "topologyKey": "zone",
-            }
-        ]
-    }
-}
-SPREAD = [
-    {
-        "maxSkew": 1,
-        "topologyKey": "zone",
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": "web"}},
-    }
 ]
 
 # The kube plugins alone, in the profile every cycle here runs.
