@@ -27,30 +27,7 @@ from policyengine.lang.compiler import (
 from policyengine.lang.loader import load_texts
 from policyengine.lang.runtime import Env, FilterVerdict
 from tests.lang.fake_schema import PROBING_SCHEMA as SCHEMA
-
-
-def order(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "o1",
-        "labels": {},
-        "wants": {"cpu": Fraction(1)},
-        "priority": 1,
-        "tags": [],
-    }
-    return {**base, **fields}
-
-
-def widget(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "w1",
-        "labels": {},
-        "capacity": {"cpu": Fraction(2)},
-        "parts": [],
-        "weight": 1.0,
-        "count": 4,
-        "colour": None,
-    }
-    return {**base, **fields}
+from tests.lang.widget_schema import order, widget
 
 
 def compiled(source: str, name: str = "main.sched") -> Program:

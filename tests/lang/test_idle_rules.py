@@ -19,7 +19,7 @@ from policyengine.lang.runtime import EvalError
 from policyengine.lang.schema import Function, Param, Schema
 from policyengine.lang.types import INT, STRING, ListType, Nullable
 from tests.lang.fake_schema import ORDER, SCHEMA, WIDGET
-from tests.lang.test_compiler import order, widget
+from tests.lang.widget_schema import order, widget
 
 
 def _quiet(context: dict[str, Any]) -> bool:
