@@ -125,6 +125,13 @@ def _reference_items(
         {"fieldSelector": ["reason=Scheduled"], "limit": ["1"]},
         {"labelSelector": ["a=1"], "limit": ["2"]},
     ],
+    ids=[
+        "empty",
+        "limit=2",
+        "fieldSelector=status.phase=Running",
+        "fieldSelector=reason=Scheduled limit=1",
+        "labelSelector=a=1 limit=2",
+    ],
 )
 def test_lists_select_and_page_as_defined(kind: str, query: dict[str, list[str]]) -> None:
     res = lookup(kind)

@@ -93,6 +93,7 @@ def test_lookups_ignore_case_and_take_the_first() -> None:
         (b"A: " + b"x" * 65536 + b"\r\n\r\n", http.client.LineTooLong, "header line"),
         (b"A: 1\r\n" * 101 + b"\r\n", http.client.HTTPException, "got more than 100 headers"),
     ],
+    ids=["LineTooLong", "HTTPException"],
 )
 def test_limits_are_http_clients(block: bytes, error: type[Exception], message: str) -> None:
     with pytest.raises(error) as ours:

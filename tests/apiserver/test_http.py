@@ -100,6 +100,15 @@ def test_requests_parse_as_the_standard_handler_parses_them(request_bytes: bytes
         (599, "application/json", {}, "HTTP/1.1", False),  # no reason phrase known
         (200, "application/json", {"Connection": "close"}, "HTTP/0.9", False),
     ],
+    ids=[
+        "200-application/json-empty",
+        "201-application/json-empty",
+        "429-application/json-Retry-After=1",
+        "409-application/json-Warning=299 - x Retry-After=3",
+        "200-text/plain; charset=utf-8-Connection=close",
+        "599-application/json-empty",
+        "200-application/json-Connection=close",
+    ],
 )
 def test_response_head_is_the_standard_one(
     code: int, content_type: str, extra: dict[str, str], version: str, closing: bool

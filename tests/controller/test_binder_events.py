@@ -45,6 +45,7 @@ def test_binding_body_is_kube_schedulers() -> None:
         (429, BindOutcome.FAILED, False),
         (403, BindOutcome.FAILED, False),
     ],
+    ids=["None", "409", "500", "429", "403"],
 )
 def test_bind_outcomes(
     apiserver: LoopbackAPIServer,

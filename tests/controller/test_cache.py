@@ -79,6 +79,7 @@ def test_pod_update_replaces_and_delete_frees(cache: ClusterCache) -> None:
         ({"cpu": "8"}, NODE_CHANGED),
         ({"labels": {"zone": "b"}}, NODE_CHANGED),
     ],
+    ids=["empty", "cpu=8", "labels=zone=b"],
 )
 def test_node_update_reports_relevance_and_keeps_pods(
     cache: ClusterCache, change: dict, expect: str

@@ -121,6 +121,12 @@ def test_in_cluster_config(tmp_path: Path) -> None:
             "KUBECONFIG=/nonexistent/a:/nonexistent/b: none of these files exists",
         ),
     ],
+    ids=[
+        "None-empty",
+        "None-KUBERNETES_SERVICE_HOST=10.96.0.1",
+        "/nonexistent/kubeconfig-empty",
+        "None-KUBECONFIG=/nonexistent/a:/nonexistent/b",
+    ],
 )
 def test_what_was_tried_when_nothing_works(
     kubeconfig: str | None, environ: dict[str, str], message: str

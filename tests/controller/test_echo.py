@@ -89,6 +89,22 @@ def test_a_binding_echo_is_answered_without_parsing(new: dict[str, Any]) -> None
         (("status", "conditions"), [{"type": "PodScheduled", "status": "True"}, _PREEMPTED]),
         (("status", "conditions"), [{"type": "PodResizePending", "reason": "Infeasible"}]),
     ],
+    ids=[
+        "metadata,labels-app=b",
+        "metadata,annotations-gpu=0",
+        "metadata,annotations-gpu=True",
+        "metadata,annotations-gpu",
+        "metadata,deletionTimestamp-2026-12-03T09:01:00Z",
+        "spec,priority-True",
+        "spec,priority-5.0",
+        "spec,schedulerName-other",
+        "status,phase-Running",
+        "status,nominatedNodeName-n3",
+        "spec,nodeName-7",
+        "metadata,resourceVersion-11",
+        "status,conditions-type=PodScheduled status=True,_PREEMPTED",
+        "status,conditions-type=PodResizePending reason=Infeasible",
+    ],
 )
 def test_anything_else_changed_is_parsed(where: tuple[str, str], value: Any) -> None:
     old = _pod()

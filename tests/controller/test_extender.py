@@ -360,6 +360,7 @@ def test_not_ready_until_the_node_cache_synced(tmp_path: Path, serve: Any) -> No
         (50, 0, 0),  # a policy without score rules
         (float("nan"), 100, 0),
     ],
+    ids=["0", "400", "200", "20", "19", "350", "500", "-5", "50", "float(nan)"],
 )
 def test_score_mapping(total: float, max_total: float, score: int) -> None:
     assert extender_score(total, max_total) == score
@@ -624,6 +625,7 @@ def test_bind_posts_the_binding_with_each_pods_gpu_devices(
         (binding("ghost"), "pod default/ghost is not waiting in the extender's node cache"),
         (binding("s0", node="g9"), "node g9 is not in the extender's node cache"),
     ],
+    ids=["binding(s0,uid=u-old)", "binding(ghost)", "binding(s0,node=g9)"],
 )
 def test_bind_refusals_are_reported_in_error(
     tmp_path: Path, serve: Any, apiserver: Any, gpu_cache: NodeCache, body: str, error: str

@@ -140,6 +140,7 @@ def test_port_zero_reports_the_port_it_got(health: Health) -> None:
         ("[::1]:9000", ("::1", 9000)),
         ("localhost:0", ("localhost", 0)),
     ],
+    ids=["0.0.0.0:10251", ":8080", "[::1]:9000", "localhost:0"],
 )
 def test_parse_address(text: str, expected: tuple[str, int]) -> None:
     assert parse_address(text) == expected

@@ -278,7 +278,11 @@ OK = b'{"kind":"Status","status":"Success","code":201}'
         b"HTTP/1.1 200 OK\r\n" + b"X: 1\r\n" * 101 + b"\r\n",
     ],
 )
-@pytest.mark.parametrize("cuts", [[], [1, 2, 3, 17, 18, 40, 41, 60], list(range(0, 300, 7))])
+@pytest.mark.parametrize(
+    "cuts",
+    [[], [1, 2, 3, 17, 18, 40, 41, 60], list(range(0, 300, 7))],
+    ids=["empty", "1,2,3,17,18,40,41,60", "list(range(0,300,7))"],
+)
 def test_responses_are_read_as_http_client_reads_them(raw: bytes, cuts: list[int]) -> None:
     _check_response(raw, cuts)
 

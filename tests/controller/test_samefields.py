@@ -119,6 +119,15 @@ def test_small_dataclasses_compare_as_their_blanked_copies(
         (_Small(1, NAN), _Small(1, NAN), frozenset(), True),  # one NaN object: itself
         (_Small(1, float("nan")), _Small(1, float("nan")), frozenset(), False),  # two differ
     ],
+    ids=[
+        "_Small(1,2.0)-_Other(1,2.0)-frozenset()",
+        "_Small(1,2.0,x)-_Small(1,2.0,y)-frozenset()",
+        "_Small(1,2.0)-_Small(1,3.0)-frozenset(b)",
+        "_Small(1,2.0)-_Small(2,3.0)-frozenset(b)",
+        "_Small(1,2.0)-_Small(2,3.0)-frozenset(a,b)",
+        "_Small(1,NAN)-_Small(1,NAN)-frozenset()",
+        "_Small(1,float(nan))-_Small(1,float(nan))-frozenset()",
+    ],
 )
 def test_equal_except(a: Any, b: Any, skip: frozenset[str], expected: bool) -> None:
     assert equal_except(a, b, skip) is expected

@@ -846,7 +846,11 @@ JOB_KEYS = [
 ]
 
 
-@pytest.mark.parametrize(("labels", "name", "value"), JOB_KEYS)
+@pytest.mark.parametrize(
+    ("labels", "name", "value"),
+    JOB_KEYS,
+    ids=["job=a-p1", "job=a-p2", "job=b-p1", "empty-p3", "empty-p4"],
+)
 def test_a_rule_reading_a_pod_only_let_is_keyed_by_the_let_s_value(
     labels: dict[str, str], name: str, value: str
 ) -> None:

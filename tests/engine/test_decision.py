@@ -93,6 +93,12 @@ _TAINT = Rejection("p/taint", ("node(s) had untolerated taint {a: b}",))
             [(_FIT, ["n1", "n2"])],
         ),
     ],
+    ids=[
+        "empty",
+        "n1=empty",
+        "n1=_FIT n2=_TAINT,_FIT n3=_FIT",
+        "n1=_FIT n2=Rejection(p/fit,Insufficient cpu)",
+    ],
 )
 def test_first_rejection_groups_of_a_plain_table(
     infeasible: dict[str, tuple[Rejection, ...]], groups: list[RejectionGroup]

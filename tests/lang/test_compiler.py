@@ -59,6 +59,7 @@ def test_the_passes_are_one_ordered_list() -> None:
         ('policy "p" { use nowhere }', "link", "PE213"),
         ('policy "p" { filter f { widget.nothing > 1 } }', "check", None),
     ],
+    ids=["load", "link", "check"],
 )
 def test_compiling_stops_after_the_first_pass_with_errors(
     source: str, last_pass: str, code: str | None

@@ -69,6 +69,12 @@ def test_short_circuit_never_evaluates_the_other_side(source: str, expected: Any
         "widget.colour ?? explode()",
         "if widget.count > 5 then 1 else explode()",
     ],
+    ids=[
+        "widget.count > 1 and explode()",
+        "widget.count > 5 or explode()",
+        "widget.colour ?? explode()",
+        "if widget.count > 5 then 1 else explode()",
+    ],
 )
 def test_the_other_side_does_run_when_needed(source: str) -> None:
     with pytest.raises(EvalError, match="explode\\(\\) raised RuntimeError: boom"):
@@ -125,6 +131,20 @@ def test_regex_is_compiled_once_at_plan_time(monkeypatch: pytest.MonkeyPatch) ->
         ("true or widget.count > 1", True),
         ("false and widget.count > 1", False),
     ],
+    ids=[
+        "1 + 2 * 3",
+        "100m + 200m",
+        '"a" + "b"',
+        '"x,y".split(",")',
+        "[1, 2][1]",
+        '{"a": 1}["a"]',
+        "if 1 < 2 then 3 else 4",
+        "null ?? 5",
+        "len([1, 2]) + abs(-1)",
+        'string(1Gi) + "!"',
+        "true or widget.count > 1",
+        "false and widget.count > 1",
+    ],
 )
 def test_constants_are_folded(source: str, value: Any) -> None:
     plan = Planner(SCHEMA).expression(parse_expression(source))
@@ -154,6 +174,17 @@ def test_failing_constants_runtime_values_and_functions_are_not_folded(source: s
         ("[t for t in order.tags if t == widget.name]", True),
         ("42", False),
     ],
+    ids=[
+        "order.priority > 3",
+        "widget.count > 3",
+        "fits(order, widget)",
+        'score_of("x") > 1',
+        'probe(order.name) == "o1"',
+        "[t for t in order.tags]",
+        "[p for p in widget.parts]",
+        "[t for t in order.tags if t == widget.name]",
+        "42",
+    ],
 )
 def test_per_node(source: str, per_node: bool) -> None:
     assert Planner(SCHEMA).expression(parse_expression(source)).per_node is per_node
@@ -168,6 +199,14 @@ def test_per_node(source: str, per_node: bool) -> None:
         ("[p.name for p in widget.parts]", ListType(STRING)),
         ("widget.count > 1", BOOL),
         ("shortfall(order, widget)", ListType(STRING, bound=16)),
+    ],
+    ids=[
+        "widget.count",
+        "widget.name",
+        'widget.capacity["cpu"] ?? 0',
+        "[p.name for p in widget.parts]",
+        "widget.count > 1",
+        "shortfall(order, widget)",
     ],
 )
 def test_inferred_types_without_the_checker(source: str, type_: Any) -> None:
@@ -191,6 +230,16 @@ def test_checker_types_take_precedence() -> None:
         ('widget.name.matches("(")', "invalid regular expression"),
         ("fits(order)", "fits() takes 2 arguments, not 1"),
         ("len(1, 2)", "len() takes one argument, not 2"),
+    ],
+    ids=[
+        "nowhere",
+        "nothing(1)",
+        "widget.height",
+        "widget.name.shout()",
+        "widget.name.matches(widget.name)",
+        'widget.name.matches("(")',
+        "fits(order)",
+        "len(1, 2)",
     ],
 )
 def test_what_cannot_be_planned_is_a_diagnostic(source: str, message: str) -> None:
@@ -219,6 +268,21 @@ def test_what_cannot_be_planned_is_a_diagnostic(source: str, message: str) -> No
         (frozenset({"b", "a"}), "[a, b]"),
         ({"k": 1}, "{k: 1}"),
         (7, "7"),
+    ],
+    ids=[
+        "500m",
+        "16Gi",
+        "0.5",
+        "12.25",
+        "3",
+        "0.3",
+        "null",
+        "true",
+        "as is",
+        "[a, 250m, null]",
+        "[a, b]",
+        "{k: 1}",
+        "7",
     ],
 )
 def test_format_value(value: Any, text: str) -> None:

@@ -94,6 +94,13 @@ def test_a_rule_the_checker_has_not_seen_reads_unknown() -> None:
             {("widget", "name"), ("order", "labels")},
         ),
     ],
+    ids=[
+        "widget,count,order,priority",
+        "widget,capacity",
+        "widget,parts",
+        "set()",
+        "widget,name,order,labels",
+    ],
 )
 def test_the_attribute_paths_a_rule_reads(rule: str, paths: set[tuple[str, ...]]) -> None:
     # Chains are recorded whole (``node.gpu.product``, not ``node.gpu``) from the outermost

@@ -22,6 +22,13 @@ class _OtherKey(HashedKey):
         # equal values with a hash of an equal part: equal keys
         (HashedKey(("a", [1]), hashed=7), HashedKey(("a", [1]), hashed=7), True),
     ],
+    ids=[
+        "HashedKey(a,1)-HashedKey(a,1)",
+        "HashedKey(a,1)-HashedKey(a,2)",
+        "HashedKey(a,1)-a,1",
+        "HashedKey(a,1)-_OtherKey(a,1)",
+        "HashedKey(a,1,hashed=7)-HashedKey(a,1,hashed=7)",
+    ],
 )
 def test_hashed_keys_equal_by_value_within_their_kind(
     left: HashedKey, right: object, equal: bool

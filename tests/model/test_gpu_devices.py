@@ -90,6 +90,21 @@ def used(state: NodeGpus) -> list[tuple[int, int, int]]:
             ["gpu1"],
         ),
     ],
+    ids=[
+        "share(cores=25,memory_mib=1000)-BEST_FIT-gpu0",
+        "share(cores=30,memory_mib=1000)-BEST_FIT-gpu0",
+        "share(cores=30,memory_mib=1000)-FIRST_FIT-gpu0",
+        "share(cores=30,memory_mib=1000)-BEST_FIT-gpu1",
+        "share(cores=10,memory_mib=2000)-BEST_FIT-gpu1",
+        "share(cores=20,memory_mib=100)-BEST_FIT-gpu1",
+        "whole(2)-BEST_FIT-gpu1,gpu2",
+        "whole(3)-BEST_FIT-None",
+        "share(cores=50,memory_mib=1000,devices=2)-FIRST_FIT-gpu0,gpu1",
+        "share(cores=30,memory_mib=1000)-MOST_FREE-gpu1",
+        "share(cores=30,memory_mib=1000,devices=2)-MOST_FREE-gpu2,gpu1",
+        "whole(2)-MOST_FREE-gpu1,gpu2",
+        "share(cores=10,memory_percent=50)-BEST_FIT-gpu1",
+    ],
 )
 def test_choose(
     placed: list[tuple[str, GpuDemand]], demand: GpuDemand, rule: str, expected: list[str] | None
@@ -156,6 +171,14 @@ def test_accounting_totals() -> None:
         ([("a", share(cores=20, memory_mib=8000))], [(share(cores=10, memory_mib=100), 1.0)], 0.8),
         # a two-GPU shape cannot use a node with one free device
         ([("a", whole(1))], [(whole(2), 1.0)], 1.0),
+    ],
+    ids=[
+        "empty-0.0",
+        "a,share(cores=90,memory_mib=1000)-0.1",
+        "a,share(cores=50,memory_mib=1000)-0.5",
+        "a,share(cores=50,memory_mib=1000)-0.25",
+        "a,share(cores=20,memory_mib=8000)-0.8",
+        "a,whole(1)-1.0",
     ],
 )
 def test_fragmentation(

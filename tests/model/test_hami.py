@@ -26,7 +26,11 @@ DEVICES = (
 )
 
 
-@pytest.mark.parametrize("encode", [encode_node_devices, encode_node_devices_legacy])
+@pytest.mark.parametrize(
+    "encode",
+    [encode_node_devices, encode_node_devices_legacy],
+    ids=["encode_node_devices", "encode_node_devices_legacy"],
+)
 def test_node_registration_round_trip(encode) -> None:  # type: ignore[no-untyped-def]
     assert decode_node_devices(encode(DEVICES)) == DEVICES
 
@@ -51,6 +55,15 @@ def test_node_registration_reads_hami_text_without_index() -> None:
         ('[{"count": 10}]', "device 0: no id"),
         ('[{"id": "a", "devmem": -1}]', "device 0: devmem must be a non-negative integer"),
         ("[1]", "device 0: not an object"),
+    ],
+    ids=[
+        "garbage",
+        "a,b,c:",
+        "a,x,1,100,T,0,true:",
+        "a,10,1,100,T,0,maybe:",
+        '[{"count": 10}]',
+        '[{"id": "a", "devmem": -1}]',
+        "[1]",
     ],
 )
 def test_node_registration_errors(value: str, error: str) -> None:
@@ -77,6 +90,7 @@ def test_pod_devices_round_trip() -> None:
             "container 0, device 0: memory and cores must be non-negative integers",
         ),
     ],
+    ids=["GPU-a,NVIDIA,10:;", "GPU-a,NVIDIA,x,10:;"],
 )
 def test_pod_devices_errors(value: str, error: str) -> None:
     assert decode_pod_devices(value) == error
@@ -106,6 +120,15 @@ def test_assignment_annotations_and_reading_them_back() -> None:
         ({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30}, share(30, 0, 100)),
         ({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 100}, whole(1)),
         ({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 1000}, share(0, 1000, devices=2)),
+    ],
+    ids=[
+        "whole(0)",
+        "whole(2)",
+        "share(30,4000)",
+        "share(0,0,50)",
+        "share(30,0,100)",
+        "whole(1)",
+        "share(0,1000,devices=2)",
     ],
 )
 def test_demand_from_hami_resources(requests: dict[str, int], demand: object) -> None:

@@ -70,6 +70,13 @@ def test_parse_pod_group(obj: dict[str, Any], expected: PodGroup) -> None:
         ),
         ({"kind": "PodGroup", "metadata": {}}, "PodGroup <unnamed>: metadata.name: is required"),
     ],
+    ids=[
+        "group(minMember=0)",
+        "group(minMember=many)",
+        "group(minMember=2 scheduleTimeoutSeconds=-1)",
+        "group(minResources=cpu=lots)",
+        "kind=PodGroup metadata=empty",
+    ],
 )
 def test_bad_pod_groups_name_the_object_and_field(obj: dict[str, Any], message: str) -> None:
     with pytest.raises(ModelError) as error:

@@ -23,6 +23,19 @@ FULL = {"cpu": "1", "memory": "1Gi"}
         ([container("a", FULL, FULL)], [container("i", {"cpu": "1"})], BURSTABLE),
         ([container("a", {"memory": "1Gi"})], [], BURSTABLE),
     ],
+    ids=[
+        "container(a)-empty",
+        "container(a,nvidia.com/gpu=1)-empty",
+        "container(a,cpu=0)-empty",
+        "container(a,FULL,FULL)-empty",
+        "container(a,None,FULL)-empty",
+        "container(a,cpu=500m memory=1Gi,FULL)-empty",
+        "container(a,FULL,FULL),container(b)-empty",
+        "container(a,cpu=1,cpu=1)-empty",
+        "container(a,FULL,FULL)-container(i,FULL,FULL)",
+        "container(a,FULL,FULL)-container(i,cpu=1)",
+        "container(a,memory=1Gi)-empty",
+    ],
 )
 def test_qos(
     containers: list[dict[str, object]], init: list[dict[str, object]], expected: str

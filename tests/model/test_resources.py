@@ -118,6 +118,13 @@ def test_best_effort_pod_has_no_requests() -> None:
         ("memory", Fraction(3, 2), 2),
         ("nvidia.com/gpu", Fraction(1), 1),
     ],
+    ids=[
+        "cpu-Fraction(1,10)",
+        "cpu-Fraction(1,3)",
+        "cpu-Fraction(2)",
+        "memory-Fraction(3,2)",
+        "nvidia.com/gpu-Fraction(1)",
+    ],
 )
 def test_to_units(name: str, value: Fraction, units: int) -> None:
     assert to_units(name, value) == units
@@ -209,6 +216,17 @@ DEFERRED = {"type": "PodResizePending", "status": "True", "reason": "Deferred"}
         ([_status("a", None, "4")], [], [], "5/2"),  # no resources reported: the spec
         ([], [_status("s", "2")], [], "4"),  # a sidecar's status counts (a 2 + s 2)
         ([], [_status("i", "5")], [], "5/2"),  # an init container's does not
+    ],
+    ids=[
+        "empty-empty-empty",
+        "_status(a,3)-empty-empty",
+        "_status(a,1,1)-empty-empty",
+        "_status(a,1,4)-empty-empty",
+        "_status(a,1)-empty-DEFERRED",
+        "_status(a,1)-empty-INFEASIBLE",
+        "_status(a,None,4)-empty-empty",
+        "empty-_status(s,2)-empty",
+        "empty-_status(i,5)-empty",
     ],
 )
 def test_a_pod_resized_in_place_counts_what_its_containers_hold(
