@@ -2,12 +2,14 @@
 
 pytest names a row by its values only when they are short strings, numbers, booleans or
 ``None``; any other value (a dict, a tuple, an object, a multi-line policy) becomes
-``argname<index>``, and a long string becomes a long id, so a failure reads ``test_x[case3]``.
+``argname<index>``, so a failure reads ``test_x[case3]``, and a string longer than a line
+becomes an id longer than a line.
 Such tables pass ``ids=`` or give each row ``pytest.param(..., id=...)``.
 
 The check reads the source: a table is a literal list or tuple in the decorator, or a module
-constant bound to one; a table it cannot see (a comprehension, a call, an imported name)
-counts as unreadable, so it needs ids too.
+constant bound to one, or a comprehension of ``pytest.param(..., id=...)``; a table it cannot
+see (any other comprehension, a call, an imported name) counts as unreadable, so it needs ids
+too.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-LONGEST_READABLE = 40
+LONGEST_READABLE = 80
 
 
 def _is_parametrize(node: ast.Call) -> bool:
@@ -98,9 +100,12 @@ def unnamed_tables(source: str) -> list[int]:
         table = _argument(node, 1, "argvalues")
         if isinstance(table, ast.Name) and table.id in constants:
             table = constants[table.id]
-        readable = isinstance(table, ast.List | ast.Tuple) and all(
-            _row_readable(row, several, constants) for row in table.elts
-        )
+        if isinstance(table, ast.ListComp | ast.GeneratorExp):
+            readable = _is_param(table.elt) and _row_readable(table.elt, several, {})
+        else:
+            readable = isinstance(table, ast.List | ast.Tuple) and all(
+                _row_readable(row, several, constants) for row in table.elts
+            )
         if not readable:
             lines.append(node.lineno)
     return lines
@@ -113,13 +118,14 @@ def unnamed_tables(source: str) -> list[int]:
         pytest.param('@p.parametrize("x", [{"a": 1}])', [1], id="dict"),
         pytest.param('@p.parametrize("x", [{"a": 1}], ids=["a"])', [], id="dict-named"),
         pytest.param('@p.parametrize("x", ["""a\nb"""])', [1], id="multi-line"),
-        pytest.param('@p.parametrize("x", ["' + "x" * 41 + '"])', [1], id="long-string"),
+        pytest.param('@p.parametrize("x", ["' + "x" * 81 + '"])', [1], id="long-string"),
         pytest.param('@p.parametrize("x,y", [("a", 1), ("b", 2)])', [], id="scalar-rows"),
         pytest.param('@p.parametrize(("x", "y"), [("a", (1,))])', [1], id="tuple-value"),
         pytest.param('@p.parametrize("x", [p.param({}, id="e")])', [], id="param-named"),
         pytest.param('@p.parametrize("x", [p.param({})])', [1], id="param-unnamed"),
         pytest.param('T = [{"a": 1}]\n@p.parametrize("x", T)', [2], id="constant-table"),
         pytest.param('@p.parametrize("x", [c for c in "ab"])', [1], id="unseen-table"),
+        pytest.param('@p.parametrize("x", [p.param(c, id=c) for c in "ab"])', [], id="param-rows"),
     ],
 )
 def test_unnamed_tables_are_found(source: str, unnamed: list[int]) -> None:

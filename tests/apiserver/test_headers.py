@@ -52,6 +52,23 @@ def _ours(block: bytes) -> list[tuple[str, str]]:
         (b"caf\xe9: 1\r\n\r\n", False),
         (b"A:   x\r\n" * 60 + b"B x\r\n\r\n", False),  # a long block failing at its end
     ],
+    ids=[
+        "client",
+        "empty",
+        "bare-lf",
+        "blanks",
+        "repeated-name",
+        "latin-1-value",
+        "continuation-line",
+        "stray-cr",
+        "unix-from",
+        "no-name",
+        "space-in-name",
+        "eof-before-blank-line",
+        "no-last-line-end",
+        "latin-1-name",
+        "long-block-bad-end",
+    ],
 )
 def test_block_parses_as_http_client_does(block: bytes, plain: bool) -> None:
     lines = headers.read_block(io.BytesIO(block))

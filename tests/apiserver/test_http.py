@@ -73,7 +73,27 @@ REQUESTS = [
 ]
 
 
-@pytest.mark.parametrize("request_bytes", REQUESTS)
+@pytest.mark.parametrize(
+    "request_bytes",
+    REQUESTS,
+    ids=[
+        "watch",
+        "binding",
+        "connection-close",
+        "keep-alive",
+        "expect-continue",
+        "folded-header",
+        "double-slash-path",
+        "http-1.0-keep-alive",
+        "http-2.0",
+        "bad-version",
+        "no-version",
+        "extra-words",
+        "non-ascii-path",
+        "too-many-headers",
+        "header-too-long",
+    ],
+)
 def test_requests_parse_as_the_standard_handler_parses_them(request_bytes: bytes) -> None:
     ours, theirs = _handler(Handler, request_bytes), _handler(_Standard, request_bytes)
     assert ours.parse_request() == theirs.parse_request()

@@ -407,6 +407,7 @@ def test_pod_create_is_defaulted_as_captured(core: client.CoreV1Api) -> None:
         ({"spec": {"nodeName": "n1"}}, 422),
         ({"spec": {"schedulerName": "other"}}, 422),
     ],
+    ids=["labels", "image", "node-name", "scheduler-name"],
 )
 def test_pod_spec_is_immutable_except_the_allowed_fields(
     core: client.CoreV1Api, mutation: JSON, status: int
@@ -510,6 +511,7 @@ def test_pod_label_selectors(
             None,
         ),
     ],
+    ids=["unknown-pod-field", "unknown-node-field", "exact-without-version", "exact-at-version-0"],
 )
 def test_bad_list_options(
     cluster: LoopbackAPIServer,

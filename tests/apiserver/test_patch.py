@@ -68,6 +68,7 @@ POD = {
             },
         ),
     ],
+    ids=["conditions-merge-by-type", "same-key-merged", "null-deletes", "directives"],
 )
 def test_strategic_merge(patch: JSON, want: JSON) -> None:
     target = copy.deepcopy(POD)

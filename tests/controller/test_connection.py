@@ -268,6 +268,15 @@ def test_connect_installs_the_flags_limits(kubeconfig_path: Path) -> None:
         ),
         ("GET", "https://h:6443/version", RequestInfo("get", "/version")),
     ],
+    ids=[
+        "list-nodes",
+        "get-node",
+        "watch-pods",
+        "create-binding",
+        "update-lease",
+        "delete-namespace",
+        "version",
+    ],
 )
 def test_request_info(method: str, url: str, expected: RequestInfo) -> None:
     info = request_info(method, url)

@@ -305,6 +305,17 @@ def test_rule_runtime_errors_are_reported_in_error(tmp_path: Path, serve: Any) -
         ),
         (b"\xff\xfe", "not JSON"),
     ],
+    ids=[
+        "not-json",
+        "not-an-object",
+        "no-pod",
+        "pod-not-an-object",
+        "no-nodes",
+        "node-names-not-strings",
+        "nodes-not-a-list",
+        "bad-node-item",
+        "not-utf-8",
+    ],
 )
 def test_bad_requests_get_400_with_a_message(
     tmp_path: Path, serve: Any, body: bytes, message: str
@@ -449,6 +460,14 @@ def meta(*uids: str, violations: int = 0) -> dict[str, Any]:
             {"node-a": meta("u-low-a", violations=2)},  # victims and violations as sent
         ),
     ],
+    ids=[
+        "kept",
+        "guarded-by-policy",
+        "still-no-fit",
+        "not-on-that-node",
+        "unknown-node",
+        "victims-and-violations-as-sent",
+    ],
 )
 def test_preempt_keeps_the_nodes_whose_victims_the_policy_agrees_with(
     tmp_path: Path,
@@ -546,6 +565,17 @@ def test_preempt_without_a_node_cache_is_an_error(tmp_path: Path, serve: Any) ->
             b'{"Pod": {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "NodeNameToVictims": {"n": {"Pods": [7]}}}',
             "ExtenderPreemptionArgs.NodeNameToVictims[n].Pods[0] is not a pod",
         ),
+    ],
+    ids=[
+        "bind-not-an-object",
+        "bind-no-node",
+        "bind-pod-name-not-a-string",
+        "preempt-no-pod",
+        "preempt-no-victims",
+        "preempt-meta-victims-not-an-object",
+        "preempt-meta-victim-pods-bad",
+        "preempt-violations-not-an-integer",
+        "preempt-victim-not-a-pod",
     ],
 )
 def test_bad_preempt_and_bind_requests_get_400_with_a_message(

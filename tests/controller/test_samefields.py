@@ -148,7 +148,7 @@ _ASSUMED = pod("p", uid="u1", node="n1")
         (lambda: spec_changed(_PODS[0], _PODS[5]), False),
         (lambda: spec_changed(_PODS[0], _PODS[1]), True),  # bound elsewhere
         (lambda: spec_changed(_PODS[0], _PODS[2]), True),
-    ],
+    ], ids=["placement-only-version", "placement-other-node", "placement-other-labels", "node-only-version", "node-other-cpu", "spec-status-and-version", "spec-status-only", "spec-bound-elsewhere", "spec-labels"],
 )  # fmt: skip
 def test_the_callers_questions(question: Any, expected: bool) -> None:
     assert question() is expected

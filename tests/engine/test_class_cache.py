@@ -602,7 +602,18 @@ LENDING = [
 ]
 
 
-@pytest.mark.parametrize(("lent_to", "alive", "copied"), LENDING)
+@pytest.mark.parametrize(
+    ("lent_to", "alive", "copied"),
+    LENDING,
+    ids=[
+        "lent-to-unknown",
+        "borrower-alive",
+        "borrower-gone",
+        "one-of-two-alive",
+        "both-gone",
+        "too-many-borrowers",
+    ],
+)
 def test_a_store_copies_lent_arrays_only_while_a_borrower_lives(
     lent_to: list[str | None], alive: list[str], copied: bool
 ) -> None:

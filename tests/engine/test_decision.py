@@ -48,6 +48,20 @@ def test_names_know_their_length_without_building() -> None:
         (lambda n: repr(n), "('b', 'a', 'c')"),
         (lambda n: pickle.loads(pickle.dumps(n)), ("b", "a", "c")),
     ],
+    ids=[
+        "equals-its-tuple",
+        "not-another-order",
+        "not-a-list",
+        "tuple",
+        "slice",
+        "last",
+        "contains",
+        "index",
+        "count",
+        "hash",
+        "repr",
+        "pickle",
+    ],
 )
 def test_names_read_as_their_tuple(read: object, expected: object) -> None:
     built: list[int] = []

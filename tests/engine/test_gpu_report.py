@@ -94,6 +94,7 @@ def test_report_allocation_and_fragmentation() -> None:
         ),  # not a literal: not a declaration
         ('policy "p" { let shapes = [{"size": 2}] }', None),  # not a valid shape
     ],
+    ids=["gpu_shapes", "shapes-by-memory", "other-let", "not-a-literal", "invalid-shape"],
 )
 def test_declared_shapes(source: str, expected: object) -> None:
     result = compile_texts({"p.sched": source}, default_schema())

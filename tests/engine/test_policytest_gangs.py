@@ -88,6 +88,7 @@ def run(tmp_path: Path, pod: str, gang: Any) -> pt.CaseResult:
             [f"gang: want placed True, got placed false, domain None: {THREE}"],
         ),
     ],
+    ids=["placed-as-expected", "not-placed-as-expected", "wrong-domain", "wrongly-placed"],
 )
 def test_the_gang_expectation(
     tmp_path: Path, pod: str, gang: dict[str, Any], failures: list[str]

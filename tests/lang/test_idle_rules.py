@@ -155,7 +155,14 @@ def compiled_rule(rule: str) -> tuple[Any, CompiledRule]:
     return result.program, (*policy.filters, *policy.scores)[0]
 
 
-@pytest.mark.parametrize(("rule", "pod", "context", "idle"), CASES)
+@pytest.mark.parametrize(
+    ("rule", "pod", "context", "idle"),
+    CASES,
+    ids=[
+        f"{rule}-{'vip' if pod is VIP else 'plain'}-{'quiet' if context is QUIET else 'loud'}"
+        for rule, pod, context, _ in CASES
+    ],
+)
 def test_a_rule_is_told_idle_only_where_it_passes_or_scores_none_everywhere(
     rule: str, pod: dict, context: dict, idle: bool | None
 ) -> None:

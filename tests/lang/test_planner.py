@@ -56,7 +56,7 @@ def test_domain_function_sees_objects_and_context() -> None:
 # --- short-circuiting ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("source", "expected"), SHORT_CIRCUITS)
+@pytest.mark.parametrize(("source", "expected"), SHORT_CIRCUITS, ids=[s for s, _ in SHORT_CIRCUITS])
 def test_short_circuit_never_evaluates_the_other_side(source: str, expected: Any) -> None:
     assert evaluate(source) == expected
 

@@ -65,7 +65,7 @@ def _reads(lets: str, rule: str) -> RuleReads:
     return reads
 
 
-@pytest.mark.parametrize(("lets", "rule", "expected"), CASES)
+@pytest.mark.parametrize(("lets", "rule", "expected"), CASES, ids=[rule for _, rule, _ in CASES])
 def test_what_a_rule_reads(lets: str, rule: str, expected: dict[str, object]) -> None:
     reads = _reads(lets, rule)
     assert set(reads.attributes) == expected.get("attributes", set())
@@ -132,7 +132,11 @@ OPAQUE = [
 ]
 
 
-@pytest.mark.parametrize(("lets", "rule", "opaque", "expected"), OPAQUE)
+@pytest.mark.parametrize(
+    ("lets", "rule", "opaque", "expected"),
+    OPAQUE,
+    ids=["opaque-let", "let-through-another", "nothing-opaque"],
+)
 def test_lets_left_opaque_are_listed_instead_of_walked(
     lets: str, rule: str, opaque: set[str], expected: tuple[Any, ...]
 ) -> None:

@@ -204,7 +204,7 @@ def test_domain_functions_get_the_context_when_they_ask_for_it() -> None:
     ]
 
 
-@pytest.mark.parametrize(("source", "expected"), SHORT_CIRCUITS)
+@pytest.mark.parametrize(("source", "expected"), SHORT_CIRCUITS, ids=[s for s, _ in SHORT_CIRCUITS])
 def test_short_circuit_never_evaluates_the_other_side(source: str, expected: Any) -> None:
     assert reference_value(source) == expected
 

@@ -160,6 +160,17 @@ def test_match_labels_and_expressions_are_anded() -> None:
         ("x" * 64, False),
         ("Example.com/x", False),
     ],
+    ids=[
+        "plain",
+        "prefixed",
+        "dotted",
+        "empty",
+        "empty-prefix",
+        "two-slashes",
+        "leading-dash",
+        "64-characters",
+        "uppercase-prefix",
+    ],
 )
 def test_qualified_names(key: str, ok: bool) -> None:
     assert is_qualified_name(key) is ok

@@ -53,6 +53,7 @@ def run_filter(module: Any, pod: Any, node: Any, pods: tuple[Any, ...] = ()) -> 
         ),
         (({"operator": "Exists"},), []),
     ],
+    ids=["no-tolerations", "tolerates-unschedulable", "tolerates-everything"],
 )
 def test_node_unschedulable(tolerations: tuple[dict[str, str], ...], expected: list[str]) -> None:
     node = make_node("n", unschedulable=True)
@@ -232,6 +233,15 @@ PORT = {"containerPort": 80, "hostPort": 8080}
         ({**PORT, "hostIP": "10.0.0.1"}, {**PORT}, True),  # wanting 0.0.0.0 clashes with any IP
         ({**PORT}, {**PORT, "hostIP": "10.0.0.2"}, True),  # and the other way round
         ({"containerPort": 80}, {"containerPort": 80}, False),  # no host port, no conflict
+    ],
+    ids=[
+        "same-port",
+        "other-protocol",
+        "other-port",
+        "other-ips",
+        "any-ip-wanted",
+        "any-ip-held",
+        "no-host-port",
     ],
 )
 def test_node_ports(existing: dict[str, Any], wanted: dict[str, Any], conflict: bool) -> None:

@@ -45,6 +45,7 @@ def group(spec: Any = None, **meta: Any) -> dict[str, Any]:
             PodGroup("train", "job", 3, None, creation_timestamp="2026-01-01T00:00:00Z"),
         ),
     ],
+    ids=["full", "min-member", "defaults", "min-member-as-string"],
 )
 def test_parse_pod_group(obj: dict[str, Any], expected: PodGroup) -> None:
     parsed = parse_pod_group(obj)

@@ -66,6 +66,7 @@ def test_limits_default_requests() -> None:
             Fraction(2),
         ),
     ],
+    ids=["one-init", "two-inits", "sidecar", "sidecar-then-init", "init-then-sidecar"],
 )
 def test_init_containers_and_sidecars(
     init: list[dict[str, object]], expected_cpu: Fraction
