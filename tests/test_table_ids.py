@@ -1,10 +1,9 @@
 """Every parametrize table whose rows pytest cannot name readably names them itself.
 
-pytest names a row by its values only when they are short strings, numbers, booleans or
-``None``; any other value (a dict, a tuple, an object, a multi-line policy) becomes
-``argname<index>``, so a failure reads ``test_x[case3]``, and a string longer than a line
-becomes an id longer than a line.
-Such tables pass ``ids=`` or give each row ``pytest.param(..., id=...)``.
+pytest names a row by its values only when they are strings, numbers, booleans or ``None``;
+any other value (a dict, a tuple, an object) becomes ``argname<index>``, so a failure reads
+``test_x[case3]``, and a multi-line policy or a string longer than a line becomes an id no one
+reads. Such tables pass ``ids=`` or give each row ``pytest.param(..., id=...)``.
 
 The check reads the source: a table is a literal list or tuple in the decorator, or a module
 constant bound to one, or a comprehension of ``pytest.param(..., id=...)``; a table it cannot
@@ -72,9 +71,12 @@ def _argument(call: ast.Call, index: int, name: str) -> ast.expr | None:
 
 
 def _several(names: ast.expr | None) -> bool:
+    """Whether each row holds several values (a tuple), not one."""
     if isinstance(names, ast.Constant) and isinstance(names.value, str):
         return "," in names.value
-    return not isinstance(names, ast.Constant)
+    if isinstance(names, ast.Tuple | ast.List):
+        return len(names.elts) > 1
+    return True
 
 
 def unnamed_tables(source: str) -> list[int]:
@@ -121,6 +123,7 @@ def unnamed_tables(source: str) -> list[int]:
         pytest.param('@p.parametrize("x", ["' + "x" * 81 + '"])', [1], id="long-string"),
         pytest.param('@p.parametrize("x,y", [("a", 1), ("b", 2)])', [], id="scalar-rows"),
         pytest.param('@p.parametrize(("x", "y"), [("a", (1,))])', [1], id="tuple-value"),
+        pytest.param('@p.parametrize(("x",), [("a", "b")])', [1], id="one-name-tuple-value"),
         pytest.param('@p.parametrize("x", [p.param({}, id="e")])', [], id="param-named"),
         pytest.param('@p.parametrize("x", [p.param({})])', [1], id="param-unnamed"),
         pytest.param('T = [{"a": 1}]\n@p.parametrize("x", T)', [2], id="constant-table"),

@@ -56,15 +56,6 @@ def test_node_registration_reads_hami_text_without_index() -> None:
         ('[{"id": "a", "devmem": -1}]', "device 0: devmem must be a non-negative integer"),
         ("[1]", "device 0: not an object"),
     ],
-    ids=[
-        "garbage",
-        "a,b,c:",
-        "a,x,1,100,T,0,true:",
-        "a,10,1,100,T,0,maybe:",
-        '[{"count": 10}]',
-        '[{"id": "a", "devmem": -1}]',
-        "[1]",
-    ],
 )
 def test_node_registration_errors(value: str, error: str) -> None:
     assert decode_node_devices(value) == error
@@ -90,7 +81,6 @@ def test_pod_devices_round_trip() -> None:
             "container 0, device 0: memory and cores must be non-negative integers",
         ),
     ],
-    ids=["GPU-a,NVIDIA,10:;", "GPU-a,NVIDIA,x,10:;"],
 )
 def test_pod_devices_errors(value: str, error: str) -> None:
     assert decode_pod_devices(value) == error
