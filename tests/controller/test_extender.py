@@ -371,7 +371,18 @@ def test_not_ready_until_the_node_cache_synced(tmp_path: Path, serve: Any) -> No
         (50, 0, 0),  # a policy without score rules
         (float("nan"), 100, 0),
     ],
-    ids=["0", "400", "200", "20", "19", "350", "500", "-5", "50", "float(nan)"],
+    ids=[
+        "0-of-400",
+        "400-of-400",
+        "200-of-400",
+        "20-of-400",
+        "19-of-400",
+        "350-of-400",
+        "500-of-400",
+        "-5-of-400",
+        "50-of-0",
+        "nan-of-100",
+    ],
 )
 def test_score_mapping(total: float, max_total: float, score: int) -> None:
     assert extender_score(total, max_total) == score

@@ -72,7 +72,7 @@ def test_writes_of_a_thread_share_one_connection(
 @pytest.mark.parametrize(
     "timeouts",
     [[10, 10, 10], [10, 30, 30, 10], [30, (5, 30), 0.5, 0.5], [10, None, None, 10]],
-    ids=["10,10,10", "10,30,30,10", "30,5,30,0.5,0.5", "10,None,None,10"],
+    ids=["10,10,10", "10,30,30,10", "30,(5,30),0.5,0.5", "10,None,None,10"],
 )
 def test_each_write_reads_with_its_own_timeout(
     apiserver: LoopbackAPIServer, kube_api_client: Any, timeouts: list[Any]

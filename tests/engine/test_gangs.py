@@ -159,13 +159,13 @@ def _with_min_resources(
         ({}, (OTHER,), 0, None, ""),  # no minResources: no check
     ],
     ids=[
-        "GPU=16-empty-0",
-        "GPU=24-empty-0",
-        "GPU=16-OTHER-0",
-        "GPU=16 cpu=100-OTHER-0",
-        "GPU=16-empty-1",
-        "cpu=1-empty-0",
-        "empty-OTHER-0",
+        "exactly-enough",
+        "gpus-short",
+        "gpus-held-by-another",
+        "cpu-and-gpus-short",
+        "own-member-counts-as-free",
+        "pods-short",
+        "no-min-resources",
     ],
 )
 def test_min_resources_are_checked_against_the_clusters_free_resources(
@@ -206,7 +206,7 @@ TIERS = "gang { within nvlink_domain, rack required }"
         (5, ("rack", "r1")),  # no clique is that large; rack r1 (c1 + c2) is
         (7, None),  # nothing is, and the last level is required
     ],
-    ids=["2", "3", "5", "7"],
+    ids=["2-in-the-first-clique", "3-in-the-next-clique", "5-in-a-rack", "7-nowhere"],
 )
 def test_the_lowest_level_that_fits_wins(size: int, domain: tuple[str, str] | None) -> None:
     snap = cluster(("c1", "r1", 2), ("c2", "r1", 3), ("c3", "r2", 3))

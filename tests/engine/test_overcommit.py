@@ -64,14 +64,14 @@ BUSY = NodeLoad(cpu=0.9, age=10)
         ("overcommit cpu 1.5 max_load 0.5", GUARANTEED, {"a": IDLE, "b": IDLE}, ()),
     ],
     ids=[
-        "''-BURSTABLE-empty",
-        "overcommit cpu 1.5-BURSTABLE-empty",
-        "overcommit cpu 1.5-GUARANTEED-empty",
-        "overcommit cpu 1.2-BURSTABLE-empty",
-        "overcommit cpu 1.5 max_load 0.5-BURSTABLE-a=IDLE b=BUSY",
-        "overcommit cpu 1.5 max_load 0.5-BURSTABLE-a=IDLE",
-        "overcommit cpu 1.5 max_load 0.5-BURSTABLE-empty",
-        "overcommit cpu 1.5 max_load 0.5-GUARANTEED-a=IDLE b=IDLE",
+        "no-overcommit",
+        "room-with-1.5",
+        "guaranteed-never",
+        "no-room-with-1.2",
+        "idle-and-busy",
+        "one-without-load",
+        "no-loads",
+        "guaranteed-idle",
     ],
 )
 def test_filter(overcommit: str, pod, loads, feasible) -> None:

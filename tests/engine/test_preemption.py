@@ -189,7 +189,7 @@ NONE_FOUND = ("No preemption victims found for incoming pod",)
         # one lower-ranked pod, but too small to make room: the dry run says why
         (1, {"n1": NONE_FOUND, "n2": NONE_FOUND, "n3": ("Insufficient cpu",)}),
     ],
-    ids=["300", "1"],
+    ids=["none-ranked-lower", "lower-but-too-small"],
 )
 def test_nodes_without_lower_ranked_pods_have_no_victims(
     kube: Program, small: int, statuses: dict[str, tuple[str, ...]]
@@ -246,7 +246,7 @@ DELETED = "2026-01-01T00:00:00Z"
         # Of higher priority than the preemptor: not its victim, so not what it waits for.
         (DELETED, True, 200, ("n2", ("default/b",))),
     ],
-    ids=["DELETED-True-1", "DELETED-False-1", "None-True-1", "DELETED-True-200"],
+    ids=["being-preempted", "deleted-by-another", "marked-not-deleted", "higher-priority"],
 )
 def test_a_pod_waits_on_its_nominated_node_only_for_a_victim_being_preempted(
     kube: Program, deleted: str | None, by_preemption: bool, priority: int, outcome: Any
@@ -523,7 +523,15 @@ REVIEW_PODS = (
         ),
         ("n9", ["a"], "node n9 is not in the scheduler's cache"),
     ],
-    ids=["n1-a,b", "n1-a", "n1-c", "n2-guarded", "n3-c", "n4-w0", "n9-a"],
+    ids=[
+        "agreed",
+        "not-enough",
+        "victim-elsewhere",
+        "guarded-by-policy",
+        "node-refused",
+        "half-a-gang",
+        "unknown-node",
+    ],
 )
 def test_another_schedulers_victims_are_reviewed_by_the_policy(
     node: str, proposed: list[str], verdict: str | None

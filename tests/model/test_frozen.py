@@ -22,13 +22,7 @@ class _OtherKey(HashedKey):
         # equal values with a hash of an equal part: equal keys
         (HashedKey(("a", [1]), hashed=7), HashedKey(("a", [1]), hashed=7), True),
     ],
-    ids=[
-        "HashedKey(a,1)-HashedKey(a,1)",
-        "HashedKey(a,1)-HashedKey(a,2)",
-        "HashedKey(a,1)-a,1",
-        "HashedKey(a,1)-_OtherKey(a,1)",
-        "HashedKey(a,1,hashed=7)-HashedKey(a,1,hashed=7)",
-    ],
+    ids=["same", "other-value", "key-and-its-value", "other-kind", "equal-hashed-parts"],
 )
 def test_hashed_keys_equal_by_value_within_their_kind(
     left: HashedKey, right: object, equal: bool

@@ -39,13 +39,13 @@ GUARANTEED = make_pod(containers=[container("a", FULL, FULL)])
         ),
     ],
     ids=[
-        "BURSTABLE-cpu=1.5",
-        "BEST_EFFORT-cpu=2.0",
-        "GUARANTEED-cpu=2.0",
-        "BURSTABLE-empty",
-        "BURSTABLE-cpu=1.0",
-        "BURSTABLE-memory=2.0 nvidia.com/gpu=2.0",
-        "BURSTABLE-cpu=2.0",
+        "burstable",
+        "best-effort",
+        "guaranteed",
+        "no-ratios",
+        "ratio-of-1",
+        "incompressible",
+        "bounded",
     ],
 )
 def test_overcommits_for(pod, ratios, bounds, expected) -> None:
@@ -70,15 +70,15 @@ BOUNDED = (Overcommit("cpu", Fraction(2), Fraction(4, 5)),)
         ((Overcommit("cpu", Fraction(4, 3)),), NO_LOAD, 5333),  # rounded down to kube units
     ],
     ids=[
-        "empty-NO_LOAD",
-        "PLAIN-NO_LOAD",
-        "PLAIN-NodeLoad(cpu=1.0,age=1)",
-        "BOUNDED-NodeLoad(cpu=0.5,age=1)",
-        "BOUNDED-NodeLoad(cpu=0.8,age=1)",
-        "BOUNDED-NodeLoad(cpu=0.81,age=1)",
-        "BOUNDED-NO_LOAD",
-        "BOUNDED-NodeLoad(memory=0.1,gpu=0.1,age=1)",
-        "Overcommit(cpu,Fraction(4,3))-NO_LOAD",
+        "none",
+        "plain-no-load",
+        "plain-busy",
+        "bounded-under",
+        "bounded-at-the-bound",
+        "bounded-over",
+        "bounded-no-load",
+        "bounded-cpu-unknown",
+        "rounded-down",
     ],
 )
 def test_effective_allocatable(overcommits, load, allocatable) -> None:

@@ -219,15 +219,15 @@ DEFERRED = {"type": "PodResizePending", "status": "True", "reason": "Deferred"}
         ([], [_status("i", "5")], [], "5/2"),  # an init container's does not
     ],
     ids=[
-        "empty-empty-empty",
-        "_status(a,3)-empty-empty",
-        "_status(a,1,1)-empty-empty",
-        "_status(a,1,4)-empty-empty",
-        "_status(a,1)-empty-DEFERRED",
-        "_status(a,1)-empty-INFEASIBLE",
-        "_status(a,None,4)-empty-empty",
-        "empty-_status(s,2)-empty",
-        "empty-_status(i,5)-empty",
+        "no-status",
+        "resized-up",
+        "resize-down-pending",
+        "allocated-above-both",
+        "deferred",
+        "infeasible",
+        "no-resources-reported",
+        "sidecar-status",
+        "init-status",
     ],
 )
 def test_a_pod_resized_in_place_counts_what_its_containers_hold(

@@ -193,7 +193,7 @@ GROUPED_CASES = [
 @pytest.mark.parametrize(
     ("name", "placement_of_pod"),
     GROUPED_CASES,
-    ids=["NodeAffinity", "PodTopologySpread", "InterPodAffinity"],
+    ids=[name for name, _ in GROUPED_CASES],
 )
 def test_grouped_forms_tell_apart_nodes_that_differ_in_any_label_read(
     name: str, placement_of_pod: dict[str, object]
