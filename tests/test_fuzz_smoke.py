@@ -37,7 +37,7 @@ def _seeds(target: str) -> list[Path]:
     ]
 
 
-@pytest.mark.parametrize("target", sorted(SEEDS))
+@pytest.mark.parametrize("target", sorted(SEEDS), ids=str)
 def test_every_seed_passes_its_target(target: str) -> None:
     seeds = _seeds(target)
     assert len(seeds) > 10
@@ -45,7 +45,7 @@ def test_every_seed_passes_its_target(target: str) -> None:
         getattr(targets, target)(path.read_bytes())
 
 
-@pytest.mark.parametrize("target", sorted(SEEDS))
+@pytest.mark.parametrize("target", sorted(SEEDS), ids=str)
 @SMOKE
 @given(data=st.binary(max_size=512))
 def test_any_bytes(target: str, data: bytes) -> None:

@@ -19,7 +19,11 @@ from loopback.store import Change
 JSON = dict[str, Any]
 
 
-@pytest.mark.parametrize("bits", [0, 1, (1 << 128) - 1, 0x0123456789ABCDEF0123456789ABCDEF])
+@pytest.mark.parametrize(
+    "bits",
+    [0, 1, (1 << 128) - 1, 0x0123456789ABCDEF0123456789ABCDEF],
+    ids=["zero", "one", "all-ones", "mixed"],
+)
 def test_uuid4_text_edges(bits: int) -> None:
     assert uuid4_text(bits) == str(uuid.UUID(int=bits, version=4))
 
@@ -77,6 +81,16 @@ EVENT = {
         ("events.events.k8s.io", {"fieldSelector": ["reason=Scheduled"]}),
         ("events.events.k8s.io", {"fieldSelector": ["reportingController=sched"]}),
     ],
+    ids=[
+        "pods",
+        "pods-not-finished",
+        "pods-running",
+        "pods-by-label",
+        "pods-on-node",
+        "events-by-reason",
+        "events.k8s.io-by-reason",
+        "events.k8s.io-by-controller",
+    ],
 )
 def test_event_lines_follow_the_cachers_rule(kind: str, query: dict[str, list[str]]) -> None:
     server = LoopbackAPIServer()
@@ -124,6 +138,13 @@ def _reference_items(
         {"fieldSelector": ["status.phase=Running"]},
         {"fieldSelector": ["reason=Scheduled"], "limit": ["1"]},
         {"labelSelector": ["a=1"], "limit": ["2"]},
+    ],
+    ids=[
+        "empty",
+        "limit=2",
+        "fieldSelector=status.phase=Running",
+        "fieldSelector=reason=Scheduled limit=1",
+        "labelSelector=a=1 limit=2",
     ],
 )
 def test_lists_select_and_page_as_defined(kind: str, query: dict[str, list[str]]) -> None:

@@ -52,6 +52,23 @@ def _ours(block: bytes) -> list[tuple[str, str]]:
         (b"caf\xe9: 1\r\n\r\n", False),
         (b"A:   x\r\n" * 60 + b"B x\r\n\r\n", False),  # a long block failing at its end
     ],
+    ids=[
+        "client",
+        "empty",
+        "bare-lf",
+        "blanks",
+        "repeated-name",
+        "latin-1-value",
+        "continuation-line",
+        "stray-cr",
+        "unix-from",
+        "no-name",
+        "space-in-name",
+        "eof-before-blank-line",
+        "no-last-line-end",
+        "latin-1-name",
+        "long-block-bad-end",
+    ],
 )
 def test_block_parses_as_http_client_does(block: bytes, plain: bool) -> None:
     lines = headers.read_block(io.BytesIO(block))
@@ -93,6 +110,7 @@ def test_lookups_ignore_case_and_take_the_first() -> None:
         (b"A: " + b"x" * 65536 + b"\r\n\r\n", http.client.LineTooLong, "header line"),
         (b"A: 1\r\n" * 101 + b"\r\n", http.client.HTTPException, "got more than 100 headers"),
     ],
+    ids=["LineTooLong", "HTTPException"],
 )
 def test_limits_are_http_clients(block: bytes, error: type[Exception], message: str) -> None:
     with pytest.raises(error) as ours:

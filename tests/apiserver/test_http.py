@@ -73,7 +73,27 @@ REQUESTS = [
 ]
 
 
-@pytest.mark.parametrize("request_bytes", REQUESTS)
+@pytest.mark.parametrize(
+    "request_bytes",
+    REQUESTS,
+    ids=[
+        "watch",
+        "binding",
+        "connection-close",
+        "keep-alive",
+        "expect-continue",
+        "folded-header",
+        "double-slash-path",
+        "http-1.0-keep-alive",
+        "http-2.0",
+        "bad-version",
+        "no-version",
+        "extra-words",
+        "non-ascii-path",
+        "too-many-headers",
+        "header-too-long",
+    ],
+)
 def test_requests_parse_as_the_standard_handler_parses_them(request_bytes: bytes) -> None:
     ours, theirs = _handler(Handler, request_bytes), _handler(_Standard, request_bytes)
     assert ours.parse_request() == theirs.parse_request()
@@ -99,6 +119,15 @@ def test_requests_parse_as_the_standard_handler_parses_them(request_bytes: bytes
         (200, "text/plain; charset=utf-8", {"Connection": "close"}, "HTTP/1.1", False),
         (599, "application/json", {}, "HTTP/1.1", False),  # no reason phrase known
         (200, "application/json", {"Connection": "close"}, "HTTP/0.9", False),
+    ],
+    ids=[
+        "200-application/json-empty",
+        "201-application/json-empty",
+        "429-application/json-Retry-After=1",
+        "409-application/json-Warning=299 - x Retry-After=3",
+        "200-text/plain; charset=utf-8-Connection=close",
+        "599-application/json-empty",
+        "200-application/json-Connection=close",
     ],
 )
 def test_response_head_is_the_standard_one(

@@ -36,6 +36,10 @@ from loopback.errors import APIError
         ({"finishedAt": ["2024-01-02T03:04:05+00:00", 1]}, {"finishedAt": ["2024-01-02T03:04:05Z", 1]}),
         ("2024-01-02T03:04:05Z", "2024-01-02T03:04:05Z"),  # no key: not a time
     ],
+    ids=[
+        "time", "time-fraction-dropped", "time-offset", "microtime", "microtime-fraction",
+        "nested", "not-times", "in-a-list", "no-key",
+    ],
 )  # fmt: skip
 def test_normalize_times(value: Any, want: Any) -> None:
     before = copy.deepcopy(value)

@@ -407,6 +407,7 @@ def test_pod_create_is_defaulted_as_captured(core: client.CoreV1Api) -> None:
         ({"spec": {"nodeName": "n1"}}, 422),
         ({"spec": {"schedulerName": "other"}}, 422),
     ],
+    ids=["labels", "image", "node-name", "scheduler-name"],
 )
 def test_pod_spec_is_immutable_except_the_allowed_fields(
     core: client.CoreV1Api, mutation: JSON, status: int
@@ -452,6 +453,15 @@ def cluster(apiserver: LoopbackAPIServer) -> LoopbackAPIServer:
         ("metadata.name=pending", ["default/pending"]),
         ("metadata.namespace=team-a,status.phase=Failed", ["team-a/failed"]),
     ],
+    ids=[
+        "spec.nodeName=",
+        "spec.nodeName!=",
+        "spec.nodeName=n1",
+        "spec.schedulerName=policyengine",
+        "status.phase!=Succeeded,status.phase!=Failed",
+        "metadata.name=pending",
+        "metadata.namespace=team-a,status.phase=Failed",
+    ],
 )
 def test_pod_field_selectors(
     cluster: LoopbackAPIServer, core: client.CoreV1Api, selector: str, expected: list[str]
@@ -470,6 +480,7 @@ def test_pod_field_selectors(
         ("tier", ["bound"]),
         ("!tier,app", ["other-sched", "pending"]),
     ],
+    ids=["app=web", "app!=web", "app in (web,db)", "app notin (web)", "tier", "!tier,app"],
 )
 def test_pod_label_selectors(
     cluster: LoopbackAPIServer, core: client.CoreV1Api, selector: str, expected: list[str]
@@ -500,6 +511,7 @@ def test_pod_label_selectors(
             None,
         ),
     ],
+    ids=["unknown-pod-field", "unknown-node-field", "exact-without-version", "exact-at-version-0"],
 )
 def test_bad_list_options(
     cluster: LoopbackAPIServer,
@@ -793,6 +805,7 @@ def test_binding_sets_node_and_condition(
         ("q", binding("q", "n1", uid="00000000-0000-0000-0000-000000000000"), 409, None),
         ("q", {**binding("q", "n1"), "target": {"kind": "Node"}}, 422, None),
     ],
+    ids=["p-409", "ghost-404", "q-400", "q-409", "q-422"],
 )
 def test_binding_failures(
     apiserver: LoopbackAPIServer,
@@ -897,6 +910,12 @@ EXTRA = {
             ["PodScheduled", "example.com/Extra"],
         ),
     ],
+    ids=[
+        "None",
+        "application/strategic-merge-patch+json",
+        "application/merge-patch+json",
+        "application/json-patch+json",
+    ],
 )
 def test_status_patch_flavours(
     apiserver: LoopbackAPIServer,
@@ -936,6 +955,11 @@ def test_status_patch_flavours(
             200,
             None,
         ),
+    ],
+    ids=[
+        "application/json-empty",
+        "application/apply-patch+yaml-empty",
+        "application/apply-patch+yaml-field_manager=policyengine force=True",
     ],
 )
 def test_status_patch_content_type_errors(
@@ -999,6 +1023,13 @@ def test_noop_patch_does_not_bump_resource_version(
         (True, {"grace_period_seconds": 0}, False, 0),
         (True, {"body": client.V1DeleteOptions(grace_period_seconds=0)}, False, 0),
         (True, {"grace_period_seconds": 5}, True, 5),
+    ],
+    ids=[
+        "False-empty",
+        "True-empty",
+        "True-grace_period_seconds=0",
+        "True-body=V1DeleteOptions(grace_period_seconds=0)",
+        "True-grace_period_seconds=5",
     ],
 )
 def test_pod_delete(
@@ -1237,6 +1268,11 @@ def test_throttle_answers_429_with_retry_after(
             ),
             'leases.coordination.k8s.io "x" is forbidden: User "system:serviceaccount:kube-system:policyengine" cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "kube-system"',
         ),
+    ],
+    ids=[
+        "verb=create resource=pods subresource=binding",
+        "verb=list resource=nodes",
+        "resource=leases",
     ],
 )
 def test_forbid_uses_the_rbac_message(

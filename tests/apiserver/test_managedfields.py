@@ -190,6 +190,7 @@ STATUS_ENTRY = {
             ],
         ),
     ],
+    ids=["None", "STATUS_ENTRY"],
 )
 def test_record(
     entries: list[JSON] | None,

@@ -68,6 +68,7 @@ POD = {
             },
         ),
     ],
+    ids=["conditions-merge-by-type", "same-key-merged", "null-deletes", "directives"],
 )
 def test_strategic_merge(patch: JSON, want: JSON) -> None:
     target = copy.deepcopy(POD)
@@ -117,6 +118,7 @@ def test_patches_leave_their_target_alone(target: JSON, patch: JSON) -> None:
         ([{"op": "add", "path": "/status/phase", "value": "Running"}], "Running"),
         ([{"op": "remove", "path": "/status/phase"}], None),
     ],
+    ids=["op=add path=/status/phase value=Running", "op=remove path=/status/phase"],
 )
 def test_json_patch_leaves_its_target_alone(ops: list[JSON], want: str | None) -> None:
     target = copy.deepcopy(POD)

@@ -76,6 +76,14 @@ def test_object_fields_match_as_extracted_fields_do(
         ("nodes", {"spec": {"unschedulable": False}}, "spec.unschedulable", "false"),
         ("configmaps", {"data": {"x": "1"}}, "data.x", ""),  # not a field label of the kind
     ],
+    ids=[
+        "pods-status=phase=Running",
+        "pods-spec=hostNetwork=True",
+        "pods-metadata=name=p",
+        "events-source=component=sched",
+        "nodes-spec=unschedulable=False",
+        "configmaps-data=x=1",
+    ],
 )
 def test_field_value(resource: str, obj: dict[str, Any], name: str, want: str) -> None:
     assert selectors.field_value(resource, obj, name) == want

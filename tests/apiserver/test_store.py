@@ -103,6 +103,7 @@ def _waiting(
 @pytest.mark.parametrize(
     ("written", "woken"),
     [("pods", {"pods"}), ("nodes", {"nodes"}), ("events", set())],
+    ids=["pods", "nodes", "events"],
 )
 def test_a_write_wakes_only_its_resources_watchers(written: str, woken: set[str]) -> None:
     store = Store()

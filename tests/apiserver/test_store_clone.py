@@ -52,6 +52,11 @@ def test_clone_shares_nothing_with_the_original(value: dict[str, Any]) -> None:
         OrderedDict([("b", 1), ("a", [1, 2])]),
         {"nested": OrderedDict(a={"x": 1})},
     ],
+    ids=[
+        "when=datetime(2024,1,1,tzinfo=UTC)",
+        "OrderedDict(b,1,a,1,2)",
+        "nested=OrderedDict(a=x=1)",
+    ],
 )
 def test_clone_falls_back_to_deepcopy_beyond_json(value: Any) -> None:
     copied = clone(value)

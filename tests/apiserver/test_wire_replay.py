@@ -293,7 +293,7 @@ SCENARIOS: dict[str, list[Step]] = {
 }
 
 
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS), ids=str)
 def test_capture_scenario(scenario: str, apiserver: LoopbackAPIServer) -> None:
     failures = run_steps(apiserver, SCENARIOS[scenario])
     assert not failures, "\n".join(failures)

@@ -100,6 +100,7 @@ def test_no_change_and_exit_code(capsys: pytest.CaptureFixture[str], new: str) -
         ([OLD, OLD, "--scheduler-name", "batch"], "no profile named 'batch' in the policy"),
         (["git:HEAD", OLD], "git:HEAD: expected git:REV:PATH, e.g. git:origin/main:policies"),
     ],
+    ids=["nowhere.sched,OLD", "OLD,OLD,--scheduler-name,batch", "git:HEAD,OLD"],
 )
 def test_bad_input(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
     code, _, err = run(capsys, *args, "--cluster", CLUSTER)

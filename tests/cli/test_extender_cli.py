@@ -118,6 +118,7 @@ def test_a_broken_policy_exits_2_before_listening(
         (["--kubeconfig", "/nowhere"], "--kubeconfig is only used with --node-cache"),
         (["--scheduler-name", "nobody"], "no profile named 'nobody'"),
     ],
+    ids=["--listen,nonsense", "--kubeconfig,/nowhere", "--scheduler-name,nobody"],
 )
 def test_bad_flags_exit_2(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]

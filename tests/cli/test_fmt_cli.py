@@ -164,7 +164,7 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "cannot be combined" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["-"], ["--stdin"]])
+@pytest.mark.parametrize("argv", [["-"], ["--stdin"]], ids=["-", "--stdin"])
 def test_stdin_to_stdout(
     argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

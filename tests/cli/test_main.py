@@ -49,12 +49,13 @@ def _outcome(parser_argv: Sequence[str], lazy: bool) -> tuple[Any, str, str]:
         ["diff", "a.sched"],
         ["-h", "run"],
     ],
+    ids=lambda argv: " ".join(argv) or "no-arguments",
 )
 def test_a_commands_own_parser_answers_as_the_whole_one(argv: list[str]) -> None:
     assert _outcome(argv, lazy=True) == _outcome(argv, lazy=False)
 
 
-@pytest.mark.parametrize("module_name", COMMAND_MODULES)
+@pytest.mark.parametrize("module_name", COMMAND_MODULES, ids=str)
 def test_every_module_registers_the_command_named_after_it(module_name: str) -> None:
     name = module_name.rsplit(".", 1)[1]
     assert name in COMMANDS

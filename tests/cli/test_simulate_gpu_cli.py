@@ -136,6 +136,7 @@ def test_pending_pods_report_gpu_use_with_the_pods_shapes(
             "policyengine simulate: --gpu-shapes: shape 1: unknown shape key 'size' (expected one of gpus, cores, memory, memory_percent, weight)\n",
         ),
     ],
+    ids=["--gpu-shapes,cores=x", "--gpu-shapes,size=2"],
 )
 def test_bad_shapes(
     capsys: pytest.CaptureFixture[str], files: tuple[str, str], args: list[str], message: str

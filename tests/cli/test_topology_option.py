@@ -51,6 +51,7 @@ def files(tmp_path: Path) -> tuple[str, str]:
             ["n1", "n2"],
         ),
     ],
+    ids=["n2", "n1", "n1,n2"],
 )
 def test_rack_label(files, capsys, options: list[str], feasible: list[str]) -> None:
     cluster, policy = files
@@ -86,6 +87,7 @@ def test_rack_label(files, capsys, options: list[str], feasible: list[str]) -> N
             "policyengine filter: --topology 'shelf=x': unknown level 'shelf'; levels are hostname, rack, nvlink_domain, block, zone, region\n",
         ),
     ],
+    ids=["rack", "shelf=x"],
 )
 def test_bad_topology_option(files, capsys, spec: str, message: str) -> None:
     cluster, policy = files

@@ -45,6 +45,7 @@ def test_binding_body_is_kube_schedulers() -> None:
         (429, BindOutcome.FAILED, False),
         (403, BindOutcome.FAILED, False),
     ],
+    ids=["None", "409", "500", "429", "403"],
 )
 def test_bind_outcomes(
     apiserver: LoopbackAPIServer,
@@ -135,6 +136,7 @@ SHOWN = {
         ({**SHOWN, "message": "older"}, True),
         ({**SHOWN, "status": "True", "reason": ""}, True),
     ],
+    ids=["none-shown", "same-shown", "older-message", "other-status"],
 )
 def test_condition_patched_only_when_it_changes(
     apiserver: LoopbackAPIServer, kube_api_client: Any, shown: dict | None, patched: bool
@@ -171,6 +173,13 @@ def test_dedup_window_expires(apiserver: LoopbackAPIServer, kube_api_client: Any
         ([(0.0, PRUNE_AT), (61.0, 1)], [PRUNE_AT, 1]),  # the expired ones go
         # expired keys wait for the doubled limit: then only the live ones stay
         ([(0.0, PRUNE_AT), (1.0, 1), (62.0, PRUNE_AT + 2)], [PRUNE_AT, PRUNE_AT + 1, PRUNE_AT + 2]),
+    ],
+    ids=[
+        "at-the-limit",
+        "all-live",
+        "over-the-limit-all-live",
+        "expired-go",
+        "expired-wait-for-doubled-limit",
     ],
 )
 def test_remembered_events_are_pruned_by_halves(

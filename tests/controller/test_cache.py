@@ -79,6 +79,7 @@ def test_pod_update_replaces_and_delete_frees(cache: ClusterCache) -> None:
         ({"cpu": "8"}, NODE_CHANGED),
         ({"labels": {"zone": "b"}}, NODE_CHANGED),
     ],
+    ids=["empty", "cpu=8", "labels=zone=b"],
 )
 def test_node_update_reports_relevance_and_keeps_pods(
     cache: ClusterCache, change: dict, expect: str
@@ -137,6 +138,7 @@ def test_watch_confirmation_replaces_the_assumption(cache: ClusterCache, bound_t
         (lambda: pod("p", cpu="1", node="n1", labels={"app": "x"}), False),
         (lambda: pod("p", cpu="2", node="n1"), False),
     ],
+    ids=["only-resource-version", "bound-elsewhere", "labels-changed", "requests-changed"],
 )
 def test_a_confirmation_equal_to_the_assumption_keeps_the_snapshot(
     cache: ClusterCache, confirmed: Callable[[], Pod], kept: bool

@@ -121,6 +121,12 @@ def test_in_cluster_config(tmp_path: Path) -> None:
             "KUBECONFIG=/nonexistent/a:/nonexistent/b: none of these files exists",
         ),
     ],
+    ids=[
+        "None-empty",
+        "None-KUBERNETES_SERVICE_HOST=10.96.0.1",
+        "/nonexistent/kubeconfig-empty",
+        "None-KUBECONFIG=/nonexistent/a:/nonexistent/b",
+    ],
 )
 def test_what_was_tried_when_nothing_works(
     kubeconfig: str | None, environ: dict[str, str], message: str
@@ -261,6 +267,15 @@ def test_connect_installs_the_flags_limits(kubeconfig_path: Path) -> None:
             RequestInfo("delete", "namespaces", name="ns"),
         ),
         ("GET", "https://h:6443/version", RequestInfo("get", "/version")),
+    ],
+    ids=[
+        "list-nodes",
+        "get-node",
+        "watch-pods",
+        "create-binding",
+        "update-lease",
+        "delete-namespace",
+        "version",
     ],
 )
 def test_request_info(method: str, url: str, expected: RequestInfo) -> None:

@@ -63,6 +63,7 @@ def _parse(obj: dict[str, Any]) -> Any:
         _bound(_pod(), node="n2", rv="99"),
         {**_bound(_pod()), "metadata": {**_bound(_pod())["metadata"], "resourceVersion": None}},
     ],
+    ids=["bound", "other-node-and-version", "no-resource-version"],
 )
 def test_a_binding_echo_is_answered_without_parsing(new: dict[str, Any]) -> None:
     old = _pod()
@@ -89,6 +90,22 @@ def test_a_binding_echo_is_answered_without_parsing(new: dict[str, Any]) -> None
         (("status", "conditions"), [{"type": "PodScheduled", "status": "True"}, _PREEMPTED]),
         (("status", "conditions"), [{"type": "PodResizePending", "reason": "Infeasible"}]),
     ],
+    ids=[
+        "metadata,labels-app=b",
+        "metadata,annotations-gpu=0",
+        "metadata,annotations-gpu=True",
+        "metadata,annotations-gpu",
+        "metadata,deletionTimestamp-2026-12-03T09:01:00Z",
+        "spec,priority-True",
+        "spec,priority-5.0",
+        "spec,schedulerName-other",
+        "status,phase-Running",
+        "status,nominatedNodeName-n3",
+        "spec,nodeName-7",
+        "metadata,resourceVersion-11",
+        "status,conditions-type=PodScheduled status=True,_PREEMPTED",
+        "status,conditions-type=PodResizePending reason=Infeasible",
+    ],
 )
 def test_anything_else_changed_is_parsed(where: tuple[str, str], value: Any) -> None:
     old = _pod()
@@ -106,6 +123,14 @@ def test_anything_else_changed_is_parsed(where: tuple[str, str], value: Any) -> 
         ({"a": "1"}, {}),
         ({"a": "1"}, None),
         ({"a": "1"}, {"a": "1"}),
+    ],
+    ids=[
+        "none-before",
+        "allocated-added",
+        "value-changed",
+        "removed",
+        "no-annotations-after",
+        "unchanged",
     ],
 )
 def test_a_binding_that_writes_annotations_is_answered(before: Any, after: Any) -> None:

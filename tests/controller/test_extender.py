@@ -305,6 +305,17 @@ def test_rule_runtime_errors_are_reported_in_error(tmp_path: Path, serve: Any) -
         ),
         (b"\xff\xfe", "not JSON"),
     ],
+    ids=[
+        "not-json",
+        "not-an-object",
+        "no-pod",
+        "pod-not-an-object",
+        "no-nodes",
+        "node-names-not-strings",
+        "nodes-not-a-list",
+        "bad-node-item",
+        "not-utf-8",
+    ],
 )
 def test_bad_requests_get_400_with_a_message(
     tmp_path: Path, serve: Any, body: bytes, message: str
@@ -359,6 +370,18 @@ def test_not_ready_until_the_node_cache_synced(tmp_path: Path, serve: Any) -> No
         (-5, 400, 0),
         (50, 0, 0),  # a policy without score rules
         (float("nan"), 100, 0),
+    ],
+    ids=[
+        "0-of-400",
+        "400-of-400",
+        "200-of-400",
+        "20-of-400",
+        "19-of-400",
+        "350-of-400",
+        "500-of-400",
+        "-5-of-400",
+        "50-of-0",
+        "nan-of-100",
     ],
 )
 def test_score_mapping(total: float, max_total: float, score: int) -> None:
@@ -447,6 +470,14 @@ def meta(*uids: str, violations: int = 0) -> dict[str, Any]:
             {"node-a": meta("u-low-a", violations=2), "node-b": meta("u-guarded", "u-low-b")},
             {"node-a": meta("u-low-a", violations=2)},  # victims and violations as sent
         ),
+    ],
+    ids=[
+        "kept",
+        "guarded-by-policy",
+        "still-no-fit",
+        "not-on-that-node",
+        "unknown-node",
+        "victims-and-violations-as-sent",
     ],
 )
 def test_preempt_keeps_the_nodes_whose_victims_the_policy_agrees_with(
@@ -546,6 +577,17 @@ def test_preempt_without_a_node_cache_is_an_error(tmp_path: Path, serve: Any) ->
             "ExtenderPreemptionArgs.NodeNameToVictims[n].Pods[0] is not a pod",
         ),
     ],
+    ids=[
+        "bind-not-an-object",
+        "bind-no-node",
+        "bind-pod-name-not-a-string",
+        "preempt-no-pod",
+        "preempt-no-victims",
+        "preempt-meta-victims-not-an-object",
+        "preempt-meta-victim-pods-bad",
+        "preempt-violations-not-an-integer",
+        "preempt-victim-not-a-pod",
+    ],
 )
 def test_bad_preempt_and_bind_requests_get_400_with_a_message(
     tmp_path: Path, serve: Any, verb: str, body: bytes, message: str
@@ -624,6 +666,7 @@ def test_bind_posts_the_binding_with_each_pods_gpu_devices(
         (binding("ghost"), "pod default/ghost is not waiting in the extender's node cache"),
         (binding("s0", node="g9"), "node g9 is not in the extender's node cache"),
     ],
+    ids=["binding(s0,uid=u-old)", "binding(ghost)", "binding(s0,node=g9)"],
 )
 def test_bind_refusals_are_reported_in_error(
     tmp_path: Path, serve: Any, apiserver: Any, gpu_cache: NodeCache, body: str, error: str

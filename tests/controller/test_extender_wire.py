@@ -58,6 +58,7 @@ def test_extender_args_by_name_and_whole() -> None:
             {"n2": 0},
         ),
     ],
+    ids=["n1=u1", "None", "n2=empty"],
 )
 def test_preemption_args(
     fields: dict[str, Any], uids: Any, victims: Any, violations: dict[str, int]

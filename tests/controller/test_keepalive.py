@@ -72,6 +72,7 @@ def test_writes_of_a_thread_share_one_connection(
 @pytest.mark.parametrize(
     "timeouts",
     [[10, 10, 10], [10, 30, 30, 10], [30, (5, 30), 0.5, 0.5], [10, None, None, 10]],
+    ids=["10,10,10", "10,30,30,10", "30,(5,30),0.5,0.5", "10,None,None,10"],
 )
 def test_each_write_reads_with_its_own_timeout(
     apiserver: LoopbackAPIServer, kube_api_client: Any, timeouts: list[Any]
@@ -134,6 +135,7 @@ def _refused_port() -> int:
         ("refused", urllib3.exceptions.NewConnectionError, "unreachable: connection refused"),
         ("slow", urllib3.exceptions.ReadTimeoutError, "did not answer in time"),
     ],
+    ids=["refused", "slow"],
 )
 def test_failures_are_raised_as_urllib3_raises_them(
     apiserver: LoopbackAPIServer, case: str, reason: type, message: str

@@ -282,6 +282,7 @@ def test_rbac_denial_is_reported_not_raised(
             "lease duration, renew deadline and retry period must be positive",
         ),
     ],
+    ids=["lease-not-longer-than-deadline", "deadline-too-short-for-retries", "retry-not-positive"],
 )
 def test_timings_are_checked(settings: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError) as error:

@@ -456,6 +456,7 @@ def test_a_whole_volume_mount_does_not_warn(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [("kube-system/policies", ("kube-system", "policies")), ("policies", ("ops", "policies"))],
+    ids=["kube-system/policies", "policies"],
 )
 def test_configmap_names(text: str, expected: tuple[str, str]) -> None:
     assert parse_configmap_name(text, "ops") == expected

@@ -279,6 +279,16 @@ MARK = {
             {**MARK, "lastTransitionTime": "2026-12-04T17:00:00Z"},
         ),
     ],
+    ids=[
+        "no-pod",
+        "no-conditions",
+        "already-marked",
+        "other-reason",
+        "was-false",
+        "generation",
+        "generation-already-marked",
+        "other-condition-types",
+    ],
 )
 def test_the_disruption_condition_is_written_only_when_it_changes(
     current: dict[str, Any] | None, expected: dict[str, Any] | None

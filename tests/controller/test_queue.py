@@ -224,7 +224,11 @@ def test_status_only_update_does_not_retry_an_unschedulable_pod(
     assert q.where("default/p") == ACTIVE
 
 
-@pytest.mark.parametrize("where", [ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT])
+@pytest.mark.parametrize(
+    "where",
+    [ACTIVE, BACKOFF, UNSCHEDULABLE, IN_FLIGHT],
+    ids=["ACTIVE", "BACKOFF", "UNSCHEDULABLE", "IN_FLIGHT"],
+)
 def test_delete_leaves_every_sub_queue(q: SchedulingQueue, where: str) -> None:
     q.add(pod("p"))
     if where != ACTIVE:

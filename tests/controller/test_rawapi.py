@@ -126,7 +126,22 @@ def _comparable(record: Any, name: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(("method", "api", "arguments"), CALLS)
+@pytest.mark.parametrize(
+    ("method", "api", "arguments"),
+    CALLS,
+    ids=[
+        "list-nodes",
+        "watch-nodes",
+        "list-pods",
+        "list-pdbs",
+        "create-binding",
+        "patch-pod-merge",
+        "patch-pod-json",
+        "patch-pod-status",
+        "delete-pod",
+        "create-event",
+    ],
+)
 def test_raw_calls_send_what_the_generated_client_sends(
     apiserver: LoopbackAPIServer, kube_api_client: Any, method: str, api: str, arguments: Call
 ) -> None:
@@ -212,6 +227,7 @@ def test_raw_failures_raise_what_the_generated_client_raises(
         ({"_preload_content": False, "_request_timeout": 30}, ""),  # a write's options
         ({"_request_timeout": 30, "grace_period_seconds": 0}, "gracePeriodSeconds=0"),
     ],
+    ids=["none", "limit-and-continue", "watch", "internal-only", "write-options", "grace-period"],
 )
 def test_query_string(params: dict[str, Any], query: str) -> None:
     assert query_string(params) == query

@@ -119,6 +119,15 @@ def test_small_dataclasses_compare_as_their_blanked_copies(
         (_Small(1, NAN), _Small(1, NAN), frozenset(), True),  # one NaN object: itself
         (_Small(1, float("nan")), _Small(1, float("nan")), frozenset(), False),  # two differ
     ],
+    ids=[
+        "another-class",
+        "note-not-compared",
+        "skipped-field-differs",
+        "unskipped-field-differs",
+        "all-fields-skipped",
+        "one-nan-object",
+        "two-nans",
+    ],
 )
 def test_equal_except(a: Any, b: Any, skip: frozenset[str], expected: bool) -> None:
     assert equal_except(a, b, skip) is expected
@@ -139,6 +148,11 @@ _ASSUMED = pod("p", uid="u1", node="n1")
         (lambda: spec_changed(_PODS[0], _PODS[5]), False),
         (lambda: spec_changed(_PODS[0], _PODS[1]), True),  # bound elsewhere
         (lambda: spec_changed(_PODS[0], _PODS[2]), True),
+    ],
+    ids=[
+        "placement-only-version", "placement-other-node", "placement-other-labels",
+        "node-only-version", "node-other-cpu",
+        "spec-status-and-version", "spec-status-only", "spec-bound-elsewhere", "spec-another-pod",
     ],
 )  # fmt: skip
 def test_the_callers_questions(question: Any, expected: bool) -> None:

@@ -86,6 +86,7 @@ def _same(data: bytes) -> None:
         b"{'a': 1}",
         b"[" * 1100 + b"]" * 1100,  # deeper than orjson reads
     ],
+    ids=lambda data: repr(data)[2:-1][:40],
 )
 def test_loads_answers_as_json(data: bytes) -> None:
     _same(data)

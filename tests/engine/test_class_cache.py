@@ -51,6 +51,7 @@ from tests.engine.agreement import (
     incremental,
 )
 from tests.engine.strategies import compiled, nodes, pods, policies
+from tests.engine.topology_templates import ANTI_AFFINITY, SPREAD
 from tests.model.builders import container, make_node, make_pod, snapshot, zoned_node
 
 NAME_RULES = [
@@ -60,25 +61,6 @@ NAME_RULES = [
     # The pod used whole: its class is shared by pods of other names (keyed by name too).
     'filter named { len([p for p in [pod] if p.name == "pod-2"]) == 0 or node.pod_count == 0 }',
     'score named weight 2 { if pod.name == "pod-1" then 80 else len([p for p in [pod]]) }',
-]
-
-ANTI_AFFINITY = {
-    "podAntiAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {
-                "labelSelector": {"matchLabels": {"app": "web"}},
-                "topologyKey": "zone",
-            }
-        ]
-    }
-}
-SPREAD = [
-    {
-        "maxSkew": 1,
-        "topologyKey": "zone",
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": "web"}},
-    }
 ]
 
 # The kube plugins alone, in the profile every cycle here runs.
@@ -618,7 +600,18 @@ LENDING = [
 ]
 
 
-@pytest.mark.parametrize(("lent_to", "alive", "copied"), LENDING)
+@pytest.mark.parametrize(
+    ("lent_to", "alive", "copied"),
+    LENDING,
+    ids=[
+        "lent-to-unknown",
+        "borrower-alive",
+        "borrower-gone",
+        "one-of-two-alive",
+        "both-gone",
+        "too-many-borrowers",
+    ],
+)
 def test_a_store_copies_lent_arrays_only_while_a_borrower_lives(
     lent_to: list[str | None], alive: list[str], copied: bool
 ) -> None:
@@ -862,7 +855,11 @@ JOB_KEYS = [
 ]
 
 
-@pytest.mark.parametrize(("labels", "name", "value"), JOB_KEYS)
+@pytest.mark.parametrize(
+    ("labels", "name", "value"),
+    JOB_KEYS,
+    ids=["job=a-p1", "job=a-p2", "job=b-p1", "empty-p3", "empty-p4"],
+)
 def test_a_rule_reading_a_pod_only_let_is_keyed_by_the_let_s_value(
     labels: dict[str, str], name: str, value: str
 ) -> None:

@@ -99,7 +99,11 @@ FILTER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("pod", "nodes", "feasible", "rejected"), FILTER_CASES)
+@pytest.mark.parametrize(
+    ("pod", "nodes", "feasible", "rejected"),
+    FILTER_CASES,
+    ids=["gpu_pod(p,2)", "gpu_pod(p,1,model=NVIDIA-H100)", "gpu_pod(p,8,model=NVIDIA-H100)"],
+)
 def test_filters(pod, nodes, feasible, rejected) -> None:
     decision = schedule(program(GPU_POLICY), pod, snapshot(nodes), random.Random(0))
     assert list(decision.feasible) == feasible

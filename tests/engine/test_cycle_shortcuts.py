@@ -19,7 +19,7 @@ from policyengine.engine.fastpath import incremental
 from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import differences, reference_decision
 from tests.engine.strategies import compiled
-from tests.engine.test_class_cache import ANTI_AFFINITY, SPREAD
+from tests.engine.topology_templates import ANTI_AFFINITY, SPREAD
 from tests.model.builders import make_pod, snapshot, zoned_node
 
 ROWS = st.sets(st.integers(0, 60), max_size=40)

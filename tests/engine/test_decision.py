@@ -48,6 +48,20 @@ def test_names_know_their_length_without_building() -> None:
         (lambda n: repr(n), "('b', 'a', 'c')"),
         (lambda n: pickle.loads(pickle.dumps(n)), ("b", "a", "c")),
     ],
+    ids=[
+        "equals-its-tuple",
+        "not-another-order",
+        "not-a-list",
+        "tuple",
+        "slice",
+        "last",
+        "contains",
+        "index",
+        "count",
+        "hash",
+        "repr",
+        "pickle",
+    ],
 )
 def test_names_read_as_their_tuple(read: object, expected: object) -> None:
     built: list[int] = []
@@ -92,6 +106,12 @@ _TAINT = Rejection("p/taint", ("node(s) had untolerated taint {a: b}",))
             {"n1": (_FIT,), "n2": (Rejection("p/fit", ("Insufficient cpu",)),)},
             [(_FIT, ["n1", "n2"])],
         ),
+    ],
+    ids=[
+        "empty",
+        "n1=empty",
+        "n1=_FIT n2=_TAINT,_FIT n3=_FIT",
+        "n1=_FIT n2=Rejection(p/fit,Insufficient cpu)",
     ],
 )
 def test_first_rejection_groups_of_a_plain_table(

@@ -117,6 +117,7 @@ def test_a_renamed_policy_is_reported_even_when_nothing_else_changes() -> None:
         (("a", ("a", "b")), ("a", ("a",)), (FEASIBILITY,)),
         ((None, ()), ("a", ("a",)), (SCHEDULABILITY, FEASIBILITY)),
     ],
+    ids=["a,a,b-a,a,b", "a,a,b-b,a,b", "a,a,b-a,b,a", "a,a,b-a,a", "None,empty-a,a"],
 )
 def test_compare(
     old: tuple[str | None, tuple[str, ...]],

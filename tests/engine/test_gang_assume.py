@@ -40,7 +40,7 @@ from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
 from policyengine.schedlib import default_schema, domain_counts
 from policyengine.schedlib.views import ResourceMap
-from tests.engine.test_gangs import cluster, gang, program
+from tests.engine.gang_builders import cluster, gang, program
 
 POLICY = Path(__file__).resolve().parents[2] / "policies" / "llm-training.sched"
 GPU = "nvidia.com/gpu"

@@ -99,6 +99,7 @@ def test_the_gang_does_not_fit_before_preemption() -> None:
         ({"c1": 5, "c2": 10}, "c1", ["c1-p0", "c1-p1"]),
         ({"c1": 7, "c2": 7}, "c1", ["c1-p0", "c1-p1"]),  # a tie goes to the first by name
     ],
+    ids=["c1=10 c2=5", "c1=5 c2=10", "c1=7 c2=7"],
 )
 def test_the_domain_with_the_cheapest_victims_is_chosen(
     priorities: dict[str, int], domain: str, victims: list[str]

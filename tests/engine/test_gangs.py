@@ -25,67 +25,28 @@ from policyengine.model.snapshot import ClusterSnapshot, snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
 from policyengine.quantity import parse_quantity
 from policyengine.schedlib import default_schema
+from tests.engine.gang_builders import (
+    CLIQUE,
+    FITS,
+    GPU,
+    RACK,
+    cluster,
+    gang,
+    gpu_node,
+    member,
+    program,
+)
 from tests.model.builders import make_node, make_pod, node_dict
 from tests.model.gpu_builders import gpu_node as shared_gpu_node
 from tests.model.gpu_builders import gpu_pod as shared_gpu_pod
 
 POLICIES = Path(__file__).resolve().parents[2] / "policies"
-CLIQUE = "nvidia.com/gpu.clique"
-RACK = "topology.kubernetes.io/rack"
-GPU = "nvidia.com/gpu"
-
-FITS = """
-  filter fits {
-    node.free["nvidia.com/gpu"] >= pod.requests["nvidia.com/gpu"]
-  } reason "Insufficient nvidia.com/gpu"
-"""
-
-
-def program(gang_block: str, rules: str = FITS) -> Program:
-    text = f'policy "t" {{\n{rules}\n  {gang_block}\n}}\n'
-    result = compile_texts({"t.sched": text}, default_schema())
-    assert result.ok, result.diagnostics
-    assert result.program is not None
-    return result.program
-
-
-def gpu_node(name: str, clique: str | None = None, rack: str | None = None, gpus: int = 8) -> Node:
-    labels = {}
-    if clique is not None:
-        labels[CLIQUE] = clique
-    if rack is not None:
-        labels[RACK] = rack
-    return make_node(name, labels=labels, cpu="64", memory="512Gi", extra={GPU: str(gpus)})
 
 
 def ready_node(name: str, **kwargs: Any) -> Node:
     obj = node_dict(name, **kwargs)
     obj["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     return parse_node(obj)
-
-
-def member(group: str, index: int, gpus: int = 8, node: str = "") -> Pod:
-    return make_pod(
-        f"{group}-{index}",
-        labels={POD_GROUP_LABEL: group},
-        requests={GPU: str(gpus)},
-        node_name=node,
-    )
-
-
-def gang(group: str, size: int, gpus: int = 8, min_member: int | None = None) -> Gang:
-    pods = tuple(member(group, i, gpus) for i in range(size))
-    return Gang(f"default/{group}", size if min_member is None else min_member, None, pods)
-
-
-def cluster(*layout: tuple[str, str, int]) -> ClusterSnapshot:
-    """Nodes from (clique, rack, count): ``<clique>-<i>``, 8 GPUs each."""
-    nodes = [
-        gpu_node(f"{clique}-{i}", clique, rack)
-        for clique, rack, count in layout
-        for i in range(count)
-    ]
-    return ClusterSnapshot.build(nodes)
 
 
 def place(prog: Program, g: Gang, snap: ClusterSnapshot) -> GangDecision:
@@ -197,6 +158,15 @@ def _with_min_resources(
         ({"cpu": "1"}, (), 0, 221, "pods short by 1"),
         ({}, (OTHER,), 0, None, ""),  # no minResources: no check
     ],
+    ids=[
+        "exactly-enough",
+        "gpus-short",
+        "gpus-held-by-another",
+        "cpu-and-gpus-short",
+        "own-member-counts-as-free",
+        "pods-short",
+        "no-min-resources",
+    ],
 )
 def test_min_resources_are_checked_against_the_clusters_free_resources(
     wanted: dict[str, str],
@@ -236,6 +206,7 @@ TIERS = "gang { within nvlink_domain, rack required }"
         (5, ("rack", "r1")),  # no clique is that large; rack r1 (c1 + c2) is
         (7, None),  # nothing is, and the last level is required
     ],
+    ids=["2-in-the-first-clique", "3-in-the-next-clique", "5-in-a-rack", "7-nowhere"],
 )
 def test_the_lowest_level_that_fits_wins(size: int, domain: tuple[str, str] | None) -> None:
     snap = cluster(("c1", "r1", 2), ("c2", "r1", 3), ("c3", "r2", 3))

@@ -31,6 +31,15 @@ from tests.model.gpu_builders import gpu_node, gpu_pod
         ("cores=abc", "shape 1: cores 'abc': not a number"),
         ("", "no shapes given"),
     ],
+    ids=[
+        "cores=25,memory=10Gi,weight=3;gpus=1",
+        "cores=50",
+        "gpus=2; ",
+        "cores=25;size=3",
+        "cores",
+        "cores=abc",
+        "''",
+    ],
 )
 def test_parse_shapes(text: str, expected: object) -> None:
     assert parse_shapes(text) == expected
@@ -85,6 +94,7 @@ def test_report_allocation_and_fragmentation() -> None:
         ),  # not a literal: not a declaration
         ('policy "p" { let shapes = [{"size": 2}] }', None),  # not a valid shape
     ],
+    ids=["gpu_shapes", "shapes-by-memory", "other-let", "not-a-literal", "invalid-shape"],
 )
 def test_declared_shapes(source: str, expected: object) -> None:
     result = compile_texts({"p.sched": source}, default_schema())

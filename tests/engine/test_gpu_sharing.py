@@ -81,6 +81,7 @@ def test_simulate_writes_devices_and_reports_gpu_use() -> None:
         ("spread", ["n1-gpu0", "n1-gpu1", "n1-gpu2"]),  # HAMi's spread: the emptiest device
         ("", ["n1-gpu0", "n1-gpu0", "n1-gpu0"]),  # no annotation: binpack
     ],
+    ids=["binpack", "spread", "''"],
 )
 def test_a_pods_gpu_scheduler_policy_picks_its_device(policy: str, devices: list[str]) -> None:
     snap = ClusterSnapshot.build([gpu_node("n1", count=3, memory_mib=40960)])

@@ -58,6 +58,16 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("nodes", "infeasible", "expected"), CASES)
+@pytest.mark.parametrize(
+    ("nodes", "infeasible", "expected"),
+    CASES,
+    ids=[
+        "no-reasons",
+        "counted-by-reason",
+        "first-rule-counts",
+        "sorted-as-strings",
+        "quoted-reason",
+    ],
+)
 def test_histogram_line(nodes: int, infeasible: dict, expected: str) -> None:
     assert histogram_line(nodes, infeasible) == expected

@@ -121,7 +121,7 @@ def in_rule_order(names: list[str], kind: str) -> list[str]:
     return [r.name for r in rules if r.name in names]
 
 
-@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("shape", list(SHAPES), ids=str)
 def test_the_rules_a_pod_leaves_idle_are_left_out(shape: str) -> None:
     _, filters, scores = SHAPES[shape]
     got_filters, got_scores = active_names(pod_of(shape))
@@ -150,7 +150,7 @@ def test_pods_leaving_the_same_rules_idle_share_one_active_plan() -> None:
     assert idle_tests(bare_plan).active(Env({"pod": PodView(pod_of("cpu"))}, None)) is bare_plan
 
 
-@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("shape", list(SHAPES), ids=str)
 @pytest.mark.parametrize("all_filters", [False, True])
 def test_a_cycle_without_its_idle_rules_decides_as_the_reference(
     shape: str, all_filters: bool

@@ -63,6 +63,16 @@ BUSY = NodeLoad(cpu=0.9, age=10)
         ("overcommit cpu 1.5 max_load 0.5", BURSTABLE, {}, ()),
         ("overcommit cpu 1.5 max_load 0.5", GUARANTEED, {"a": IDLE, "b": IDLE}, ()),
     ],
+    ids=[
+        "no-overcommit",
+        "room-with-1.5",
+        "guaranteed-never",
+        "no-room-with-1.2",
+        "idle-and-busy",
+        "one-without-load",
+        "no-loads",
+        "guaranteed-idle",
+    ],
 )
 def test_filter(overcommit: str, pod, loads, feasible) -> None:
     decision = schedule(program(overcommit), pod, cluster(**loads), random.Random(0))
@@ -101,7 +111,9 @@ def test_balanced_allocation_caps_at_the_overcommitted_allocatable() -> None:
 @pytest.mark.parametrize(
     "overcommit", ["", "overcommit cpu 1.5", "overcommit cpu 1.5 max_load 0.5"]
 )
-@pytest.mark.parametrize("pod", [BURSTABLE, GUARANTEED, BEST_EFFORT])
+@pytest.mark.parametrize(
+    "pod", [BURSTABLE, GUARANTEED, BEST_EFFORT], ids=["BURSTABLE", "GUARANTEED", "BEST_EFFORT"]
+)
 def test_fast_path_equals_the_reference(overcommit: str, pod) -> None:
     prog = program(overcommit)
     snap = cluster(a=IDLE, b=BUSY)

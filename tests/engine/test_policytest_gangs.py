@@ -88,6 +88,7 @@ def run(tmp_path: Path, pod: str, gang: Any) -> pt.CaseResult:
             [f"gang: want placed True, got placed false, domain None: {THREE}"],
         ),
     ],
+    ids=["placed-as-expected", "not-placed-as-expected", "wrong-domain", "wrongly-placed"],
 )
 def test_the_gang_expectation(
     tmp_path: Path, pod: str, gang: dict[str, Any], failures: list[str]
@@ -104,6 +105,7 @@ def test_the_gang_expectation(
         ({"domain": "r1"}, "gang.domain: expected LEVEL/VALUE or null, got a string"),
         ({"message": ""}, "gang.message: expected a non-empty part of the message, got a string"),
     ],
+    ids=["yes", "placed=yes", "domain=r1", "message=''"],
 )
 def test_bad_gang_expectations_are_refused(tmp_path: Path, gang: Any, message: str) -> None:
     (tmp_path / "g.sched").write_text(POLICY, encoding="utf-8")

@@ -189,6 +189,7 @@ NONE_FOUND = ("No preemption victims found for incoming pod",)
         # one lower-ranked pod, but too small to make room: the dry run says why
         (1, {"n1": NONE_FOUND, "n2": NONE_FOUND, "n3": ("Insufficient cpu",)}),
     ],
+    ids=["none-ranked-lower", "lower-but-too-small"],
 )
 def test_nodes_without_lower_ranked_pods_have_no_victims(
     kube: Program, small: int, statuses: dict[str, tuple[str, ...]]
@@ -245,6 +246,7 @@ DELETED = "2026-01-01T00:00:00Z"
         # Of higher priority than the preemptor: not its victim, so not what it waits for.
         (DELETED, True, 200, ("n2", ("default/b",))),
     ],
+    ids=["being-preempted", "deleted-by-another", "marked-not-deleted", "higher-priority"],
 )
 def test_a_pod_waits_on_its_nominated_node_only_for_a_victim_being_preempted(
     kube: Program, deleted: str | None, by_preemption: bool, priority: int, outcome: Any
@@ -287,6 +289,7 @@ DRA = (
         # No policy governs the pod: its own reason, once (no "preemption:" repeating it).
         ("gpu-only", pending("1"), "no policy of profile policyengine matches the pod"),
     ],
+    ids=["kube", "gpu-only"],
 )
 def test_pods_policyengine_does_not_place_are_told_once_why(
     kube: Program, program: str, pod: Pod, message: str
@@ -376,6 +379,7 @@ def test_min_available_without_status_is_computed_from_the_pods(kube: Program) -
         ({"maxUnavailable": "50%"}, 3, 2),
         ({}, 3, 0),
     ],
+    ids=["minAvailable=1", "minAvailable=50%", "maxUnavailable=1", "maxUnavailable=50%", "empty"],
 )
 def test_allowed_disruptions_without_status(spec: dict, healthy: int, allowed: int) -> None:
     pods = [running("n1", f"db-{i}", "1", 1, labels={"app": "db"}) for i in range(healthy)]
@@ -518,6 +522,15 @@ REVIEW_PODS = (
             "default/w1 would stay",
         ),
         ("n9", ["a"], "node n9 is not in the scheduler's cache"),
+    ],
+    ids=[
+        "agreed",
+        "not-enough",
+        "victim-elsewhere",
+        "guarded-by-policy",
+        "node-refused",
+        "half-a-gang",
+        "unknown-node",
     ],
 )
 def test_another_schedulers_victims_are_reviewed_by_the_policy(

@@ -112,7 +112,18 @@ GROUPS = [
 ]
 
 
-@pytest.mark.parametrize(("keys", "rows", "expected"), GROUPS)
+@pytest.mark.parametrize(
+    ("keys", "rows", "expected"),
+    GROUPS,
+    ids=[
+        "None",
+        "_rows(1,0,1,-1,0,1)",
+        "_rows(1,0,1,1,1,0,1,1,-1,0)",
+        "_rows(1,0,1)",
+        "_rows(1,2,3,4,5,6)",
+        "zeros(5,0,int64)",
+    ],
+)
 def test_rows_are_grouped_by_their_row_keys(
     keys: np.ndarray | None, rows: list[int], expected: tuple[list[int], list[int]] | None
 ) -> None:

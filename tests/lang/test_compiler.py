@@ -27,30 +27,7 @@ from policyengine.lang.compiler import (
 from policyengine.lang.loader import load_texts
 from policyengine.lang.runtime import Env, FilterVerdict
 from tests.lang.fake_schema import PROBING_SCHEMA as SCHEMA
-
-
-def order(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "o1",
-        "labels": {},
-        "wants": {"cpu": Fraction(1)},
-        "priority": 1,
-        "tags": [],
-    }
-    return {**base, **fields}
-
-
-def widget(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "w1",
-        "labels": {},
-        "capacity": {"cpu": Fraction(2)},
-        "parts": [],
-        "weight": 1.0,
-        "count": 4,
-        "colour": None,
-    }
-    return {**base, **fields}
+from tests.lang.widget_schema import order, widget
 
 
 def compiled(source: str, name: str = "main.sched") -> Program:
@@ -82,6 +59,7 @@ def test_the_passes_are_one_ordered_list() -> None:
         ('policy "p" { use nowhere }', "link", "PE213"),
         ('policy "p" { filter f { widget.nothing > 1 } }', "check", None),
     ],
+    ids=["load", "link", "check"],
 )
 def test_compiling_stops_after_the_first_pass_with_errors(
     source: str, last_pass: str, code: str | None

@@ -185,6 +185,7 @@ def test_diagnostic(name: str, source: str, expected: str) -> None:
             'policy "p" {\n  gang {  # tiers\n    within hall  # last\n  }\n}\n',
         ),
     ],
+    ids=["spacing", "empty-block", "comments"],
 )
 def test_fmt_prints_gang_blocks(source: str, expected: str) -> None:
     assert format_source(source, PATH).text == expected

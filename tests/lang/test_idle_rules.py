@@ -19,7 +19,7 @@ from policyengine.lang.runtime import EvalError
 from policyengine.lang.schema import Function, Param, Schema
 from policyengine.lang.types import INT, STRING, ListType, Nullable
 from tests.lang.fake_schema import ORDER, SCHEMA, WIDGET
-from tests.lang.test_compiler import order, widget
+from tests.lang.widget_schema import order, widget
 
 
 def _quiet(context: dict[str, Any]) -> bool:
@@ -155,7 +155,14 @@ def compiled_rule(rule: str) -> tuple[Any, CompiledRule]:
     return result.program, (*policy.filters, *policy.scores)[0]
 
 
-@pytest.mark.parametrize(("rule", "pod", "context", "idle"), CASES)
+@pytest.mark.parametrize(
+    ("rule", "pod", "context", "idle"),
+    CASES,
+    ids=[
+        f"{rule}-{'vip' if pod is VIP else 'plain'}-{'quiet' if context is QUIET else 'loud'}"
+        for rule, pod, context, _ in CASES
+    ],
+)
 def test_a_rule_is_told_idle_only_where_it_passes_or_scores_none_everywhere(
     rule: str, pod: dict, context: dict, idle: bool | None
 ) -> None:

@@ -103,12 +103,35 @@ def test_the_parser_runs_the_driver() -> None:
     assert type(p._driver()) is Driver
 
 
-@pytest.mark.parametrize("source", FILES)
+@pytest.mark.parametrize(
+    "source",
+    FILES,
+    ids=[
+        "empty",
+        "comment",
+        "import",
+        "profile",
+        "library",
+        "empty-policy",
+        "use",
+        "match-and-lets",
+        "filters",
+        "scores",
+        "preempt",
+        "overcommit",
+        "gang",
+        "logic",
+        "collections",
+        "calls-and-arithmetic",
+        "multi-line",
+        "builder-problems",
+    ],
+)
 def test_files_match_the_reference(source: str) -> None:
     check(source)
 
 
-@pytest.mark.parametrize("source", EXPRESSIONS)
+@pytest.mark.parametrize("source", EXPRESSIONS, ids=[e.replace("\n", " ") for e in EXPRESSIONS])
 def test_expressions_match_the_reference(source: str) -> None:
     check(source, "expr")
 
@@ -120,7 +143,20 @@ def test_shipped_policies_match_the_reference(path: Path) -> None:
     check(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("source", BAD)
+@pytest.mark.parametrize(
+    "source",
+    BAD,
+    ids=[
+        "assign-for-compare",
+        "double-ampersand",
+        "unclosed-policy",
+        "unquoted-name",
+        "single-quoted-name",
+        "let-without-name",
+        "unclosed-string",
+        "extra-braces",
+    ],
+)
 def test_errors_are_larks_own(source: str) -> None:
     with pytest.raises(UnexpectedInput) as expected:
         lark_parser().parse(source, start="start")

@@ -173,6 +173,7 @@ def test_reason_holes_have_positions_in_the_file() -> None:
         (r'"key {pod.labels[\"a}b\"] ?? \"-\"} left"', [("a}b", "-")]),
         (r'"{pod.labels[\"{\"] ?? \"}}\"}"', [("{", "}}")]),
     ],
+    ids=['"key {pod.labels[\\"a}b\\"] ?? \\"-\\"} left"', '"{pod.labels[\\"{\\"] ?? \\"}}\\"}"'],
 )
 def test_reason_holes_close_outside_their_string_literals(
     reason: str, holes: list[tuple[str, str]]

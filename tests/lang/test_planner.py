@@ -23,41 +23,9 @@ from policyengine.lang.planner import PlanError, Planner
 from policyengine.lang.runtime import Env, EvalError, format_value
 from policyengine.lang.types import BOOL, INT, QUANTITY, STRING, ListType
 from policyengine.quantity import parse_quantity
+from tests.lang.expression_tables import SHORT_CIRCUITS, VALUES
 from tests.lang.fake_schema import PROBING_SCHEMA as SCHEMA
-
-
-def part(name: str, size: str = "1", spare: bool = False) -> dict[str, Any]:
-    return {"name": name, "size": parse_quantity(size), "spare": spare}
-
-
-def order(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "o1",
-        "labels": {"team": "ml"},
-        "wants": {"cpu": Fraction(2)},
-        "priority": 5,
-        "tags": ["fast", "gpu"],
-    }
-    return {**base, **fields}
-
-
-def widget(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "w-7",
-        "labels": {"zone": "eu-1", "rack": "r2"},
-        "capacity": {"cpu": Fraction(4), "memory": parse_quantity("16Gi")},
-        "parts": [part("a", "500m", True), part("b", "2"), part("c", "250m", True)],
-        "weight": 2.5,
-        "count": 3,
-        "colour": None,
-    }
-    return {**base, **fields}
-
-
-def env_for(context: Any = None, **roots: Any) -> Env:
-    roots.setdefault("order", order())
-    roots.setdefault("widget", widget())
-    return Env(roots, context if context is not None else {})
+from tests.lang.widget_schema import env_for, part, sample_widget
 
 
 def evaluate(source: str, env: Env | None = None) -> Any:
@@ -66,148 +34,6 @@ def evaluate(source: str, env: Env | None = None) -> Any:
 
 
 # --- values --------------------------------------------------------------------------------
-
-VALUES: list[tuple[str, Any]] = [
-    # literals
-    ("42", 42),
-    ("2.5", 2.5),
-    ("500m", Fraction(1, 2)),
-    ("16Gi", Fraction(16 * 2**30)),
-    ('"text"', "text"),
-    ("true", True),
-    ("null", None),
-    ("[1, 2, 3]", [1, 2, 3]),
-    ("{1, 2, 2}", frozenset({1, 2})),
-    ('{"a": 1, "b": 2}', {"a": 1, "b": 2}),
-    ("[]", []),
-    # arithmetic
-    ("1 + 2 * 3", 7),
-    ("(1 + 2) * 3", 9),
-    ("7 / 2", 3.5),
-    ("6 / 3", 2.0),
-    ("7 % 3", 1),
-    ("-widget.count", -3),
-    ("10 - 2.5", 7.5),
-    ('"ab" + "cd"', "abcd"),
-    ("100m + 200m", Fraction(3, 10)),
-    ("3 * 500m", Fraction(3, 2)),
-    ("1Gi / 4", Fraction(2**28)),
-    ('widget.capacity["cpu"] / 3', Fraction(4, 3)),
-    ("1Gi / 2Gi", 0.5),
-    ("500m * 1.5", 0.75),
-    ("2 / 500m", 4.0),
-    # comparison
-    ("1 < 2", True),
-    ("2 <= 1", False),
-    ("1 == 1.0", True),
-    ("500m == 0.5", True),
-    ("100m < 1", True),
-    ("16Gi > 1G", True),
-    ('"a" != "b"', True),
-    ("widget.count >= 3", True),
-    # membership
-    ('"gpu" in order.tags', True),
-    ('"cpu" not in order.tags', True),
-    ('"zone" in widget.labels', True),
-    ('"eu" in widget.labels["zone"] ?? ""', True),
-    ("widget.count in [1, 2, 3]", True),
-    ("widget.count in {4, 5}", False),
-    ("widget.count not in [1, 2, 3]", False),
-    # logic
-    ("true and false", False),
-    ("widget.count > 1 and widget.weight > 1", True),
-    ("widget.count > 5 or widget.weight > 1", True),
-    ("not (widget.count > 1)", False),
-    # null safety
-    ('widget.labels["zone"] ?? "none"', "eu-1"),
-    ('widget.labels["missing"] ?? "none"', "none"),
-    ('widget.labels["missing"]', None),
-    ('widget.colour ?? "grey"', "grey"),
-    ("order.tags[0]", "fast"),
-    ("order.tags[2]", None),
-    ("order.tags[-1]", None),
-    ('order.tags[9] ?? "none"', "none"),
-    ("null ?? 1", 1),
-    # conditional
-    ('if widget.count > 2 then "big" else "small"', "big"),
-    ('if widget.count > 5 then "big" else "small"', "small"),
-    # attributes
-    ("widget.name", "w-7"),
-    ("widget.parts[1].size", Fraction(2)),
-    ("widget.parts[7] == null", True),
-    # comprehensions
-    ("[p.name for p in widget.parts]", ["a", "b", "c"]),
-    ("[p.name for p in widget.parts if p.spare]", ["a", "c"]),
-    ("[k for k in widget.labels]", ["zone", "rack"]),
-    ('[k + "=" + v for k, v in widget.labels]', ["zone=eu-1", "rack=r2"]),
-    ("[x * 2 for x in [1, 2, 3] if x != 2]", [2, 6]),
-    ("[x for x in []]", []),
-    ("[p.name for p in widget.parts if any(q.size > p.size for q in widget.parts)]", ["a", "c"]),
-    # aggregates
-    ("len(widget.parts)", 3),
-    ("len(widget.labels)", 2),
-    ('len("abc")', 3),
-    ("any(p.spare for p in widget.parts)", True),
-    ("all(p.spare for p in widget.parts)", False),
-    ("all(p.size > 0 for p in widget.parts)", True),
-    ("count(p.spare for p in widget.parts)", 2),
-    ("count([true, false, true])", 2),
-    ("any([false, false])", False),
-    ("all([])", True),
-    ("any([])", False),
-    ("count([])", 0),
-    ("sum(p.size for p in widget.parts)", Fraction(11, 4)),
-    ("sum(p.size for p in widget.parts if p.spare)", Fraction(3, 4)),
-    ("sum([1, 2, 3])", 6),
-    ("sum([])", 0),
-    ("sum(p.size for p in widget.parts if p.size > 10)", 0),
-    ("min(p.size for p in widget.parts)", Fraction(1, 4)),
-    ("max(p.size for p in widget.parts)", Fraction(2)),
-    ("min([])", None),
-    ("max(p.size for p in widget.parts if p.size > 10)", None),
-    ("max([]) ?? 7", 7),
-    ("min(3, 1, 2)", 1),
-    ("max(1, 2.5)", 2.5),
-    ("max(widget.count, 10)", 10),
-    # conversions
-    ('int("42")', 42),
-    ('int(" -7 ")', -7),
-    ('int("4.2")', None),
-    ('int("x")', None),
-    ("int(2.9)", 2),
-    ("int(1500m)", 1),
-    ('float("2.5")', 2.5),
-    ('float("nope")', None),
-    ("float(3)", 3.0),
-    ('quantity("16Gi")', Fraction(16 * 2**30)),
-    ('quantity("250m")', Fraction(1, 4)),
-    ('quantity("lots")', None),
-    ("quantity(2)", Fraction(2)),
-    ("string(1500m)", "1500m"),
-    ("string(0.5)", "0.5"),
-    ("string(null)", "null"),
-    ('string(["a", 1])', "[a, 1]"),
-    ("abs(-3)", 3),
-    ("abs(-250m)", Fraction(1, 4)),
-    # string helpers
-    ('widget.name.startswith("w-")', True),
-    ('widget.name.endswith("-7")', True),
-    ('widget.name.contains("-")', True),
-    ('"a,b,c".split(",")', ["a", "b", "c"]),
-    ('"MiXed".lower()', "mixed"),
-    ('"MiXed".upper()', "MIXED"),
-    ('"  x  ".trim()', "x"),
-    ('widget.name.matches("^w-[0-9]+$")', True),
-    ('widget.name.matches("[0-9]{2}")', False),
-    ('widget.labels["zone"].matches("eu")', True),
-    ("widget.labels.keys()", ["zone", "rack"]),
-    ("widget.labels.values()", ["eu-1", "r2"]),
-    ("widget.capacity.keys()", ["cpu", "memory"]),
-    # domain functions
-    ("fits(order, widget)", True),
-    ("shortfall(order, widget)", []),
-    ("probe(3) + 1", 4),
-]
 
 
 @pytest.mark.parametrize(("source", "expected"), VALUES, ids=[s for s, _ in VALUES])
@@ -218,7 +44,7 @@ def test_value(source: str, expected: Any) -> None:
 
 
 def test_domain_function_sees_objects_and_context() -> None:
-    small = widget(capacity={"cpu": Fraction(1)})
+    small = sample_widget(capacity={"cpu": Fraction(1)})
     assert evaluate("fits(order, widget)", env_for(widget=small)) is False
     assert evaluate("shortfall(order, widget)", env_for(widget=small)) == ["short of cpu"]
     context = {"scores": {"x": 9}}
@@ -229,22 +55,8 @@ def test_domain_function_sees_objects_and_context() -> None:
 
 # --- short-circuiting ----------------------------------------------------------------------
 
-# explode() raises: each of these would fail if the side it stands on were evaluated.
-SHORT_CIRCUITS = [
-    ("widget.count > 100 and explode()", False),
-    ("widget.count > 1 or explode()", True),
-    ("widget.name ?? explode()", "w-7"),
-    ("if widget.count > 1 then 1 else explode()", 1),
-    ("if widget.count < 1 then explode() else 2", 2),
-    ("any(p.spare or explode() for p in widget.parts)", True),
-    ("any(p.spare for p in widget.parts) or explode()", True),
-    ("all(p.size > 1 and explode() for p in widget.parts)", False),
-    ("[explode() for p in widget.parts if p.size > 10]", []),
-    ("false and explode()", False),
-]
 
-
-@pytest.mark.parametrize(("source", "expected"), SHORT_CIRCUITS)
+@pytest.mark.parametrize(("source", "expected"), SHORT_CIRCUITS, ids=[s for s, _ in SHORT_CIRCUITS])
 def test_short_circuit_never_evaluates_the_other_side(source: str, expected: Any) -> None:
     assert evaluate(source) == expected
 
@@ -293,8 +105,8 @@ def test_regex_is_compiled_once_at_plan_time(monkeypatch: pytest.MonkeyPatch) ->
     for name in ("compile", "search", "match", "fullmatch", "_compile"):
         monkeypatch.setattr(planner_module.re, name, forbidden)
     for count in range(100):
-        assert plan.fn(env_for(widget=widget(name=f"w-{count}"))) is True
-    assert plan.fn(env_for(widget=widget(name="x"))) is False
+        assert plan.fn(env_for(widget=sample_widget(name=f"w-{count}"))) is True
+    assert plan.fn(env_for(widget=sample_widget(name="x"))) is False
 
 
 @pytest.mark.parametrize(
@@ -312,6 +124,20 @@ def test_regex_is_compiled_once_at_plan_time(monkeypatch: pytest.MonkeyPatch) ->
         ('string(1Gi) + "!"', "1Gi!"),
         ("true or widget.count > 1", True),
         ("false and widget.count > 1", False),
+    ],
+    ids=[
+        "1 + 2 * 3",
+        "100m + 200m",
+        '"a" + "b"',
+        '"x,y".split(",")',
+        "[1, 2][1]",
+        '{"a": 1}["a"]',
+        "if 1 < 2 then 3 else 4",
+        "null ?? 5",
+        "len([1, 2]) + abs(-1)",
+        'string(1Gi) + "!"',
+        "true or widget.count > 1",
+        "false and widget.count > 1",
     ],
 )
 def test_constants_are_folded(source: str, value: Any) -> None:
@@ -356,6 +182,14 @@ def test_per_node(source: str, per_node: bool) -> None:
         ("[p.name for p in widget.parts]", ListType(STRING)),
         ("widget.count > 1", BOOL),
         ("shortfall(order, widget)", ListType(STRING, bound=16)),
+    ],
+    ids=[
+        "widget.count",
+        "widget.name",
+        'widget.capacity["cpu"] ?? 0',
+        "[p.name for p in widget.parts]",
+        "widget.count > 1",
+        "shortfall(order, widget)",
     ],
 )
 def test_inferred_types_without_the_checker(source: str, type_: Any) -> None:
@@ -408,6 +242,21 @@ def test_what_cannot_be_planned_is_a_diagnostic(source: str, message: str) -> No
         ({"k": 1}, "{k: 1}"),
         (7, "7"),
     ],
+    ids=[
+        "500m",
+        "16Gi",
+        "0.5",
+        "12.25",
+        "3",
+        "0.3",
+        "null",
+        "true",
+        "as is",
+        "[a, 250m, null]",
+        "[a, b]",
+        "{k: 1}",
+        "7",
+    ],
 )
 def test_format_value(value: Any, text: str) -> None:
     assert format_value(value) == text
@@ -448,7 +297,9 @@ def test_formatted_quantities_read_back_exactly(value: Fraction) -> None:
 @given(st.lists(st.integers(min_value=1, max_value=10**6), max_size=20))
 def test_sum_of_milli_quantities_is_exact(millis: list[int]) -> None:
     parts = [part(f"p{i}", f"{m}m") for i, m in enumerate(millis)]
-    result = evaluate("sum(p.size for p in widget.parts)", env_for(widget=widget(parts=parts)))
+    result = evaluate(
+        "sum(p.size for p in widget.parts)", env_for(widget=sample_widget(parts=parts))
+    )
     assert result == Fraction(sum(millis), 1000)
 
 

@@ -40,7 +40,9 @@ FORMATTED = [
 ]
 
 
-@pytest.mark.parametrize("source", FORMATTED)
+@pytest.mark.parametrize(
+    "source", FORMATTED, ids=["one-preempt", "guarded", "let-comment-and-two-preempts"]
+)
 def test_formatted_source_round_trips(source: str) -> None:
     result = format_source(source, PATH)
     assert result.diagnostics == ()

@@ -65,7 +65,7 @@ def _reads(lets: str, rule: str) -> RuleReads:
     return reads
 
 
-@pytest.mark.parametrize(("lets", "rule", "expected"), CASES)
+@pytest.mark.parametrize(("lets", "rule", "expected"), CASES, ids=[rule for _, rule, _ in CASES])
 def test_what_a_rule_reads(lets: str, rule: str, expected: dict[str, object]) -> None:
     reads = _reads(lets, rule)
     assert set(reads.attributes) == expected.get("attributes", set())
@@ -93,6 +93,13 @@ def test_a_rule_the_checker_has_not_seen_reads_unknown() -> None:
             'filter f { widget.name != "" } reason "{order.labels}"',
             {("widget", "name"), ("order", "labels")},
         ),
+    ],
+    ids=[
+        "widget,count,order,priority",
+        "widget,capacity",
+        "widget,parts",
+        "set()",
+        "widget,name,order,labels",
     ],
 )
 def test_the_attribute_paths_a_rule_reads(rule: str, paths: set[tuple[str, ...]]) -> None:
@@ -125,7 +132,11 @@ OPAQUE = [
 ]
 
 
-@pytest.mark.parametrize(("lets", "rule", "opaque", "expected"), OPAQUE)
+@pytest.mark.parametrize(
+    ("lets", "rule", "opaque", "expected"),
+    OPAQUE,
+    ids=["opaque-let", "let-through-another", "nothing-opaque"],
+)
 def test_lets_left_opaque_are_listed_instead_of_walked(
     lets: str, rule: str, opaque: set[str], expected: tuple[Any, ...]
 ) -> None:

@@ -27,10 +27,11 @@ from policyengine.lang.reference import Evaluation, evaluate, reference_filter, 
 from policyengine.lang.runtime import Env, EvalError, FilterVerdict, ScoreValue
 from policyengine.lang.schema import Schema
 from policyengine.quantity import parse_quantity
-from tests.lang import test_runtime_errors as runtime_errors
+from tests.lang import runtime_error_cases
+from tests.lang.expression_tables import SHORT_CIRCUITS, VALUES
 from tests.lang.fake_schema import PROBING_SCHEMA as SCHEMA
 from tests.lang.fake_schema import TOTAL_SCHEMA
-from tests.lang.test_planner import SHORT_CIRCUITS, VALUES, env_for, part, widget
+from tests.lang.widget_schema import env_for, order, part, sample_widget
 
 FILE = "ref.sched"
 
@@ -197,13 +198,13 @@ def test_a_let_is_computed_once_per_evaluation() -> None:
 def test_domain_functions_get_the_context_when_they_ask_for_it() -> None:
     context = {"scores": {"gpu": 4}}
     assert reference_value('score_of("gpu")', env_for(context)) == 4
-    small = widget(capacity={"cpu": Fraction(1)})
+    small = sample_widget(capacity={"cpu": Fraction(1)})
     assert reference_value("shortfall(order, widget)", env_for({}, widget=small)) == [
         "short of cpu"
     ]
 
 
-@pytest.mark.parametrize(("source", "expected"), SHORT_CIRCUITS)
+@pytest.mark.parametrize(("source", "expected"), SHORT_CIRCUITS, ids=[s for s, _ in SHORT_CIRCUITS])
 def test_short_circuit_never_evaluates_the_other_side(source: str, expected: Any) -> None:
     assert reference_value(source) == expected
 
@@ -232,31 +233,31 @@ ERRORS: list[tuple[str, dict[str, Any], str, str]] = [
     ("order.priority % (widget.count - 3)", {}, "modulo by zero", "order.priority"),
     (
         "widget.weight",
-        {"widget": widget(weight=None)},
+        {"widget": sample_widget(weight=None)},
         "widget.weight is null, but it is declared float",
         "widget.weight",
     ),
     (
         "[p.size for p in widget.parts]",
-        {"widget": widget(parts=BROKEN_PARTS)},
+        {"widget": sample_widget(parts=BROKEN_PARTS)},
         "p.size is null, but it is declared quantity",
         "p.size",
     ),
     (
         "[(if p.spare then p else p).size for p in widget.parts]",
-        {"widget": widget(parts=BROKEN_PARTS)},
+        {"widget": sample_widget(parts=BROKEN_PARTS)},
         "the value.size is null, but it is declared quantity",
         "(if p.spare",
     ),
     (
         "len(widget.parts)",
-        {"widget": widget(parts=None)},
+        {"widget": sample_widget(parts=None)},
         "widget.parts is null, but it is declared list<Part>",
         "widget.parts",
     ),
     (
         "[p for p in widget.parts]",
-        {"widget": widget(parts=7)},
+        {"widget": sample_widget(parts=7)},
         "cannot iterate over a int",
         "widget.parts",
     ),
@@ -343,16 +344,19 @@ def assert_same_rule_results(rule: CompiledRule, env_of: Any) -> None:
 
 @pytest.mark.parametrize(
     ("rule", "roots"),
-    [(c[0], c[1]) for c in (*runtime_errors.FILTER_CASES, *runtime_errors.SCORE_CASES)],
-    ids=[c[0].split()[1] for c in (*runtime_errors.FILTER_CASES, *runtime_errors.SCORE_CASES)],
+    [(c[0], c[1]) for c in (*runtime_error_cases.FILTER_CASES, *runtime_error_cases.SCORE_CASES)],
+    ids=[
+        c[0].split()[1]
+        for c in (*runtime_error_cases.FILTER_CASES, *runtime_error_cases.SCORE_CASES)
+    ],
 )
 def test_failing_rules_fail_as_their_compiled_closures_do(rule: str, roots: dict[str, Any]) -> None:
-    program, compiled = runtime_errors.compile_rule(rule)
-    assert_same_rule_results(compiled, lambda: runtime_errors.env(program, **roots))
+    program, compiled = runtime_error_cases.compile_rule(rule)
+    assert_same_rule_results(compiled, lambda: runtime_error_cases.env(program, **roots))
     result = (
-        reference_filter(compiled, runtime_errors.env(program, **roots))
+        reference_filter(compiled, runtime_error_cases.env(program, **roots))
         if compiled.kind == "filter"
-        else reference_score(compiled, runtime_errors.env(program, **roots))
+        else reference_score(compiled, runtime_error_cases.env(program, **roots))
     )
     assert result.error is not None
 
@@ -379,10 +383,10 @@ policy "p" {
 
 RULE_ENVS: list[dict[str, Any]] = [
     {},
-    {"widget": widget(count=1, weight=3.0, labels={"team": "ml"}, parts=[])},
-    {"widget": widget(count=0, capacity={})},
-    {"order": {**runtime_errors.order(), "labels": {"team": "web"}, "tags": ["slow"]}},
-    {"order": {**runtime_errors.order(), "wants": {"gpu": parse_quantity("2")}}},
+    {"widget": sample_widget(count=1, weight=3.0, labels={"team": "ml"}, parts=[])},
+    {"widget": sample_widget(count=0, capacity={})},
+    {"order": order(labels={"team": "web"}, tags=["slow"])},
+    {"order": order(wants={"gpu": parse_quantity("2")})},
 ]
 
 RULE_NAMES = [
@@ -411,7 +415,7 @@ def test_rules_give_the_verdicts_of_their_compiled_closures(
 
 def test_rule_verdicts_in_detail() -> None:
     program = compile_rules(POLICY)
-    small = env_for({}, widget=widget(count=1, weight=3.0, parts=[]))
+    small = env_for({}, widget=sample_widget(count=1, weight=3.0, parts=[]))
     assert reference_filter(_rule(program, "lib.big"), small) == FilterVerdict(
         False, ("only 1 here",)
     )
@@ -424,7 +428,7 @@ def test_rule_verdicts_in_detail() -> None:
     assert reference_score(_rule(program, "ratio"), small) == ScoreValue(300.0)
     assert reference_score(_rule(program, "maybe"), small) == ScoreValue(None)
     assert reference_score(_rule(program, "exact"), env_for({})) == ScoreValue(2.0)
-    assert reference_score(_rule(program, "ratio"), env_for({}, widget=widget(count=0))) == (
+    assert reference_score(_rule(program, "ratio"), env_for({}, widget=sample_widget(count=0))) == (
         ScoreValue(None)
     )
 

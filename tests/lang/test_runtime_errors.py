@@ -8,160 +8,22 @@ the verdict: a failed filter rejects the node with ``rule <name> failed: <messag
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import pytest
 
-from policyengine.lang.compiler import CompiledRule, Program, compile_texts
-from policyengine.lang.runtime import Env, FilterVerdict, RuleError, ScoreValue
+from policyengine.lang.compiler import compile_texts
+from policyengine.lang.runtime import FilterVerdict, RuleError, ScoreValue
 from tests.lang.fake_schema import PROBING_SCHEMA as SCHEMA
-
-FILE = "errors.sched"
-
-
-def order(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "o1",
-        "labels": {},
-        "wants": {"cpu": Fraction(1)},
-        "priority": 1,
-        "tags": [],
-    }
-    return {**base, **fields}
-
-
-def widget(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "name": "w1",
-        "labels": {},
-        "capacity": {"cpu": Fraction(2)},
-        "parts": [],
-        "weight": 1.0,
-        "count": 0,
-        "colour": None,
-    }
-    return {**base, **fields}
-
-
-def compile_rule(rule: str) -> tuple[Program, CompiledRule]:
-    # The rule sits on line 2; its body starts at column 1 of line 3.
-    source = f'policy "p" {{\n  {rule}\n}}\n'
-    result = compile_texts({FILE: source}, SCHEMA)
-    assert result.program is not None, result.diagnostics
-    return result.program, result.program.policies[0].rules[0]
-
-
-def env(program: Program, context: Any = None, **roots: Any) -> Env:
-    roots.setdefault("order", order())
-    roots.setdefault("widget", widget())
-    return program.env(roots, context if context is not None else {})
-
-
-def column_of(rule: str, fragment: str) -> int:
-    """The 1-based column of ``fragment`` on line 2, where ``compile_rule`` puts the rule."""
-    return 2 + rule.index(fragment) + 1
-
-
-# (rule text, objects, expected message, the fragment whose position the error points at)
-FILTER_CASES: list[tuple[str, dict[str, Any], str, str]] = [
-    (
-        "filter ratio { widget.count / widget.count > 1 }",
-        {},
-        "division by zero",
-        "widget.count / widget.count",
-    ),
-    (
-        "filter modulo { order.priority % widget.count == 0 }",
-        {},
-        "modulo by zero",
-        "order.priority % widget.count",
-    ),
-    (
-        'filter exact { (widget.capacity["cpu"] ?? 0) / widget.count > 1 }',
-        {},
-        "division by zero",
-        '(widget.capacity["cpu"] ?? 0) / widget.count',
-    ),
-    (
-        "filter heavy { widget.weight * 2 > 1 }",
-        {"widget": widget(weight=None)},
-        "widget.weight is null, but it is declared float",
-        "widget.weight",
-    ),
-    (
-        "filter boom { explode() }",
-        {},
-        "explode() raised RuntimeError: boom",
-        "explode()",
-    ),
-    (
-        'filter broken_fn { broken() == "x" }',
-        {},
-        "broken() returned null, but it is declared string",
-        "broken()",
-    ),
-    (
-        'filter dyn_add { probe("a") + 1 > 0 }',
-        {},
-        "cannot apply '+' to string and int",
-        'probe("a") + 1',
-    ),
-    (
-        "filter dyn_compare { probe(null) < 1 }",
-        {},
-        "cannot compare null < int",
-        "probe(null) < 1",
-    ),
-    (
-        'filter dyn_index { probe(null)["a"] == "b" }',
-        {},
-        "cannot index null",
-        'probe(null)["a"]',
-    ),
-    (
-        'filter dyn_key { probe(["k"]) in widget.labels }',
-        {},
-        "cannot look for a list in a map",
-        'probe(["k"]) in widget.labels',
-    ),
-    (
-        "filter dyn_iter { any(x for x in probe(null)) }",
-        {},
-        "cannot iterate over a null",
-        "probe(null)",
-    ),
-    (
-        'filter dyn_method { probe(1).startswith("a") }',
-        {},
-        "cannot call startswith() on a int",
-        'probe(1).startswith("a")',
-    ),
-    (
-        "filter dyn_len { len(probe(1)) > 0 }",
-        {},
-        "len() cannot take a int",
-        "len(probe(1))",
-    ),
-    (
-        "filter dyn_body { probe(1) }",
-        {},
-        "a filter gives a bool or a list of reasons, not int",
-        "probe(1)",
-    ),
-    (
-        "filter in_guard when widget.count / 0 > 1 { true }",
-        {},
-        "division by zero",
-        "widget.count / 0",
-    ),
-    (
-        'filter in_reason { false } reason "ratio {1 / widget.count}"',
-        {},
-        "division by zero",
-        "1 / widget.count",
-    ),
-]
+from tests.lang.runtime_error_cases import (
+    FILE,
+    FILTER_CASES,
+    SCORE_CASES,
+    column_of,
+    compile_rule,
+    env,
+)
+from tests.lang.widget_schema import widget
 
 
 @pytest.mark.parametrize(
@@ -194,33 +56,6 @@ def test_an_error_in_a_reason_hole_points_into_the_string() -> None:
     assert error is not None
     # The hole's expression starts right after the '{' inside the string literal.
     assert error.span.column == column_of(rule, "1 / widget.count")
-
-
-SCORE_CASES: list[tuple[str, dict[str, Any], str, str]] = [
-    ("score per_unit { 100 / widget.count }", {}, "division by zero", "100 / widget.count"),
-    (
-        "score heavy { widget.weight * 10 }",
-        {"widget": widget(weight=None)},
-        "widget.weight is null, but it is declared float",
-        "widget.weight",
-    ),
-    ("score boom { explode() }", {}, "explode() raised RuntimeError: boom", "explode()"),
-    ('score text { probe("high") }', {}, "a score is a number, not string", 'probe("high")'),
-    # Floats overflow to infinities, whose difference is NaN: neither can rank a node.
-    ("score huge { 1e308 * 10.0 }", {}, "a score is a finite number, not inf", "1e308 * 10.0"),
-    (
-        "score nan { 1e308 * 10.0 - 1e308 * 10.0 }",
-        {},
-        "a score is a finite number, not NaN",
-        "1e308 * 10.0 - 1e308 * 10.0",
-    ),
-    (
-        "score guarded when widget.count / 0 > 1 { 1 }",
-        {},
-        "division by zero",
-        "widget.count / 0",
-    ),
-]
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ class Box:
     ([3], 1, [3]),
     ([3], 4, [3]),  # later reads find the kept value
     ([3, 5], 2, [3, 5]),  # one value per instance
-])  # fmt: skip
+], ids=["computed", "kept", "per-instance"])  # fmt: skip
 def test_a_value_is_computed_once_per_instance(
     values: list[int], reads: int, computed: list[int]
 ) -> None:

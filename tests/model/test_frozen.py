@@ -22,6 +22,7 @@ class _OtherKey(HashedKey):
         # equal values with a hash of an equal part: equal keys
         (HashedKey(("a", [1]), hashed=7), HashedKey(("a", [1]), hashed=7), True),
     ],
+    ids=["same", "other-value", "key-and-its-value", "other-kind", "equal-hashed-parts"],
 )
 def test_hashed_keys_equal_by_value_within_their_kind(
     left: HashedKey, right: object, equal: bool

@@ -90,6 +90,21 @@ def used(state: NodeGpus) -> list[tuple[int, int, int]]:
             ["gpu1"],
         ),
     ],
+    ids=[
+        "share-on-an-empty-node",
+        "best-fit-fullest",
+        "first-fit",
+        "best-fit-next-device",
+        "memory-limits",
+        "compute-limits",
+        "whole-2-free-devices",
+        "whole-3-too-few",
+        "share-on-2-devices",
+        "most-free",
+        "most-free-2-devices",
+        "whole-2-most-free",
+        "memory-percent",
+    ],
 )
 def test_choose(
     placed: list[tuple[str, GpuDemand]], demand: GpuDemand, rule: str, expected: list[str] | None
@@ -156,6 +171,14 @@ def test_accounting_totals() -> None:
         ([("a", share(cores=20, memory_mib=8000))], [(share(cores=10, memory_mib=100), 1.0)], 0.8),
         # a two-GPU shape cannot use a node with one free device
         ([("a", whole(1))], [(whole(2), 1.0)], 1.0),
+    ],
+    ids=[
+        "empty-node",
+        "unusable-remainder",
+        "whole-shape-on-a-shared-device",
+        "weighted",
+        "memory-exhausted",
+        "two-gpus-on-one-free",
     ],
 )
 def test_fragmentation(

@@ -29,6 +29,18 @@ from tests.model.gpu_builders import gpu_node, gpu_pod
         ("cores", "'cores': expected key=value"),
         ("", "expected cores=<percent> and/or memory=<quantity or percent>"),
     ],
+    ids=[
+        "cores=25,memory=10Gi",
+        "memory=50%",
+        "cores=30",
+        " cores = 40 , memory = 1500Mi ",
+        "cores=0",
+        "memory=abc",
+        "memory=120%",
+        "gpus=2",
+        "cores",
+        "''",
+    ],
 )
 def test_parse_share(value: str, expected: object) -> None:
     assert parse_share(value) == expected

@@ -26,7 +26,11 @@ DEVICES = (
 )
 
 
-@pytest.mark.parametrize("encode", [encode_node_devices, encode_node_devices_legacy])
+@pytest.mark.parametrize(
+    "encode",
+    [encode_node_devices, encode_node_devices_legacy],
+    ids=["encode_node_devices", "encode_node_devices_legacy"],
+)
 def test_node_registration_round_trip(encode) -> None:  # type: ignore[no-untyped-def]
     assert decode_node_devices(encode(DEVICES)) == DEVICES
 
@@ -106,6 +110,15 @@ def test_assignment_annotations_and_reading_them_back() -> None:
         ({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30}, share(30, 0, 100)),
         ({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 100}, whole(1)),
         ({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 1000}, share(0, 1000, devices=2)),
+    ],
+    ids=[
+        "whole(0)",
+        "whole(2)",
+        "share(30,4000)",
+        "share(0,0,50)",
+        "share(30,0,100)",
+        "whole(1)",
+        "share(0,1000,devices=2)",
     ],
 )
 def test_demand_from_hami_resources(requests: dict[str, int], demand: object) -> None:

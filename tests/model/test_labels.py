@@ -35,6 +35,24 @@ from policyengine.model.labels import (
         ("٣", None),  # non-ASCII digit
         ("+", None),
     ],
+    ids=[
+        "3",
+        "+3",
+        "-3",
+        "007",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "''",
+        " 3",
+        "3 ",
+        "1_000",
+        "1.0",
+        "1e3",
+        "0x10",
+        "٣",
+        "+",
+    ],
 )
 def test_parse_go_int(text: str, expected: int | None) -> None:
     assert parse_go_int(text) == expected
@@ -64,6 +82,28 @@ def test_parse_go_int(text: str, expected: int | None) -> None:
         ("Lt", ["3"], {"k": "2.5"}, False),
         ("Lt", ["0"], {"k": "-5"}, True),
     ],
+    ids=[
+        "In-a,b-k=a",
+        "In-a-k=c",
+        "In-a-empty",
+        "NotIn-a-empty",
+        "NotIn-a-k=a",
+        "NotIn-a-k=b",
+        "Exists-empty-k=''",
+        "Exists-empty-empty",
+        "DoesNotExist-empty-empty",
+        "DoesNotExist-empty-k=x",
+        "Gt-3-k=4",
+        "Gt-3-k=3",
+        "Gt-3-k=04",
+        "Gt--1-k=0",
+        "Gt-3-k=abc",
+        "Gt-3-empty",
+        "Lt-3-k=2",
+        "Lt-3-k=3",
+        "Lt-3-k=2.5",
+        "Lt-0-k=-5",
+    ],
 )
 def test_requirement_matches(
     op: str, values: list[str], labels: dict[str, str], expected: bool
@@ -83,6 +123,7 @@ def test_requirement_matches(
         ("Bogus", ["1"], True),
         ("In", ["bad value!"], True),
     ],
+    ids=["Gt-x", "Gt-1,2", "Lt-empty", "In-empty", "Exists-a", "Gt-1", "Bogus-1", "In-bad value!"],
 )
 def test_invalid_requirements(op: str, values: list[str], allow: bool) -> None:
     with pytest.raises(SelectorError):
@@ -118,6 +159,17 @@ def test_match_labels_and_expressions_are_anded() -> None:
         ("-x", False),
         ("x" * 64, False),
         ("Example.com/x", False),
+    ],
+    ids=[
+        "plain",
+        "prefixed",
+        "dotted",
+        "empty",
+        "empty-prefix",
+        "two-slashes",
+        "leading-dash",
+        "64-characters",
+        "uppercase-prefix",
     ],
 )
 def test_qualified_names(key: str, ok: bool) -> None:

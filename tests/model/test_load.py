@@ -191,6 +191,7 @@ def test_node_without_allocatable_cpu_has_no_cpu_fraction() -> None:
         ({"usage": "x"}, "NodeMetrics n1: usage: expected a mapping, got string"),
         ({"metadata": {}}, "NodeMetrics <unnamed>: metadata.name: is required"),
     ],
+    ids=["timestamp=None", "timestamp=noon", "usage=x", "metadata=empty"],
 )
 def test_malformed_node_metrics(change: dict[str, Any], message: str) -> None:
     raw: dict[str, Any] = {

@@ -53,6 +53,7 @@ def run_filter(module: Any, pod: Any, node: Any, pods: tuple[Any, ...] = ()) -> 
         ),
         (({"operator": "Exists"},), []),
     ],
+    ids=["no-tolerations", "tolerates-unschedulable", "tolerates-everything"],
 )
 def test_node_unschedulable(tolerations: tuple[dict[str, str], ...], expected: list[str]) -> None:
     node = make_node("n", unschedulable=True)
@@ -91,6 +92,16 @@ def test_node_name() -> None:
             ({"key": "a", "operator": "Exists"},),
             ["node(s) had untolerated taint {b: 2}"],
         ),
+    ],
+    ids=[
+        "empty-empty",
+        "gpu,maintenance,NoSchedule-empty",
+        "spot,'',NoExecute-empty",
+        "soft,x,PreferNoSchedule-empty",
+        "gpu,m,NoSchedule-key=gpu operator=Exists",
+        "gpu,m,NoSchedule-operator=Exists",
+        "gpu,m,NoSchedule-key=gpu value=x",
+        "a,1,NoSchedule,b,2,NoExecute-key=a operator=Exists",
     ],
 )
 def test_taint_toleration_filter(
@@ -157,6 +168,14 @@ NODE_AFFINITY = {
         ({"gen": "4"}, {"zone": "a"}, False),  # nodeSelector is ANDed
         ({"gen": "4", "zone": "a"}, {"zone": "a"}, True),
     ],
+    ids=[
+        "gen=4-None",
+        "gen=3-None",
+        "gen=3 disk=ssd-None",
+        "gen=x disk=hdd-None",
+        "gen=4-zone=a",
+        "gen=4 zone=a-zone=a",
+    ],
 )
 def test_node_affinity_filter(
     labels: dict[str, str], selector: dict[str, str] | None, passes: bool
@@ -215,6 +234,15 @@ PORT = {"containerPort": 80, "hostPort": 8080}
         ({**PORT}, {**PORT, "hostIP": "10.0.0.2"}, True),  # and the other way round
         ({"containerPort": 80}, {"containerPort": 80}, False),  # no host port, no conflict
     ],
+    ids=[
+        "same-port",
+        "other-protocol",
+        "other-port",
+        "other-ips",
+        "any-ip-wanted",
+        "any-ip-held",
+        "no-host-port",
+    ],
 )
 def test_node_ports(existing: dict[str, Any], wanted: dict[str, Any], conflict: bool) -> None:
     running = make_pod("old", node_name="n", containers=[container("c", ports=[existing])])
@@ -242,6 +270,16 @@ def test_node_ports(existing: dict[str, Any], wanted: dict[str, Any], conflict: 
         ({"pods": 1}, pod_with_requests(cpu="4"), ["Too many pods", "Insufficient cpu"]),
         ({"pods": 1}, make_pod(), ["Too many pods"]),
         ({}, pod_with_requests(ephemeral_storage="1Ti"), ["Insufficient ephemeral-storage"]),
+    ],
+    ids=[
+        "empty-pod_with_requests(cpu=3,memory=15Gi)",
+        "empty-pod_with_requests(cpu=3001m)",
+        "empty-pod_with_requests(cpu=5,memory=17Gi)",
+        "empty-make_pod(requests=nvidia.com/gpu=1)",
+        "extra=nvidia.com/gpu=8-make_pod(requests=nvidia.com/gpu=8)",
+        "pods=1-pod_with_requests(cpu=4)",
+        "pods=1-make_pod()",
+        "empty-pod_with_requests(ephemeral_storage=1Ti)",
     ],
 )
 def test_node_resources_fit_filter(

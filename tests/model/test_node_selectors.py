@@ -50,6 +50,25 @@ LABELS = {"zone": "a", "gen": "4", "disk": "ssd"}
         ((term(fields=(R("metadata.uid", "In", ("n1",)),)),), False),
         ((term(R("zone", "In", ("b",)), fields=(R("metadata.name", "In", ("n1",)),)),), False),
     ],
+    ids=[
+        "zone-in-a",
+        "zone-in-b",
+        "terms-ored",
+        "expressions-anded",
+        "empty-term",
+        "empty-term-or-exists",
+        "no-terms",
+        "gt",
+        "lt",
+        "invalid-term-skipped",
+        "only-an-invalid-term",
+        "name-in-n1",
+        "name-in-n2",
+        "name-not-in-n2",
+        "name-in-two-values",
+        "uid-field",
+        "zone-and-name",
+    ],
 )
 def test_required_terms(terms: tuple[NodeSelectorTerm, ...], expected: bool) -> None:
     req = required_node_affinity(None, NodeSelector(terms))
@@ -98,6 +117,7 @@ def test_preferred_terms_sum_weights_and_drop_empty_or_zero() -> None:
         ),
         ((), None),
     ],
+    ids=["one-term", "two-terms", "a-term-without-names", "disjoint-names", "no-terms"],
 )
 def test_prefilter_node_names(
     terms: tuple[NodeSelectorTerm, ...], expected: frozenset[str] | None

@@ -20,6 +20,7 @@ from policyengine.model.normalize import (
         ([5], False, [100]),
         ([], False, []),
     ],
+    ids=["0,0,0-False", "0,0,0-True", "1,2,3-False", "1,2,3-True", "5-False", "empty-False"],
 )
 def test_default_normalize(scores: list[int], reverse: bool, expected: list[int]) -> None:
     assert default_normalize(scores, reverse=reverse) == expected
@@ -33,6 +34,7 @@ def test_default_normalize(scores: list[int], reverse: bool, expected: list[int]
         ([0, 1, 3], [0, 33, 100]),
         ([0, 2, 3], [0, 66, 100]),  # float64 truncation
     ],
+    ids=["3,3", "-5,0,5", "0,1,3", "0,2,3"],
 )
 def test_min_max_normalize(scores: list[int], expected: list[int]) -> None:
     assert min_max_normalize(scores) == expected
@@ -46,6 +48,7 @@ def test_min_max_normalize(scores: list[int], expected: list[int]) -> None:
         ([1, 3], [100, 33]),
         ([None, None], [0, 0]),
     ],
+    ids=["0,0", "2,4,None", "1,3", "None,None"],
 )
 def test_spread_normalize(scores: list[int | None], expected: list[int]) -> None:
     assert spread_normalize(scores) == expected

@@ -38,6 +38,15 @@ GUARANTEED = make_pod(containers=[container("a", FULL, FULL)])
             (Overcommit("cpu", Fraction(2), Fraction(4, 5)),),
         ),
     ],
+    ids=[
+        "burstable",
+        "best-effort",
+        "guaranteed",
+        "no-ratios",
+        "ratio-of-1",
+        "incompressible",
+        "bounded",
+    ],
 )
 def test_overcommits_for(pod, ratios, bounds, expected) -> None:
     assert overcommits_for(pod, ratios, bounds) == expected
@@ -59,6 +68,17 @@ BOUNDED = (Overcommit("cpu", Fraction(2), Fraction(4, 5)),)
         (BOUNDED, NO_LOAD, 4000),  # missing or stale load: no overcommit
         (BOUNDED, NodeLoad(memory=0.1, gpu=0.1, age=1), 4000),  # cpu itself unknown
         ((Overcommit("cpu", Fraction(4, 3)),), NO_LOAD, 5333),  # rounded down to kube units
+    ],
+    ids=[
+        "none",
+        "plain-no-load",
+        "plain-busy",
+        "bounded-under",
+        "bounded-at-the-bound",
+        "bounded-over",
+        "bounded-no-load",
+        "bounded-cpu-unknown",
+        "rounded-down",
     ],
 )
 def test_effective_allocatable(overcommits, load, allocatable) -> None:

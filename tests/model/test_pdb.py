@@ -63,7 +63,18 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("spec,status,message", ERRORS)
+@pytest.mark.parametrize(
+    "spec,status,message",
+    ERRORS,
+    ids=[
+        "minAvailable=abc",
+        "minAvailable=1 maxUnavailable=1",
+        "maxUnavailable=-1",
+        "selector=x",
+        "selector=matchExpressions=key=app operator=In",
+        "empty",
+    ],
+)
 def test_bad_budgets_are_reported_by_object_and_field(
     spec: dict[str, Any], status: dict[str, Any] | None, message: str
 ) -> None:
@@ -94,7 +105,18 @@ SELECTS = [
 ]
 
 
-@pytest.mark.parametrize("selector,namespace,labels,expected", SELECTS)
+@pytest.mark.parametrize(
+    "selector,namespace,labels,expected",
+    SELECTS,
+    ids=[
+        "matchLabels=app=db-ns-app=db",
+        "matchLabels=app=db-other-app=db",
+        "matchLabels=app=db-ns-app=web",
+        "matchExpressions=key=app operator=Exists-ns-app=x",
+        "empty-ns-app=db",
+        "None-ns-app=db",
+    ],
+)
 def test_selects(
     selector: dict[str, Any] | None, namespace: str, labels: dict[str, str], expected: bool
 ) -> None:

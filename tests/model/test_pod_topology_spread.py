@@ -44,7 +44,9 @@ def test_pod_not_matching_its_own_selector_adds_nothing() -> None:
     assert result == {"a": [], "b": [], "c": []}
 
 
-@pytest.mark.parametrize(("min_domains", "expected"), [(None, []), (2, []), (3, [SKEW])])
+@pytest.mark.parametrize(
+    ("min_domains", "expected"), [(None, []), (2, []), (3, [SKEW])], ids=["None", "2", "3"]
+)
 def test_min_domains(min_domains: int | None, expected: list[str]) -> None:
     extra = {} if min_domains is None else {"minDomains": min_domains}
     pod = make_pod(labels=WEB, spread=[spread(1, ZONE, labels=WEB, **extra)])
@@ -53,7 +55,11 @@ def test_min_domains(min_domains: int | None, expected: list[str]) -> None:
     assert result["a"] == expected
 
 
-@pytest.mark.parametrize(("policy", "expected"), [(None, []), ("Honor", []), ("Ignore", [SKEW])])
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [(None, []), ("Honor", []), ("Ignore", [SKEW])],
+    ids=["None", "Honor", "Ignore"],
+)
 def test_node_affinity_policy(policy: str | None, expected: list[str]) -> None:
     extra = {} if policy is None else {"nodeAffinityPolicy": policy}
     nodes = [zone_node("a", "z1", labels={"pool": "y"}), zone_node("c", "z2")]
@@ -65,7 +71,9 @@ def test_node_affinity_policy(policy: str | None, expected: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("policy", "expected"), [(None, [SKEW]), ("Ignore", [SKEW]), ("Honor", [])]
+    ("policy", "expected"),
+    [(None, [SKEW]), ("Ignore", [SKEW]), ("Honor", [])],
+    ids=["None", "Ignore", "Honor"],
 )
 def test_node_taints_policy(policy: str | None, expected: list[str]) -> None:
     extra = {} if policy is None else {"nodeTaintsPolicy": policy}

@@ -45,6 +45,7 @@ def group(spec: Any = None, **meta: Any) -> dict[str, Any]:
             PodGroup("train", "job", 3, None, creation_timestamp="2026-01-01T00:00:00Z"),
         ),
     ],
+    ids=["full", "min-member", "defaults", "min-member-as-string"],
 )
 def test_parse_pod_group(obj: dict[str, Any], expected: PodGroup) -> None:
     parsed = parse_pod_group(obj)
@@ -69,6 +70,13 @@ def test_parse_pod_group(obj: dict[str, Any], expected: PodGroup) -> None:
             "PodGroup train/job: spec.minResources.cpu: quantity 'lots' is not valid",
         ),
         ({"kind": "PodGroup", "metadata": {}}, "PodGroup <unnamed>: metadata.name: is required"),
+    ],
+    ids=[
+        "group(minMember=0)",
+        "group(minMember=many)",
+        "group(minMember=2 scheduleTimeoutSeconds=-1)",
+        "group(minResources=cpu=lots)",
+        "kind=PodGroup metadata=empty",
     ],
 )
 def test_bad_pod_groups_name_the_object_and_field(obj: dict[str, Any], message: str) -> None:

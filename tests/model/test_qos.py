@@ -23,6 +23,19 @@ FULL = {"cpu": "1", "memory": "1Gi"}
         ([container("a", FULL, FULL)], [container("i", {"cpu": "1"})], BURSTABLE),
         ([container("a", {"memory": "1Gi"})], [], BURSTABLE),
     ],
+    ids=[
+        "nothing-asked",
+        "only-gpus",
+        "zero-cpu",
+        "limits-equal-requests",
+        "requests-default-to-limits",
+        "requests-below-limits",
+        "one-container-unlimited",
+        "memory-limit-missing",
+        "init-guaranteed",
+        "init-burstable",
+        "memory-request-only",
+    ],
 )
 def test_qos(
     containers: list[dict[str, object]], init: list[dict[str, object]], expected: str

@@ -66,6 +66,7 @@ def test_limits_default_requests() -> None:
             Fraction(2),
         ),
     ],
+    ids=["one-init", "two-inits", "sidecar", "sidecar-then-init", "init-then-sidecar"],
 )
 def test_init_containers_and_sidecars(
     init: list[dict[str, object]], expected_cpu: Fraction
@@ -117,6 +118,13 @@ def test_best_effort_pod_has_no_requests() -> None:
         ("cpu", Fraction(2), 2000),
         ("memory", Fraction(3, 2), 2),
         ("nvidia.com/gpu", Fraction(1), 1),
+    ],
+    ids=[
+        "cpu-Fraction(1,10)",
+        "cpu-Fraction(1,3)",
+        "cpu-Fraction(2)",
+        "memory-Fraction(3,2)",
+        "nvidia.com/gpu-Fraction(1)",
     ],
 )
 def test_to_units(name: str, value: Fraction, units: int) -> None:
@@ -209,6 +217,17 @@ DEFERRED = {"type": "PodResizePending", "status": "True", "reason": "Deferred"}
         ([_status("a", None, "4")], [], [], "5/2"),  # no resources reported: the spec
         ([], [_status("s", "2")], [], "4"),  # a sidecar's status counts (a 2 + s 2)
         ([], [_status("i", "5")], [], "5/2"),  # an init container's does not
+    ],
+    ids=[
+        "no-status",
+        "resized-up",
+        "resize-down-pending",
+        "allocated-above-both",
+        "deferred",
+        "infeasible",
+        "no-resources-reported",
+        "sidecar-status",
+        "init-status",
     ],
 )
 def test_a_pod_resized_in_place_counts_what_its_containers_hold(

@@ -21,6 +21,7 @@ MB = 1024 * 1024
         ([10, 20, 30], [100, 100, 100], 91),
         ([10, 0], [100, 0], 100),  # resources without allocatable are left out
     ],
+    ids=["50,50", "100,0", "300,50", "10,20,30", "10,0"],
 )
 def test_balanced_score(requested: list[int], allocatable: list[int], expected: int) -> None:
     assert ba.balanced_score(requested, allocatable) == expected

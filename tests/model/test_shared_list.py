@@ -69,6 +69,7 @@ def test_replacements_fold_into_a_new_list_past_the_bound() -> None:
 @pytest.mark.parametrize(
     ("rows", "message"),
     [([(3, 1)], "row 3 of 3"), ([(-1, 1)], "row -1 of 3")],
+    ids=["3,1", "-1,1"],
 )
 def test_a_row_outside_the_sequence_is_refused(rows: list[tuple[int, int]], message: str) -> None:
     with pytest.raises(IndexError, match=message):

@@ -108,6 +108,7 @@ def test_namespace_labels_default() -> None:
         ((3, 7), 9, 3),
         ((-2,), 0, -2),
     ],
+    ids=["empty-None", "empty-5", "3,7-None", "3,7-1", "3,7-9", "-2-0"],
 )
 def test_lowest_priority_known_and_carried_by_with_pod(
     priorities: tuple[int, ...], added: int | None, lowest: int | None

@@ -155,6 +155,7 @@ def _derive_and_compare(data: st.DataObject) -> None:
         (lambda pod: pod.with_binding("n1", "42"), {"node_name": "n1", "resource_version": "42"}),
         (lambda pod: pod.with_binding("", ""), {"node_name": "", "resource_version": ""}),
     ],
+    ids=["node_name=n1", "node_name=n1 resource_version=42", "node_name='' resource_version=''"],
 )
 def test_dict_copies_equal_replace_with_their_derived_values(
     copy: Any, changes: dict[str, str]

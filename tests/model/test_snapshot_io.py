@@ -102,6 +102,19 @@ def test_directory_of_files(tmp_path: Path) -> None:
             r"object <unnamed>: kind: expected a string, got list",
         ),
     ],
+    ids=[
+        "empty",
+        "empty-list",
+        "null-items",
+        "no-kind",
+        "two-without-kind",
+        "configmap-only",
+        "finished-pod-only",
+        "not-yaml",
+        "not-objects",
+        "kind-a-mapping",
+        "kind-a-list",
+    ],
 )
 def test_bad_snapshots(tmp_path: Path, text: str, message: str) -> None:
     f = tmp_path / "s.yaml"
@@ -184,6 +197,24 @@ def test_missing_snapshot(tmp_path: Path) -> None:
             "Pod default/web-1: metadata.annotations.on: expected a string, got boolean True "
             "(quote it)",
         ),
+    ],
+    ids=[
+        "bad-quantity",
+        "bad-toleration-operator",
+        "zero-max-skew",
+        "containers-not-a-list",
+        "no-name",
+        "gate-name-a-number",
+        "claim-name-a-number",
+        "gates-not-a-list",
+        "no-spec",
+        "null-spec",
+        "no-containers",
+        "label-a-number",
+        "node-selector-a-number",
+        "priority-not-an-integer",
+        "priority-superscript-digit",
+        "annotation-a-boolean",
     ],
 )
 def test_malformed_pods_name_the_field(mutate, message: str) -> None:  # type: ignore[no-untyped-def]

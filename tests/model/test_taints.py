@@ -31,6 +31,21 @@ GPU = Taint("nvidia.com/gpu", "present", "NoSchedule")
         (Toleration("spot", "Equal", ""), Taint("spot", "", "NoSchedule"), True),
         (Toleration("nvidia.com/gpu", "Gt", "1"), GPU, False),  # unknown operator
     ],
+    ids=[
+        "exists",
+        "equal",
+        "empty-operator-is-equal",
+        "other-value",
+        "empty-value",
+        "other-key",
+        "empty-key-exists",
+        "empty-key-other-effect",
+        "same-effect",
+        "other-effect",
+        "empty-effect",
+        "empty-value-matches",
+        "unknown-operator",
+    ],
 )
 def test_toleration_matches_taint(toleration: Toleration, taint: Taint, expected: bool) -> None:
     assert toleration.tolerates(taint) is expected
@@ -71,6 +86,13 @@ def test_prefer_no_schedule_counting() -> None:
         ((Toleration("node.kubernetes.io/unschedulable", "Exists"),), True),
         ((Toleration("", "Exists"),), True),
         ((Toleration("node.kubernetes.io/unschedulable", "Exists", effect="NoExecute"),), False),
+    ],
+    ids=[
+        "none",
+        "unschedulable-no-schedule",
+        "unschedulable-any-effect",
+        "everything",
+        "unschedulable-no-execute",
     ],
 )
 def test_tolerates_unschedulable(tolerations: tuple[Toleration, ...], expected: bool) -> None:

@@ -23,7 +23,7 @@ from policyengine.model.objects import Pod
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot
-from policyengine.schedlib import batch, topology_filters
+from policyengine.schedlib import topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.domain_counts import (
@@ -33,113 +33,18 @@ from policyengine.schedlib.domain_counts import (
 )
 from policyengine.schedlib.views import NodeView, PodView
 from tests.model.builders import container, make_node, make_pod, pod_affinity, snapshot, term
+from tests.schedlib.batch_strategies import (
+    GPU,
+    HUGE,
+    SELECTORS,
+    TOPOLOGY_KEYS,
+    clusters,
+    every_path,
+    placement,
+    requests,
+)
 
-GPU = "nvidia.com/gpu"
-HUGE = "hugepages-2Mi"
-QUANTITIES = {
-    "cpu": ["0", "1m", "100m", "999m", "1", "3", "64"],
-    "memory": ["0", "1", "256Mi", "2Gi", "6Gi", "1Ti"],
-    "ephemeral-storage": ["0", "1Gi", "10Gi", "1Ti"],
-    GPU: ["0", "1", "2", "8"],
-    HUGE: ["0", "2Mi", "1Gi"],
-}
 IMAGES = ["app:v1", "db:v2", "cache:v3"]
-MiB = 1024 * 1024
-NODE_IMAGES = [
-    (),
-    ([["app:v1"], 300 * MiB],),
-    ([["app:v1"], 900 * MiB],),
-    ([["app:v1", "app:latest"], 300 * MiB], [["db:v2"], 40 * MiB]),
-    ([["db:v2"], 5000 * MiB], [["cache:v3"], 20 * MiB]),
-]
-
-
-ZONES = ["a", "b", None]
-SELECTORS = [{"app": "web"}, {"app": "db"}]
-TOPOLOGY_KEYS = ["zone", "rack", "kubernetes.io/hostname"]
-
-
-@st.composite
-def placement(draw: st.DrawFn) -> dict[str, object]:
-    """Labels, and maybe spread constraints and pod (anti-)affinity, for a pod."""
-    out: dict[str, object] = {"labels": draw(st.sampled_from(SELECTORS))}
-    if draw(st.booleans()):
-        out["spread"] = [
-            {
-                "maxSkew": draw(st.integers(1, 2)),
-                "topologyKey": draw(st.sampled_from(TOPOLOGY_KEYS)),
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": draw(st.sampled_from(SELECTORS))},
-            }
-            for _ in range(draw(st.integers(1, 2)))
-        ]
-    kinds = draw(st.lists(st.sampled_from(["podAffinity", "podAntiAffinity"]), unique=True))
-    affinity: dict[str, object] = {
-        kind: {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                term(draw(st.sampled_from(SELECTORS)), draw(st.sampled_from(TOPOLOGY_KEYS)))
-            ]
-        }
-        for kind in kinds
-    }
-    if draw(st.booleans()):
-        out["node_selector"] = draw(st.sampled_from([{"zone": "a"}, {"zone": "b", "rack": "r1"}]))
-    if draw(st.integers(0, 3)) == 0:
-        expression = {"key": "rack", "operator": "In", "values": ["r1"]}
-        affinity["nodeAffinity"] = {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [expression]}]
-            }
-        }
-    if affinity:
-        out["affinity"] = affinity
-    return out
-
-
-@st.composite
-def requests(draw: st.DrawFn) -> dict[str, str]:
-    chosen = draw(st.lists(st.sampled_from(sorted(QUANTITIES)), max_size=5, unique=True))
-    return {r: draw(st.sampled_from(QUANTITIES[r])) for r in chosen}
-
-
-@st.composite
-def clusters(draw: st.DrawFn) -> object:
-    nodes = []
-    for index in range(draw(st.integers(1, 6))):
-        extra = {
-            r: draw(st.sampled_from(QUANTITIES[r][1:]))
-            for r in ("ephemeral-storage", GPU, HUGE)
-            if draw(st.booleans())
-        }
-        labels = {"kubernetes.io/hostname": f"n{index}"}
-        zone = draw(st.sampled_from(ZONES))
-        if zone is not None:
-            labels["zone"] = zone
-        if draw(st.booleans()):
-            labels["rack"] = draw(st.sampled_from(["r1", "r2"]))
-        nodes.append(
-            make_node(
-                f"n{index}",
-                labels=labels,
-                cpu=draw(st.sampled_from(["0", "1", "2", "4", "96"])),
-                memory=draw(st.sampled_from(["0", "1Gi", "8Gi", "2Ti"])),
-                pods=draw(st.integers(0, 3)),
-                extra=extra,
-                images=draw(st.sampled_from(NODE_IMAGES)),
-            )
-        )
-    running = [
-        make_pod(
-            f"r{index}",
-            node_name=f"n{draw(st.integers(0, len(nodes) - 1))}",
-            containers=[
-                container(f"c{c}", draw(requests())) for c in range(draw(st.integers(1, 2)))
-            ],
-            **draw(placement()),
-        )
-        for index in range(draw(st.integers(0, 8)))
-    ]
-    return snapshot(nodes, running)
 
 
 configs = st.builds(
@@ -163,22 +68,6 @@ configs = st.builds(
     ),
     st.booleans(),
 )
-
-
-def every_path() -> Iterator[str]:
-    """Run the loop body once per way the resource forms compute (the tests' clusters are
-    small): plain Python over kept rows (calls about at most ``_SMALL`` nodes), numpy over
-    rows computed for the call (at most ``_FEW``), numpy over the shared store."""
-    small, few = batch._SMALL, batch._FEW
-    try:
-        for batch._SMALL, batch._FEW, path in (
-            (small, few, "python"),
-            (0, few, "direct"),
-            (0, 0, "store"),
-        ):
-            yield path
-    finally:
-        batch._SMALL, batch._FEW = small, few
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -301,7 +190,11 @@ GROUPED_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "placement_of_pod"), GROUPED_CASES)
+@pytest.mark.parametrize(
+    ("name", "placement_of_pod"),
+    GROUPED_CASES,
+    ids=[name for name, _ in GROUPED_CASES],
+)
 def test_grouped_forms_tell_apart_nodes_that_differ_in_any_label_read(
     name: str, placement_of_pod: dict[str, object]
 ) -> None:

@@ -64,6 +64,15 @@ def cluster() -> ClusterSnapshot:
         ("default", "kubernetes.io/hostname", {"app": "web"}, [1, 1, 1, 0, 1]),
         ("default", "rack", {}, [0, 0, 0, 0, 0]),  # no node has the label
     ],
+    ids=[
+        "default-zone-app=web",
+        "default-zone-app=web tier=x",
+        "default-zone-empty",
+        "default-zone-app=cache",
+        "other-zone-app=web",
+        "default-kubernetes.io/hostname-app=web",
+        "default-rack-empty",
+    ],
 )
 def test_domain_pod_count_counts_the_pods_of_the_node_s_domain(
     namespace: str, key: str, labels: dict[str, str], expected: list[int]

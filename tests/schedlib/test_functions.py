@@ -99,7 +99,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("plugin", "kind", "shape", "running", "feasible"), CASES)
+@pytest.mark.parametrize(("plugin", "kind", "shape", "running", "feasible"), CASES, ids=str)
 def test_a_plugin_told_idle_without_its_state_is_idle_with_it(
     plugin: str, kind: str, shape: str, running: str, feasible: bool
 ) -> None:
@@ -124,8 +124,8 @@ def test_plain_pods_need_no_state_in_clusters_without_terms(
     assert functions._QUICK_IDLE[(plugin, kind)](context(cluster(running), shape))
 
 
-@pytest.mark.parametrize("shape", list(POD_SHAPES))
-@pytest.mark.parametrize("running", list(RUNNING))
+@pytest.mark.parametrize("shape", list(POD_SHAPES), ids=str)
+@pytest.mark.parametrize("running", list(RUNNING), ids=str)
 def test_keys_with_the_shortcut_are_the_keys_of_the_prepared_states(
     shape: str, running: str
 ) -> None:
@@ -266,8 +266,8 @@ def test_the_plugins_kube_skips_per_pod_are_told_idle() -> None:
 
 
 @pytest.mark.parametrize("function", IDLE_FUNCTIONS, ids=lambda f: f.name)
-@pytest.mark.parametrize("shape", list(IDLE_SHAPES))
-@pytest.mark.parametrize("running", list(IDLE_RUNNING))
+@pytest.mark.parametrize("shape", list(IDLE_SHAPES), ids=str)
+@pytest.mark.parametrize("running", list(IDLE_RUNNING), ids=str)
 def test_a_function_told_idle_gives_its_empty_value_at_every_node(
     function: Any, shape: str, running: str
 ) -> None:

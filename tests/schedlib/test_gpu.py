@@ -70,6 +70,13 @@ def test_node_gpus_records() -> None:
         ({"gpus": 1}, False, None, 0),  # no entirely free device on n1
         ({}, True, None, None),  # no GPU asked
     ],
+    ids=[
+        "share=cores=30,memory=10Gi",
+        "share=cores=50,memory=10Gi",
+        "share=cores=30,memory=20Gi",
+        "gpus=1",
+        "empty",
+    ],
 )
 def test_fit_and_best_fit_device(
     pod_args: dict[str, str], fits_n1: bool, device_n1: int | None, device_n2: int | None
@@ -111,6 +118,7 @@ def test_fragmentation_builtins() -> None:
             "shape key 'memory_percent' must be at most 100 (a share of one device)",
         ),
     ],
+    ids=["size=1", "weight=2", "cores=-1", "memory_percent=150"],
 )
 def test_bad_shapes(shape: dict[str, int], error: str) -> None:
     with pytest.raises(ValueError) as info:

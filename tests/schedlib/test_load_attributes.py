@@ -31,6 +31,15 @@ policy "p" {
         ("node.load.age ?? -1", None, -1),
         ("if node.load.gpu == null then 7 else 0", NodeLoad(cpu=0.1, age=1), 7),
     ],
+    ids=[
+        "100 * (node.load.cpu ?? -1.0)-NodeLoad(cpu=0.25,age=3)",
+        "100 * (node.load.memory ?? -1.0)-NodeLoad(memory=0.5,age=3)",
+        "100 * (node.load.gpu ?? -1.0)-NodeLoad(gpu=0.75,age=3)",
+        "node.load.age ?? -1-NodeLoad(gpu=0.75,age=42)",
+        "100 * (node.load.cpu ?? -1.0)-None",
+        "node.load.age ?? -1-None",
+        "if node.load.gpu == null then 7 else 0-NodeLoad(cpu=0.1,age=1)",
+    ],
 )
 def test_node_load(expression: str, load: NodeLoad | None, expected: float) -> None:
     result = compile_texts({"p.sched": POLICY % expression}, default_schema())

@@ -22,7 +22,7 @@ from policyengine.schedlib.resource_facts import (
     facts_row,
 )
 from tests.model.builders import container, make_node, make_pod, snapshot
-from tests.schedlib.test_batch_forms import GPU, HUGE, clusters, every_path, requests
+from tests.schedlib.batch_strategies import GPU, HUGE, clusters, every_path, requests
 
 RESOURCE_FORMS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")
 CONFIG = SchedulerConfig(

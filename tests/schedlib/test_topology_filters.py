@@ -69,8 +69,21 @@ PODS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "extra"), PODS)
-@pytest.mark.parametrize("rows", [slice(None), slice(0, None, 2), slice(3, 12), slice(1, 38)])
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    PODS,
+    ids=[
+        "PodTopologySpread-spread=SPREAD",
+        "InterPodAffinity-affinity=_anti(kubernetes.io/hostname)",
+        "InterPodAffinity-affinity=_anti(zone)",
+        "InterPodAffinity-empty",
+    ],
+)
+@pytest.mark.parametrize(
+    "rows",
+    [slice(None), slice(0, None, 2), slice(3, 12), slice(1, 38)],
+    ids=["slice(None)", "slice(0,None,2)", "slice(3,12)", "slice(1,38)"],
+)
 def test_filters_by_row_key_equal_the_plugins(
     name: str, extra: dict[str, Any], rows: slice
 ) -> None:

@@ -527,6 +527,7 @@ def test_affinity_small_has_the_proportions_asked_for() -> None:
         (lambda: syn.gangs(64, 300, min_gang=2, max_gang=8, domain_size=8), 2, 8),
         (syn.gangs, 8, 64),
     ],
+    ids=["gangs-of-2-to-8", "default-gangs"],
 )
 def test_gangs_come_whole_with_their_pod_groups(spec: Any, lo: int, hi: int) -> None:
     s = spec()
