@@ -62,7 +62,7 @@ def test_the_readme_is_a_front_page() -> None:
 LINKS = sorted(set(re.findall(r"\]\(([^)#]+?)(?:#[^)]*)?\)", README)))
 
 
-@pytest.mark.parametrize("target", [t for t in LINKS if "://" not in t])
+@pytest.mark.parametrize("target", [t for t in LINKS if "://" not in t], ids=str)
 def test_a_link_of_the_readme_leads_to_a_file(target: str) -> None:
     assert (ROOT / target).exists()
 
