@@ -32,6 +32,7 @@ SCENARIOS = {
     "scaling": "benchmarks.scaling",
     "reload": "benchmarks.reload",
     "memory": "benchmarks.memory",
+    "bigsnapshot": "benchmarks.bigsnapshot",
 }
 
 

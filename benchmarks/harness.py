@@ -168,7 +168,7 @@ def notes() -> dict[str, dict[str, object]]:
 
 
 def full_size(target: str, measured: int, full: int) -> str:
-    """``target`` when the run measured the issue's scenario whole (``measured == full``),
+    """``target`` when the run measured the scenario whole, at its full size (``measured == full``),
     otherwise none: a scaled-down run weighs the first pods of each class, which evaluate
     every node, far more than the full queue does, so its figures are not the target's."""
     return target if measured == full else ""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import affinity, basic, e2e, gangs, memory, reload, scaling, steady
+from benchmarks import affinity, basic, bigsnapshot, e2e, gangs, memory, reload, scaling, steady
 from benchmarks import compile as compile_scenario
 from benchmarks.__main__ import SCENARIOS, main
 from benchmarks.agreement import Agreement, check
@@ -196,3 +196,10 @@ def test_helpers() -> None:
     assert evenly(0, 3) == []
     assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0
     assert percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
+
+
+def test_bigsnapshot_times_simulate_and_filter_on_a_dump_as_the_api_returns_it() -> None:
+    rows = bigsnapshot.run(runs=1, scale=0.01, nodes=20)  # 6 pending pods, 174 running
+    metrics = [row.metric.split(": ", 1)[1] for row in rows]
+    assert metrics == ["simulate (wall)", "simulate peak RSS", "filter one pod (wall)"]
+    assert all(row.median > 0 for row in rows)

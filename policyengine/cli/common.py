@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from policyengine.cli.progress import reading, terminal_progress
 from policyengine.cli.render import to_json
 from policyengine.diagnostics import Diagnostic, render
 from policyengine.engine.cycle import CycleOptions, schedule
@@ -290,8 +291,20 @@ def cluster_from(loaded: LoadedObjects) -> Cluster:
 
 
 def load_cluster(paths: Sequence[str]) -> Cluster:
-    """The snapshot at ``paths``; raises ``ModelError`` naming the object and field."""
-    return cluster_from(load_snapshot(*paths))
+    """The snapshot at ``paths``, with a progress line while each file is read when stderr
+    is a terminal; raises ``ModelError`` naming the object and field."""
+    finishes: list[Callable[[], None]] = []
+
+    def reporter(name: str) -> Callable[[int, int], None] | None:
+        report, finish = terminal_progress(reading(name))
+        finishes.append(finish)
+        return report
+
+    try:
+        return cluster_from(load_snapshot(*paths, progress=reporter))
+    finally:
+        for finish in finishes:
+            finish()
 
 
 def demo_cluster() -> Cluster:

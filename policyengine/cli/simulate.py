@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import time
 from collections.abc import Callable
 
 from policyengine.cli import common, gpu_render, render
+from policyengine.cli.progress import terminal_progress
 from policyengine.engine.arrivals import ArrivalReport, replay
 from policyengine.engine.gpu_report import Shapes, declared_shapes, parse_shapes
 from policyengine.engine.simulate import Simulation, simulate
@@ -26,7 +26,6 @@ from policyengine.model.objects import Pod
 from policyengine.model.snapshot_io import load_pods
 
 FORMATS = ("table", "json", "yaml")
-_PROGRESS_INTERVAL = 0.1  # seconds between redraws of the progress counter
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,27 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def progress_reporter() -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
     """A ``\\r`` counter on stderr when it is a terminal, and how to wipe it when done."""
-    if not sys.stderr.isatty():
-        return None, lambda: None
-    last = [0.0]
-    width = [0]
-
-    def report(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - last[0] < _PROGRESS_INTERVAL:
-            return
-        last[0] = now
-        text = f"scheduling pod {done}/{total}"
-        width[0] = max(width[0], len(text))
-        sys.stderr.write("\r" + text)
-        sys.stderr.flush()
-
-    def finish() -> None:
-        if width[0]:
-            sys.stderr.write("\r" + " " * width[0] + "\r")
-            sys.stderr.flush()
-
-    return report, finish
+    return terminal_progress(lambda done, total: f"scheduling pod {done}/{total}")
 
 
 def _gpu_shapes(args: argparse.Namespace, program: Program) -> Shapes | None:

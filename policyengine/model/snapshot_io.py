@@ -11,7 +11,7 @@ returned as values, never printed: the caller decides where they go.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -252,12 +252,16 @@ def _concat(parts: Iterable[LoadedObjects]) -> LoadedObjects:
     )
 
 
-def load_snapshot(*paths: str | Path) -> LoadedObjects:
-    """Read snapshot files and directories; raises ``ModelError`` for bad or empty input."""
+def load_snapshot(
+    *paths: str | Path,
+    progress: Callable[[str], decode.Progress | None] | None = None,
+) -> LoadedObjects:
+    """Read snapshot files and directories; raises ``ModelError`` for bad or empty input.
+    ``progress(file name)`` may give a ``decode.Progress`` to tell how reading that file goes."""
     if not paths:
         raise ModelError("no snapshot given")
     loaded = _concat(
-        parse_snapshot_text(_read(file), str(file))
+        parse_snapshot_text(_read(file), str(file), progress(file.name) if progress else None)
         for raw in paths
         for file in _snapshot_files(Path(raw))
     )
