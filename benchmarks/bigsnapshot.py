@@ -233,6 +233,11 @@ def run(runs: int = DEFAULT_RUNS, scale: float = 1.0, nodes: int = NODES) -> lis
         for i in range(runs):
             progress(f"bigsnapshot: simulate, run {i + 1}/{runs}")
             simulate.append(_timed(["simulate", "--cluster", str(dump), "--format", "json"]))
+    whole = nodes == NODES and scale == 1.0  # the targets are for the full size only
+
+    def target(text: str) -> str:
+        return text if whole else ""
+
     return [
         summarise(
             "bigsnapshot",
