@@ -220,7 +220,7 @@ def run(runs: int = DEFAULT_RUNS, scale: float = 1.0, nodes: int = NODES) -> lis
     with tempfile.TemporaryDirectory(prefix="bench-bigsnapshot-") as tmp:
         dump = Path(tmp) / "cluster.yaml"
         progress("bigsnapshot: writing the dump")
-        size, pod = write_dump(dump, scale, nodes)
+        size, pod = _write_apart(dump, scale, nodes)
         what = f"{nodes:,} nodes, {round((RUNNING + PENDING + FINISHED) * scale):,} pods, {size / 1e6:.0f} MB"
         note("bigsnapshot", **{what: {"bytes": size, "pod": pod}})
         simulate: list[tuple[float, float]] = []
@@ -263,7 +263,28 @@ def run(runs: int = DEFAULT_RUNS, scale: float = 1.0, nodes: int = NODES) -> lis
     ]
 
 
-if __name__ == "__main__":  # pragma: no cover - a quick way to write a dump for a look
-    size, pod = write_dump(Path(sys.argv[1] if len(sys.argv) > 1 else "cluster.yaml"))
-    print(f"{size / 1e6:.1f} MB; a pending pod: {pod}", file=sys.stderr)
+def _write_apart(path: Path, scale: float, nodes: int) -> tuple[int, str]:
+    """``write_dump`` in a process of its own: Linux carries a parent's peak RSS into its
+    children's ``ru_maxrss``, so this process must never hold the generator's objects."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bigsnapshot", str(path), str(scale), str(nodes)],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    size, pod = done.stdout.split()
+    return int(size), pod
+
+
+if __name__ == "__main__":  # python -m benchmarks.bigsnapshot PATH [SCALE [NODES]]
+    arguments = sys.argv[1:]
+    written = write_dump(
+        Path(arguments[0]) if arguments else Path("cluster.yaml"),
+        float(arguments[1]) if len(arguments) > 1 else 1.0,
+        int(arguments[2]) if len(arguments) > 2 else NODES,
+    )
+    print(*written)
+    sys.stdout.flush()
     os._exit(0)
