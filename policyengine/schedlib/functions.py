@@ -200,8 +200,7 @@ def _score_batch(
         run = plugin.score
         assert run is not None
         if ignored_nodes:
-            ignored = state.ignored
-            return [None if info.node.name in ignored else run(state, info) for info in infos]
+            return spread.score_rows(state, infos)
         if columnar is not None:
             scores = columnar(state, infos, ctx)
             # A numpy-backed column (``vector.Numbers``) stays one: the scores' conversion

@@ -31,7 +31,7 @@ import numpy as np
 
 from policyengine.model.frozen import HashedKey
 from policyengine.model.labels import IN, Selector
-from policyengine.model.objects import DO_NOT_SCHEDULE, Pod
+from policyengine.model.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, Pod
 from policyengine.model.plugins import inter_pod_affinity as affinity
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import SchedulerConfig
@@ -194,13 +194,17 @@ _SPREAD_INPUTS: OrderedDict[Hashable, _SpreadInputs] = OrderedDict()
 _SPREAD_INPUTS_KEPT = 1024
 
 
-def _spread_inputs(pod: Pod, config: SchedulerConfig) -> _SpreadInputs | None:
-    """The pod's ``_SpreadInputs``; None when it has no constraints of its own (the defaults
-    of ``config`` apply, rarely met) or they cannot be hashed."""
+def _spread_inputs(
+    pod: Pod, config: SchedulerConfig, action: str = DO_NOT_SCHEDULE
+) -> _SpreadInputs | None:
+    """The pod's ``_SpreadInputs`` for its constraints of ``action``; None when it has no
+    constraints of its own (the defaults of ``config`` apply, rarely met) or they cannot be
+    hashed."""
     if not pod.topology_spread_constraints:
         return None
     # Everything ``pod_constraints`` (the pod's own) and ``count_key`` read of the pod.
     alike = (
+        action,
         pod.namespace,
         pod.topology_spread_constraints,
         pod.labels,
@@ -215,7 +219,7 @@ def _spread_inputs(pod: Pod, config: SchedulerConfig) -> _SpreadInputs | None:
         if found is not None:
             _SPREAD_INPUTS.move_to_end(alike)
             return found
-    constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
+    constraints = spread.pod_constraints(pod, action, config)
     if not constraints or not _hashable(spread.count_key(pod, constraints)):
         return None
     found = _SpreadInputs(pod, constraints)
@@ -248,6 +252,30 @@ def prepare_spread_filter(
         marks=inputs.marks,
     )
     return spread.filter_state(inputs.constraints, pod, sums)
+
+
+def prepare_spread_score(
+    pod: Pod, snapshot: ClusterSnapshot, feasible: Sequence[NodeInfo], config: SchedulerConfig
+) -> spread.ScoreState | None:
+    """``pod_topology_spread.prepare_score`` with each domain's matching pods read from sums
+    kept per count key (``SPREAD_SUMS``, corrected for the nodes replaced since) instead of
+    walking every pod of every node. The sums count a node's pods once per domain, as the
+    filter does; the score adds them once per constraint, so a pod whose soft constraints
+    share a topology key takes the plugin's own walk."""
+    if not feasible or not snapshot.num_nodes:
+        return None
+    inputs = _spread_inputs(pod, config, SCHEDULE_ANYWAY)
+    keys = [c.topology_key for c in inputs.constraints] if inputs is not None else []
+    if inputs is None or len(set(keys)) != len(keys):
+        return spread.prepare_score(pod, snapshot, feasible, config)
+    sums = SPREAD_SUMS.sums(
+        inputs.key, snapshot, inputs.part, inputs.counts, base=inputs.base, marks=inputs.marks
+    )
+
+    def counted(pairs: set[spread.Pair]) -> dict[spread.Pair, int]:
+        return {pair: sums.get(pair, 0) for pair in pairs}
+
+    return spread.score_state(pod, inputs.constraints, feasible, True, counted)
 
 
 # Existing pods' terms, each interned as a small integer so the sums' keys hash fast.
@@ -662,5 +690,6 @@ def by_pattern(
 
 
 PREPARE_SCORES: dict[str, Callable[[Any, Any, Any, Any], Any]] = {
-    "InterPodAffinity": prepare_affinity_score
+    "InterPodAffinity": prepare_affinity_score,
+    "PodTopologySpread": prepare_spread_score,
 }

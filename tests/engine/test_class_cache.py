@@ -43,6 +43,7 @@ from policyengine.model.resources import pod_requests
 from policyengine.model.shared_list import SharedList
 from policyengine.schedlib.batch import PREPARE_FILTERS
 from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.topology_filters import PREPARE_SCORES
 from policyengine.schedlib.views import PodView
 from tests.engine.agreement import (
     decide_and_refer,
@@ -149,12 +150,14 @@ def _anti(selector: dict[str, Any], key: str) -> dict[str, Any]:
     }
 
 
-def _spread(selector: dict[str, Any], key: str, skew: int) -> list[dict[str, Any]]:
+def _spread(
+    selector: dict[str, Any], key: str, skew: int, when: str = "DoNotSchedule"
+) -> list[dict[str, Any]]:
     return [
         {
             "maxSkew": skew,
             "topologyKey": key,
-            "whenUnsatisfiable": "DoNotSchedule",
+            "whenUnsatisfiable": when,
             "labelSelector": selector,
         }
     ]
@@ -179,7 +182,8 @@ def topology_templates(draw: st.DrawFn, index: int) -> Pod:
     if kind in ("anti", "both"):
         extra["affinity"] = _anti(selector, key)
     if kind in ("spread", "both"):
-        extra["spread"] = _spread(selector, draw(st.sampled_from(["zone", key])), 1)
+        when = draw(st.sampled_from(["DoNotSchedule", "ScheduleAnyway"]))
+        extra["spread"] = _spread(selector, draw(st.sampled_from(["zone", key])), 1, when)
     return make_pod(f"t{index}", labels={"app": app}, requests={"cpu": "100m"}, **extra)
 
 
@@ -220,6 +224,15 @@ def test_spread_and_anti_affinity_pods_decide_as_the_reference_through_forgets_a
             assert prepare is not None
             kept = PREPARE_FILTERS[name](pod, snap, DEFAULT_CONFIG)
             assert kept == prepare(pod, snap, DEFAULT_CONFIG), name
+        # And their PreScores, over every node and over some of them.
+        some = [info for info in snap.nodes if data.draw(st.booleans())]
+        for name, kept_score in PREPARE_SCORES.items():
+            prepare_score = PLUGINS_BY_NAME[name].prepare_score
+            assert prepare_score is not None
+            for feasible in (snap.nodes, some):
+                assert kept_score(pod, snap, feasible, DEFAULT_CONFIG) == prepare_score(
+                    pod, snap, feasible, DEFAULT_CONFIG
+                ), name
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
             placed.append(pod.key)

@@ -17,7 +17,7 @@ missing a key are ignored (score 0).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from policyengine.model.labels import Selector, compile_selector_or_nothing, label_set_requirements
@@ -248,20 +248,55 @@ def prepare_score(
     if not constraints:
         return None
     require_all = bool(pod.topology_spread_constraints) or not config.spread_system_defaulted
+    required = pod_required_affinity(pod)
+
+    def counted(pairs: set[Pair]) -> dict[Pair, int]:
+        counts = dict.fromkeys(pairs, 0)
+        for node in snapshot.nodes:
+            labels = node.node.labels
+            if require_all and not has_all_keys(labels, constraints):
+                continue
+            for c in constraints:
+                if not c.includes_node(node, required, pod.tolerations):
+                    continue
+                pair = (c.topology_key, labels.get(c.topology_key, ""))
+                if pair in counts:
+                    counts[pair] += count_matching(node.pods, c.selector, pod.namespace)
+        return counts
+
+    return score_state(pod, constraints, feasible, require_all, counted)
+
+
+def score_state(
+    pod: Pod,
+    constraints: tuple[Constraint, ...],
+    feasible: Sequence[NodeInfo],
+    require_all: bool,
+    counted: Callable[[set[Pair]], dict[Pair, int]],
+) -> ScoreState:
+    """PreScore over ``feasible``: the nodes left out, each constraint's normalising weight,
+    and the matching pods of every domain a feasible node is in (``counted`` of those pairs,
+    hostname domains aside: scored per node)."""
     ignored: set[str] = set()
-    counts: dict[Pair, int] = {}
+    pairs: set[Pair] = set()
     sizes = [0] * len(constraints)
+    keys = tuple(c.topology_key for c in constraints)
+    domains = [i for i, key in enumerate(keys) if key != HOSTNAME]
+    seen: set[tuple[str | None, ...]] = set()
     for node in feasible:
-        labels = node.node.labels
-        if require_all and not has_all_keys(labels, constraints):
+        values = tuple(map(node.node.labels.get, keys))
+        if require_all and None in values:
             ignored.add(node.name)
             continue
-        for i, c in enumerate(constraints):
-            if c.topology_key == HOSTNAME:
-                continue
-            pair = (c.topology_key, labels.get(c.topology_key, ""))
-            if pair not in counts:
-                counts[pair] = 0
+        # Nodes of the same domains add nothing new: most of thousands of nodes are seen once.
+        mine = tuple(values[i] for i in domains)
+        if mine in seen:
+            continue
+        seen.add(mine)
+        for i, value in zip(domains, mine, strict=True):
+            pair = (keys[i], value if value is not None else "")
+            if pair not in pairs:
+                pairs.add(pair)
                 sizes[i] += 1
     weights = []
     for i, c in enumerate(constraints):
@@ -269,19 +304,9 @@ def prepare_score(
         if c.topology_key == HOSTNAME:
             size = len(feasible) - len(ignored)
         weights.append(topology_normalizing_weight(size))
-    required = pod_required_affinity(pod)
-    for node in snapshot.nodes:
-        labels = node.node.labels
-        if require_all and not has_all_keys(labels, constraints):
-            continue
-        for c in constraints:
-            if not c.includes_node(node, required, pod.tolerations):
-                continue
-            pair = (c.topology_key, labels.get(c.topology_key, ""))
-            if pair not in counts:
-                continue
-            counts[pair] += count_matching(node.pods, c.selector, pod.namespace)
-    return ScoreState(constraints, pod.namespace, frozenset(ignored), counts, tuple(weights))
+    return ScoreState(
+        constraints, pod.namespace, frozenset(ignored), counted(pairs), tuple(weights)
+    )
 
 
 def score(state: ScoreState, node: NodeInfo) -> int:
@@ -299,6 +324,31 @@ def score(state: ScoreState, node: NodeInfo) -> int:
             count = state.pair_counts.get((c.topology_key, value), 0)
         total += float(count) * weight + float(c.max_skew - 1)
     return go_round(total)
+
+
+def score_rows(state: ScoreState, nodes: Sequence[NodeInfo]) -> list[int | None]:
+    """``score`` over many nodes, None for the ignored ones. Without a hostname constraint a
+    node's score depends only on its values of the constraints' keys: computed once per
+    distinct tuple of values (a handful of zones, not thousands of nodes)."""
+    ignored = state.ignored
+    if any(c.topology_key == HOSTNAME for c in state.constraints):
+        return [None if info.node.name in ignored else score(state, info) for info in nodes]
+    keys = tuple(c.topology_key for c in state.constraints)
+    by_values: dict[tuple[str | None, ...], int] = {}
+    out: list[int | None] = []
+    append = out.append
+    for info in nodes:
+        node = info.node
+        if node.name in ignored:
+            append(None)
+            continue
+        labels = node.labels
+        values = tuple(labels.get(key) for key in keys)
+        found = by_values.get(values)
+        if found is None:
+            found = by_values[values] = score(state, info)
+        append(found)
+    return out
 
 
 def normalize(state: ScoreState, node_names: Sequence[str], scores: list[int]) -> list[int]:
