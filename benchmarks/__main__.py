@@ -25,6 +25,7 @@ SCENARIOS = {
     "basic": "benchmarks.basic",
     "steady": "benchmarks.steady",
     "affinity": "benchmarks.affinity",
+    "mixed": "benchmarks.mixed",
     "gangs": "benchmarks.gangs",
     "gpushare": "benchmarks.gpushare",
     "preemption": "benchmarks.preemption",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,10 @@ def measure_workload(
     *,
     rate_target: str = "",
     p99_target: str = "",
+    more: Callable[[list[dict[str, Any]]], list[Measurement]] | None = None,
 ) -> list[Measurement]:
-    """Rows for one workload: throughput, latency, peak RSS, and the reference check."""
+    """Rows for one workload: throughput, latency, peak RSS, and the reference check (and
+    ``more`` rows read from the runs' results)."""
     label = f"{scenario} ({workload.nodes:,} nodes)"
     results = [
         run_worker(workload, check if i == 0 else 0, f"{label}: run {i + 1}/{runs}")
@@ -103,4 +106,6 @@ def measure_workload(
         )
     if len(scheduled) > 1:
         rows.append(flag(scenario, f"{head}: runs disagree on the pods scheduled: {scheduled}"))
+    if more is not None:
+        rows.extend(more(results))
     return rows

@@ -63,6 +63,7 @@ def run(workload: Workload, check_pods: int, label: str) -> dict[str, object]:
         "pods": total,
         "scheduled": placed.scheduled,
         "latencies": placed.latencies,
+        "apps": [pod.labels.get("app", "") for pod in cluster.pending],
         "cpu": placed.cpu,
         "peak_rss_kb": peak_rss_kb(),
         "peak_rss_reset": reset,

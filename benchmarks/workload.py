@@ -30,7 +30,11 @@ from policyengine.schedlib import default_schema
 
 POLICY = Path(__file__).parent / "policies" / "basic.sched"
 SEED = 1  # the one cluster every run of every per-pod scenario measures
-PRESETS = ("basic", "affinity")
+PRESETS = ("basic", "affinity", "mixed")
+# The policy each preset is placed under: the bench policy, or the shipped policy directory as
+# a user runs it (its profiles decide which policy governs each pod).
+SHIPPED = Path(__file__).resolve().parent.parent / "policies"
+POLICIES = {"basic": POLICY, "affinity": POLICY, "mixed": SHIPPED}
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ def build(workload: Workload) -> Cluster:
     spec = getattr(synthetic, workload.preset)(workload.nodes, workload.pods)
     loaded = parse_objects(synthetic.generate(spec, seed=workload.seed), "synthetic")
     snapshot, pending, _ = snapshot_from_objects(loaded.nodes, loaded.pods, loaded.namespaces)
-    return Cluster(compile_policy(), snapshot, tuple(queue_order(pending)))
+    return Cluster(compile_policy(POLICIES[workload.preset]), snapshot, tuple(queue_order(pending)))
 
 
 def place_one(

@@ -14,7 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import affinity, basic, bigsnapshot, e2e, gangs, memory, reload, scaling, steady
+from benchmarks import (
+    affinity,
+    basic,
+    bigsnapshot,
+    e2e,
+    gangs,
+    memory,
+    mixed,
+    reload,
+    scaling,
+    steady,
+)
 from benchmarks import compile as compile_scenario
 from benchmarks.__main__ import SCENARIOS, main
 from benchmarks.agreement import Agreement, check
@@ -196,6 +207,14 @@ def test_helpers() -> None:
     assert evenly(0, 3) == []
     assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0
     assert percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
+
+
+def test_mixed_reports_the_mix_and_each_template_it_placed() -> None:
+    rows = mixed.run(runs=1, scale=0.003, check=1, nodes=40)  # 30 pods
+    templates = [r for r in rows if r.metric.startswith("template ")]
+    assert templates and all(r.unit == "pods/s" and r.median > 0 for r in templates)
+    assert any(r.metric.endswith("throughput (CPU time)") for r in rows)
+    assert not any(r.target for r in rows if r.unit == "pods/s")  # full size only
 
 
 def test_bigsnapshot_times_simulate_and_filter_on_a_dump_as_the_api_returns_it() -> None:

@@ -32,7 +32,7 @@ fixture generator for the demo, the benchmarks and the tests: no scheduling laye
 
 from policyengine.synthetic.generate import generate
 from policyengine.synthetic.kubectl_yaml import to_kubectl_yaml
-from policyengine.synthetic.presets import PRESETS, affinity, basic, demo, gang_sizes, gangs
+from policyengine.synthetic.presets import PRESETS, affinity, basic, demo, gang_sizes, gangs, mixed
 from policyengine.synthetic.spec import (
     A100,
     BATCH,
@@ -108,5 +108,6 @@ __all__ = [
     "gang_sizes",
     "gangs",
     "generate",
+    "mixed",
     "to_kubectl_yaml",
 ]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from policyengine.model.gpu_share import SHARE_ANNOTATION
 from policyengine.model.taints import NO_EXECUTE
 from policyengine.synthetic.nodes import NodeState, image_entry, resource_units
 from policyengine.synthetic.randomness import Clock, Rand, apportion
@@ -219,6 +220,8 @@ def make_pod(
     owner["controller"] = True
     if t.gpu_model:
         annotations[GPU_MODEL_ANNOTATION] = t.gpu_model
+    if t.gpu_share:
+        annotations[SHARE_ANNOTATION] = t.gpu_share
     containers = []
     for cname, requests, limits in shape.containers:
         resources: dict[str, Any] = {}
@@ -263,14 +266,29 @@ def make_pod(
                 ]
             }
         }
-    if t.zone_spread:
+    if t.near_app:
+        pod_spec.setdefault("affinity", {})["podAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 50,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": t.near_app}},
+                        "topologyKey": ZONE,
+                    },
+                }
+            ]
+        }
+    spreads = [(ZONE, 1, "DoNotSchedule")] if t.zone_spread else []
+    spreads += t.spread
+    if spreads:
         pod_spec["topologySpreadConstraints"] = [
             {
                 "labelSelector": {"matchLabels": {"app": unit.app}},
-                "maxSkew": 1,
-                "topologyKey": ZONE,
-                "whenUnsatisfiable": "DoNotSchedule",
+                "maxSkew": skew,
+                "topologyKey": key,
+                "whenUnsatisfiable": when,
             }
+            for key, skew, when in spreads
         ]
     status: dict[str, Any] = {"phase": "Pending", "qosClass": shape.qos}
     if node is not None:

@@ -12,11 +12,13 @@ from policyengine.synthetic.spec import (
     BATCH,
     GPU_PRODUCT,
     H100,
+    HOSTNAME,
     INFERENCE,
     L4,
     L4_X8,
     SERVICE,
     TRAINING,
+    ZONE,
     ClusterSpec,
     PodTemplate,
 )
@@ -345,6 +347,137 @@ def basic(num_nodes: int = 5000, num_pods: int = 10_000, *, running_pods: int = 
     )
 
 
+def _mixed_templates() -> tuple[PodTemplate, ...]:
+    """24 templates shaped as a cluster runs them: Deployments with soft and hard spread by
+    zone and hostname, StatefulSet-like replicas one per node, an app preferring its cache's
+    zone, Jobs, a priority class, whole-GPU and shared-GPU pods."""
+    ns = "mix"
+    soft_zone = ((ZONE, 5, "ScheduleAnyway"),)
+    soft_host = ((HOSTNAME, 3, "ScheduleAnyway"),)
+    out = [
+        PodTemplate("web", SERVICE, 8, ns, "250m", "512Mi", apps=10, spread=soft_zone),
+        PodTemplate("api", SERVICE, 8, ns, "500m", "1Gi", apps=10, spread=soft_zone + soft_host),
+        PodTemplate("frontend", SERVICE, 6, ns, "100m", "256Mi", apps=10, spread=soft_host),
+        PodTemplate("auth", SERVICE, 4, ns, "500m", "512Mi", apps=5, zone_spread=True),
+        PodTemplate(
+            "ingest", SERVICE, 4, ns, "1", "2Gi", apps=5, spread=((HOSTNAME, 2, "DoNotSchedule"),)
+        ),
+        PodTemplate(
+            "kafka",
+            SERVICE,
+            3,
+            ns,
+            "2",
+            "8Gi",
+            guaranteed=True,
+            apps=5,
+            hostname_anti_affinity=True,
+        ),
+        PodTemplate(
+            "etcd",
+            SERVICE,
+            2,
+            ns,
+            "1",
+            "2Gi",
+            guaranteed=True,
+            apps=10,
+            hostname_anti_affinity=True,
+        ),
+        PodTemplate("cache", SERVICE, 3, ns, "1", "4Gi", guaranteed=True, apps=2),
+        PodTemplate("session", SERVICE, 4, ns, "250m", "512Mi", apps=2, near_app="cache-1"),
+        PodTemplate("worker", SERVICE, 6, ns, "1", "1Gi"),
+        PodTemplate("worker-large", SERVICE, 3, ns, "4", "8Gi"),
+        PodTemplate(
+            "critical",
+            SERVICE,
+            2,
+            ns,
+            "500m",
+            "1Gi",
+            priority=100_000,
+            priority_class="business-critical",
+        ),
+        PodTemplate("etl", BATCH, 5, ns, "1", "2Gi", group_sizes=(4, 8, 16)),
+        PodTemplate("report", BATCH, 4, ns, "500m", "1Gi", group_sizes=(1, 2)),
+        PodTemplate("scratch", BATCH, 4, ns),
+        PodTemplate("gpu-infer", INFERENCE, 6, ns, "4", "16Gi", gpus=1),
+        PodTemplate(
+            "gpu-infer-l4",
+            INFERENCE,
+            3,
+            ns,
+            "4",
+            "16Gi",
+            gpus=1,
+            node_selector=((GPU_PRODUCT, L4.product),),
+        ),
+        PodTemplate("gpu-a100x2", INFERENCE, 2, ns, "8", "64Gi", gpus=2, gpu_model=A100.product),
+        PodTemplate("gpu-train-4", TRAINING, 1, ns, "32", "256Gi", gpus=4, priority=1000),
+        PodTemplate(
+            "gpu-train-8",
+            TRAINING,
+            1,
+            ns,
+            "64",
+            "512Gi",
+            gpus=8,
+            gpu_model=H100.product,
+            priority=1000,
+        ),
+        PodTemplate(
+            "gpu-share-quarter",
+            INFERENCE,
+            5,
+            ns,
+            "2",
+            "8Gi",
+            gpu_share="cores=25,memory=25%",
+            tolerate_gpu_taint=True,
+        ),
+        PodTemplate(
+            "gpu-share-half",
+            INFERENCE,
+            3,
+            ns,
+            "2",
+            "8Gi",
+            gpu_share="cores=50,memory=50%",
+            tolerate_gpu_taint=True,
+        ),
+        PodTemplate(
+            "notebook",
+            INFERENCE,
+            2,
+            ns,
+            "1",
+            "4Gi",
+            gpu_share="cores=10,memory=4Gi",
+            tolerate_gpu_taint=True,
+        ),
+        PodTemplate("canary", SERVICE, 1, ns, "100m", "128Mi", spread=soft_zone, near_app="web-1"),
+    ]
+    return tuple(out)
+
+
+def mixed(
+    num_nodes: int = 5000, num_pods: int = 10_000, *, running_pods: int | None = None
+) -> ClusterSpec:
+    """The mixed benchmark: the basic cluster with its GPU nodes tainted ``dedicated=gpu``,
+    running pods of the mix's CPU templates (default: 0.6 per node, 3,000 on 5,000 nodes), and
+    pending pods of all 24 templates, interleaved."""
+    if running_pods is None:
+        running_pods = round(num_nodes * 0.6)
+    templates = _mixed_templates()
+    cpu_only = tuple(t for t in templates if not t.gpus and not t.gpu_share)
+    return replace(
+        basic(num_nodes, num_pods, running_pods=running_pods),
+        gpu_taint_fraction=1.0,
+        running_mix=cpu_only,
+        pending_mix=templates,
+    )
+
+
 # Which benchmark templates carry which constraint in the affinity scenario: 6 x 5% spread,
 # 4 x 5% anti-affinity, all CPU-only services so that the two sets do not overlap.
 _SPREAD = ("svc-tiny", "svc-small", "svc-medium", "svc-1c", "svc-2c", "svc-4c")
@@ -440,4 +573,5 @@ PRESETS: dict[str, Callable[[], ClusterSpec]] = {
     "basic": basic,
     "affinity": affinity,
     "gangs": gangs,
+    "mixed": mixed,
 }

@@ -158,6 +158,12 @@ class PodTemplate:
     sidecar: bool = False  # a small proxy container beside the main one
     image: str = ""
     image_mb: int = 300
+    # More constraints, each selecting the template's own app: (topology key, maxSkew,
+    # whenUnsatisfiable) spread constraints, and preferred affinity (weight 50, same zone) to
+    # the pods of another app.
+    spread: tuple[tuple[str, int, str], ...] = ()
+    near_app: str = ""
+    gpu_share: str = ""  # the policyengine.io/gpu-share annotation (a share of one GPU)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
