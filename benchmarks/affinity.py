@@ -17,7 +17,7 @@ from benchmarks.workload import Workload
 NODES = 5000
 PODS = 10_000
 DEFAULT_RUNS = 3
-DEFAULT_SCALE = 1.0  # the 10,000 pods
+DEFAULT_SCALE = 1.0  # the full 10,000 pods
 DEFAULT_CHECK = 5
 
 

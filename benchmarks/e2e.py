@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NODES = 1000
 PODS = 5000
 DEFAULT_RUNS = 3
-DEFAULT_SCALE = 1.0  # the 5,000 pods
+DEFAULT_SCALE = 1.0  # the full 5,000 pods
 TIMEOUT = 600.0  # seconds a run may take before it is abandoned
 IDLE = 10.0  # seconds without a new binding after which the remaining pods are taken as unplaceable
 

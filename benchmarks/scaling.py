@@ -4,7 +4,7 @@ Evaluating every node makes the cost of a pod grow with the cluster; this shows 
 per-node cost row should stay flat if the growth is linear, and fall once work is shared
 across nodes). The same pending pods are placed at every size: 1,000 by default, enough that
 the first pod of each template (which evaluates every node) weighs in the mean as it does in
-a queue, not as one pod in two or three as with 50. The target row is the issue's: the mean
+a queue, not as one pod in two or three as with 50. The target row is the mean
 CPU time per pod at the largest size over that at 1,000 nodes, ≤ 3×; the p50 ratio beside it.
 """
 
@@ -18,7 +18,7 @@ SIZES = (500, 1000, 5000, 15_000)
 PODS = 10_000
 DEFAULT_RUNS = 3
 DEFAULT_SCALE = 0.1  # 1,000 pods a run
-BASE = 1000  # the size the issue's ratio is taken against
+BASE = 1000  # the size the target's ratio is taken against
 TARGET = "<= 3x"
 DEFAULT_CHECK = 2
 

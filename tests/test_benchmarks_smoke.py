@@ -74,7 +74,7 @@ def test_scaling_reports_every_size_and_the_cost_per_node() -> None:
         "20 over 10 nodes, 2 pods: mean CPU per pod, ratio",
         "20 over 10 nodes, 2 pods: p50 per pod, ratio",
     ]
-    assert all(r.median > 0 and r.target == "" for r in ratios)  # not the sizes
+    assert all(r.median > 0 and r.target == "" for r in ratios)  # not the full sizes
     assert not any(r.metric.endswith("reference evaluator") for r in rows)  # check=0
 
 

@@ -11,7 +11,7 @@ into (apiGroup, resource, subresource, verb) as the API server's authorizer sees
 
 Then, per ServiceAccount: the scheduler's ClusterRole and Role must grant what every module
 but ``extender.py`` calls; the extender's ClusterRole what ``extender.py`` calls. And back:
-each grant is used by the code, or is one the issue lists as needed by planned work
+each grant is used by the code, or is one listed below as needed by planned work
 (``PLANNED``), each with its reason.
 """
 
@@ -52,11 +52,11 @@ class Call:
         return f"{self.verb} {self.resource}" + (f".{self.group}" if self.group else "")
 
 
-# Grants the issue asks for ahead of the code that will use them.
+# Grants given ahead of the code that will use them.
 PLANNED = {
-    Call("", "pods", "get"): "the issue's list; reading one pod (preemption, gangs)",
+    Call("", "pods", "get"): "planned: reading one pod (preemption, gangs)",
     Call("", "pods", "delete"): "preemption evicts victims",
-    Call("", "nodes", "get"): "the issue's list",
+    Call("", "nodes", "get"): "planned: reading one node",
     Call("events.k8s.io", "events", "patch"): "event series (repeated events update a count)",
     Call("", "configmaps", "get"): "policy reload reads the ConfigMap",
     Call("", "configmaps", "list"): "policy reload watches the ConfigMap",
