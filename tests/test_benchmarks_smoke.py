@@ -3,7 +3,7 @@
 Nothing here is about speed (the machines are shared and noisy; figures belong in
 ``benchmarks/README.md``). What is checked: each scenario runs and returns the rows it
 promises, the measured loop places pods exactly as ``simulate`` does, the reference check
-looks at the pods it says it looks at, and ``--json`` writes something a later session can read.
+looks at the pods it says it looks at, and ``--json`` writes something a later run can read.
 """
 
 from __future__ import annotations

@@ -385,7 +385,7 @@ def _mixed_templates() -> tuple[PodTemplate, ...]:
             hostname_anti_affinity=True,
         ),
         PodTemplate("cache", SERVICE, 3, ns, "1", "4Gi", guaranteed=True, apps=2),
-        PodTemplate("session", SERVICE, 4, ns, "250m", "512Mi", apps=2, near_app="cache-1"),
+        PodTemplate("login", SERVICE, 4, ns, "250m", "512Mi", apps=2, near_app="cache-1"),
         PodTemplate("worker", SERVICE, 6, ns, "1", "1Gi"),
         PodTemplate("worker-large", SERVICE, 3, ns, "4", "8Gi"),
         PodTemplate(
