@@ -48,7 +48,7 @@ from policyengine.engine.decision import (
     RejectionTable,
     ScoreTable,
 )
-from policyengine.engine.gpu_placement import choose_devices
+from policyengine.engine.gpu_placement import choose_devices, device_choice_for
 from policyengine.engine.histogram import histogram_line
 from policyengine.engine.idle import EXACT_WEIGHT, Listed, idle_tests, unscored, zero_at
 from policyengine.engine.nodeviews import Frame, NodeViews, node_frame
@@ -61,7 +61,8 @@ from policyengine.engine.normalize import (
 )
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.rowgroups import Copied, determined_now, groups
-from policyengine.lang.compiler import CompiledPolicy, CompiledRule, Program
+from policyengine.engine.selection import pick_by_key
+from policyengine.lang.compiler import CompiledPolicy, CompiledRule, CompiledSelect, Program
 from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
 from policyengine.model.gpu_devices import Grant
 from policyengine.model.gpu_share import pod_demand
@@ -90,6 +91,9 @@ class CycleOptions:
     # Another scheduler allocates the pod's dynamic resource claims (the extender behind
     # kube-scheduler): the policy decides the rest. Otherwise such a pod is not placed.
     claims_allocated_elsewhere: bool = False
+    # The pods learned GPU shapes are drawn from (``model.fragmentation.Workload``: a replay's
+    # arrivals so far); None: the GPU pods running in the snapshot.
+    workload: Any = None
 
 
 def profile_for(program: Program, pod: Pod, scheduler_name: str | None = None) -> str:
@@ -141,6 +145,8 @@ def schedule(
             pod.key, policy.name, program.version, None, num_nodes, message=pod.dra_message
         )
     config = context.config = policy_config(policy, pod, config)
+    context.workload = options.workload
+    context.device_choice = device_choice_for(policy, pod, pod_env)
     whole = policy_plan(policy)
     frame = node_frame(snapshot, topology)
     refs = CACHE.refs(program, policy, topology, config)
@@ -232,7 +238,10 @@ def schedule(
         )
         kept.others = _others(state, kept)
         CACHE.put_state(state_key, refs, kept, 3 * frame.size * (1 + len(kept.others)))
-    chosen, best = _choose(feasible_mask, count, totals, entry, rng)
+    if policy.select is not None and count > 1:
+        chosen, best = _choose_by_key(policy.select, feasible_mask, totals, entry, pod_env, rng)
+    else:
+        chosen, best = _choose(feasible_mask, count, totals, entry, rng)
     if chosen is None:
         message = histogram_line(num_nodes, infeasible)
     else:
@@ -262,7 +271,7 @@ def _devices(
         return ()
     # The demand reads the pod's annotations and requests alone: pods alike share it.
     demand = context.prepared(("gpu_demand",), lambda: pod_demand(pod), pod_only=True)
-    return choose_devices(snapshot, chosen, pod, demand)
+    return choose_devices(snapshot, chosen, pod, demand, context.device_choice)
 
 
 @dataclass(eq=False)
@@ -419,6 +428,29 @@ def _choose(
         return str(names[by_name[tied[by_name].nonzero()[0][k]]]), best
     at = tied.nonzero()[0]
     return rng.choice(names[at[np.argsort(entry.ranks[at], kind="stable")]].tolist()), best
+
+
+def _choose_by_key(
+    select: CompiledSelect,
+    feasible: np.ndarray,
+    totals: np.ndarray,
+    entry: ClassEntry,
+    pod_env: Env,
+    rng: random.Random,
+) -> tuple[str | None, float]:
+    """``_choose`` under the policy's ``select``: the tied rows ordered by its key
+    (``selection.pick_by_key``); totals that are not finite are left to ``_choose``."""
+    masked = np.where(feasible, totals, -math.inf)
+    best = float(masked.max())
+    if not math.isfinite(best):
+        return _choose(feasible, int(np.count_nonzero(feasible)), totals, entry, rng)
+    rows = np.flatnonzero(masked == best)
+    if len(rows) == 1:
+        return str(entry.names[int(rows[0])]), best
+    rows = rows[np.argsort(entry.ranks[rows], kind="stable")]
+    views = entry.frame.views
+    candidates = [(str(entry.names[row]), pod_env.derive(node=views[row])) for row in rows.tolist()]
+    return pick_by_key(select.mode, candidates, select.key, rng), best
 
 
 # The last ranks looked at, with what ``_name_order`` made of them.

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.lang.compiler import Program
+from policyengine.model.fragmentation import Workload, shape_key
 from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
@@ -91,7 +92,9 @@ def replay_trace(
     ``step`` percent."""
     started = time.perf_counter()
     rng = random.Random(seed)
-    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name)
+    # Learned shapes are drawn from the pods seen so far, the arriving one included.
+    workload = Workload()
+    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name, workload=workload)
     total = sum(info.gpus.total_gpus for info in snapshot.nodes)
     allocated = sum(info.gpus.allocated_gpus for info in snapshot.nodes)
     arrived_gpus = 0.0
@@ -102,6 +105,7 @@ def replay_trace(
     for index, pod in enumerate(arrivals):
         demand = pod_demand(pod).gpus
         arrived_gpus += demand
+        workload.add(shape_key(pod))
         decision = schedule(program, pod, snapshot, rng, options, topology, config)
         if decision.node is not None:
             before = snapshot.node(decision.node).gpus.allocated_gpus
