@@ -61,7 +61,7 @@ from policyengine.engine.normalize import (
 )
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.rowgroups import Copied, determined_now, groups
-from policyengine.engine.selection import pick_by_key
+from policyengine.engine.selection import pick_by_key, pick_by_values
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule, CompiledSelect, Program
 from policyengine.lang.runtime import Env, FilterVerdict, NodeBatch
 from policyengine.model.gpu_devices import Grant
@@ -449,7 +449,16 @@ def _choose_by_key(
         return str(entry.names[int(rows[0])]), best
     rows = rows[np.argsort(entry.ranks[rows], kind="stable")]
     views = entry.frame.views
-    candidates = [(str(entry.names[row]), pod_env.derive(node=views[row])) for row in rows.tolist()]
+    at = rows.tolist()
+    if select.many is not None:
+        try:
+            values = select.many(NodeBatch(pod_env, {"node": [views[row] for row in at]}))
+            if len(values) == len(at):
+                names = [str(entry.names[row]) for row in at]
+                return pick_by_values(select.mode, names, list(values), rng), best
+        except Exception:  # the key node by node then, failures ranked last
+            pass
+    candidates = [(str(entry.names[row]), pod_env.derive(node=views[row])) for row in at]
     return pick_by_key(select.mode, candidates, select.key, rng), best
 
 

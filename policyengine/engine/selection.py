@@ -19,6 +19,7 @@ from typing import Any
 from policyengine.lang.runtime import Env
 
 _MISSING = object()
+MISSING = _MISSING  # a key that failed to evaluate (``pick_by_values``)
 
 
 def pick_by_key(
@@ -36,14 +37,19 @@ def pick_by_key(
             values.append(key(env))
         except Exception:  # a key that fails on a node ranks it last, never stops the cycle
             values.append(_MISSING)
+    return pick_by_values(mode, [name for name, _ in candidates], values, rng)
+
+
+def pick_by_values(
+    mode: str, names: Sequence[str], values: Sequence[Any], rng: random.Random
+) -> str:
+    """``pick_by_key`` with the keys known (``MISSING`` where a key failed)."""
     present = [v for v in values if v is not _MISSING]
     if present:
         target = min(present) if mode == "lowest" else max(present)
         winners = [
-            name
-            for (name, _), v in zip(candidates, values, strict=True)
-            if v is not _MISSING and v == target
+            name for name, v in zip(names, values, strict=True) if v is not _MISSING and v == target
         ]
     else:
-        winners = [name for name, _ in candidates]
+        winners = list(names)
     return winners[0] if len(winners) == 1 else rng.choice(winners)

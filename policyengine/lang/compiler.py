@@ -126,6 +126,8 @@ class CompiledSelect:
     mode: str
     key: Callable[[Env], Any] = field(repr=False)
     source: n.Select = field(repr=False)
+    # The key over a ``NodeBatch`` of the tied nodes at once, when it has such a form.
+    many: Callable[[Any], Any] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -387,11 +389,11 @@ class _ProgramBuilder:
         statement = statements[0]
         assert statement.key is not None
         try:
-            key = self.planner.expression(statement.key, policy).fn
+            plan = self.planner.expression(statement.key, policy)
         except PlanError as error:
             self.problems.append(error.diagnostic)
             return None
-        return CompiledSelect(statement.mode, key, statement)
+        return CompiledSelect(statement.mode, plan.fn, statement, batch_form(plan))
 
     def _gang(self, linked: LinkedPolicy) -> CompiledGang | None:
         blocks = linked.policy.gangs

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 MIB = 1024 * 1024
 # At most this many learned shapes (and declared ones, for the cost bound).
-LEARNED_LIMIT = 32
+LEARNED_LIMIT = 64
 SHAPE_KEYS = ("gpus", "cores", "memory", "memory_percent", "cpu", "host_memory", "weight")
 SHAPES = ListType(MapType(STRING, QUANTITY, bound=len(SHAPE_KEYS)), bound=LEARNED_LIMIT)
 
@@ -191,21 +191,42 @@ def _grants(ctx: Any, pod: PodView, node: NodeView) -> tuple[Any, ...] | None:
 def gpu_fragmentation_growth(
     ctx: Any, pod: PodView, node: NodeView, shapes: Sequence[Mapping[str, Any]]
 ) -> float | None:
-    grants = _grants(ctx, pod, node)
-    if grants is None:
-        return None
+    rule, choice_shapes = device_choice(ctx)
     info = node.info
     cpu, memory = fgd.host_free(info)
     pod_cpu, pod_memory = _pod_host(ctx, pod)
-    return fgd.growth(
+    return fgd.placement_growth(
         info.gpus,
         cpu,
         memory,
         pod.gpu_demand,
         pod_cpu,
         pod_memory,
+        rule,
+        choice_shapes,
         parse_host_shapes(shapes),
-        grants,
+    )
+
+
+def gpu_fragmentation_growth_batch(
+    ctx: Any, pod: Any, nodes: Any, shapes: Any
+) -> list[float | None]:
+    """``gpu_fragmentation_growth`` over many nodes; the pod and the shapes must be the same
+    for all of them (anything else raises: the engine then calls it node by node)."""
+    if not isinstance(shapes, list) or (shapes and not isinstance(shapes[0], Mapping)):
+        raise TypeError("shapes vary per node")
+    if isinstance(pod, Sequence):
+        raise TypeError("the pod varies per node")
+    rule, choice_shapes = device_choice(ctx)
+    pod_cpu, pod_memory = _pod_host(ctx, pod)
+    return fgd.placement_growths(
+        [view.info for view in nodes],
+        pod.gpu_demand,
+        pod_cpu,
+        pod_memory,
+        rule,
+        choice_shapes,
+        parse_host_shapes(shapes),
     )
 
 
@@ -377,6 +398,7 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         "better.",
         cost=80,
         needs_context=True,
+        batch=gpu_fragmentation_growth_batch,
         cluster_key=_choice_key,
         pod_key=_host_demand_key,
     ),
@@ -399,8 +421,8 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         SHAPES,
         learned_gpu_shapes,
         "The cluster's typical GPU pods, learned from its own workload (the GPU pods of a "
-        "replay so far, else those running): the most common (GPU, cpu, host memory) request "
-        "shapes that together cover this share of the pods (0–1), at most 32, each weighted by "
+        "replay so far, else those running): the most common (GPU, cpu) request "
+        "shapes that together cover this share of the pods (0–1), at most 64, each weighted by "
         "its count. Shape maps as gpu_fragmentation takes them.",
         cost=40,
         needs_context=True,
