@@ -345,6 +345,7 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         "(compute, memory and sharer count), whole GPUs on entirely free devices. True for a pod "
         "that asks no GPU.",
         cost=20,
+        batch=lambda pod, nodes: [gpu_fits(pod, node) for node in nodes],
         pod_key=_demand_key,
     ),
     Function(
@@ -437,6 +438,7 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         "The node's allocated GPU compute after placing the pod, as a fraction of its GPUs "
         "(0–1); null on a node without GPUs.",
         cost=20,
+        batch=lambda pod, nodes: [gpu_allocated_after(pod, node) for node in nodes],
         pod_key=_demand_key,
     ),
 )
