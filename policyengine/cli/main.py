@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "policyengine.cli.score",
     "policyengine.cli.explain",
     "policyengine.cli.simulate",
+    "policyengine.cli.replay",
     "policyengine.cli.diff",
     "policyengine.cli.run",
     "policyengine.cli.extender",

@@ -45,11 +45,12 @@ from policyengine.engine.fastpath.idle import (
 )
 from policyengine.engine.fastpath.nodeviews import Frame, node_frame
 from policyengine.engine.fastpath.sharekeys import PolicyPlan, pod_class, policy_plan
-from policyengine.engine.gpu_placement import choose_devices
+from policyengine.engine.gpu_placement import choose_devices, device_choice_for
 from policyengine.engine.histogram import histogram_line
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.profiles import profile_for
-from policyengine.lang.compiler import Program
+from policyengine.engine.selection import pick_by_key, pick_by_values
+from policyengine.lang.compiler import CompiledSelect, Program
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import Env
 from policyengine.model.gpu_devices import Grant
@@ -80,6 +81,9 @@ class CycleOptions:
     # What cycles of one run share (a simulation, a scheduler, an extender: each owns one),
     # so a pod's class meets its columns again. None: nothing is kept between calls.
     cache: ClassCache | None = field(default=None, compare=False, repr=False)
+    # The pods learned GPU shapes are drawn from (``model.fragmentation.Workload``: a replay's
+    # arrivals so far); None: the GPU pods running in the snapshot.
+    workload: Any = None
 
 
 def schedule(
@@ -122,6 +126,8 @@ def schedule(
             pod.key, policy.name, program.version, None, num_nodes, message=pod.dra_message
         )
     config = context.config = policy_config(policy, pod, config)
+    context.workload = options.workload
+    context.device_choice = device_choice_for(policy, pod, pod_env)
     full_plan = policy_plan(policy)
     frame = node_frame(snapshot, topology)
     classes = options.cache if options.cache is not None else ClassCache()
@@ -188,7 +194,10 @@ def schedule(
         classes.put_state(state_key, cache_refs, kept, 3 * frame.size * (1 + len(kept.others)))
 
     # Choose.
-    chosen, best = _choose(feasible_mask, count, totals, entry, rng)
+    if policy.select is not None and count > 1:
+        chosen, best = _choose_by_key(policy.select, feasible_mask, totals, entry, pod_env, rng)
+    else:
+        chosen, best = _choose(feasible_mask, count, totals, entry, rng)
     if chosen is None:
         message = histogram_line(num_nodes, infeasible)
     else:
@@ -286,7 +295,7 @@ def _devices(
         return ()
     # The demand reads the pod's annotations and requests alone: pods alike share it.
     demand = context.prepared(("gpu_demand",), lambda: pod_demand(pod), pod_only=True)
-    return choose_devices(snapshot, chosen, pod, demand)
+    return choose_devices(snapshot, chosen, pod, demand, context.device_choice)
 
 
 class _FeasibleNodes(Sequence[NodeInfo]):
@@ -370,6 +379,38 @@ def _choose(
         return str(names[by_name[tied[by_name].nonzero()[0][k]]]), best
     at = tied.nonzero()[0]
     return rng.choice(names[at[np.argsort(entry.ranks[at], kind="stable")]].tolist()), best
+
+
+def _choose_by_key(
+    select: CompiledSelect,
+    feasible: np.ndarray,
+    totals: np.ndarray,
+    entry: ClassEntry,
+    pod_env: Env,
+    rng: random.Random,
+) -> tuple[str | None, float]:
+    """``_choose`` under the policy's ``select``: the tied rows ordered by its key
+    (``selection.pick_by_key``); totals that are not finite are left to ``_choose``."""
+    masked = np.where(feasible, totals, -math.inf)
+    best = float(masked.max())
+    if not math.isfinite(best):
+        return _choose(feasible, int(np.count_nonzero(feasible)), totals, entry, rng)
+    rows = np.flatnonzero(masked == best)
+    if len(rows) == 1:
+        return str(entry.names[int(rows[0])]), best
+    rows = rows[np.argsort(entry.ranks[rows], kind="stable")]
+    views = entry.frame.views
+    at = rows.tolist()
+    if select.many is not None:
+        try:
+            values = select.many(NodeBatch(pod_env, {"node": [views[row] for row in at]}))
+            if len(values) == len(at):
+                names = [str(entry.names[row]) for row in at]
+                return pick_by_values(select.mode, names, list(values), rng), best
+        except Exception:  # the key node by node then, failures ranked last
+            pass
+    candidates = [(str(entry.names[row]), pod_env.derive(node=views[row])) for row in at]
+    return pick_by_key(select.mode, candidates, select.key, rng), best
 
 
 # The last ranks looked at, with what ``_name_order`` made of them.

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from policyengine.engine.decision import Decision
+from policyengine.engine.gpu_placement import device_choice_for
 from policyengine.engine.normalize import normalize
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.profiles import profile_for
+from policyengine.engine.selection import pick_by_key
 from policyengine.lang.compiler import Program
-from policyengine.lang.reference import reference_filter, reference_score
+from policyengine.lang.reference import evaluate, reference_filter, reference_score
 from policyengine.lang.runtime import Env
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
@@ -56,6 +59,7 @@ def reference_decision(
     config: SchedulerConfig = DEFAULT_CONFIG,
     candidates: frozenset[str] | None = None,
     candidates_reason: str = "node(s) outside the gang's topology domain",
+    workload: Any = None,
 ) -> ReferenceDecision:
     """One cycle for ``pod`` with the reference evaluator only (module docstring).
 
@@ -69,6 +73,8 @@ def reference_decision(
     if pod.resource_claims:  # as ``engine.cycle``: not placed, no node evaluated
         return ReferenceDecision(policy.name, (), {}, {}, {}, {}, None)
     context.config = policy_config(policy, pod, config)
+    context.workload = workload
+    context.device_choice = device_choice_for(policy, pod, Env({"pod": pod_view}, context))
     envs = {
         info.name: Env({"pod": pod_view, "node": NodeView(info, topology)}, context)
         for info in snapshot.nodes
@@ -107,7 +113,17 @@ def reference_decision(
     chosen = None
     if ranking:
         tied = [name for name in ranking if totals[name] == totals[ranking[0]]]
-        chosen = tied[0] if len(tied) == 1 else rng.choice(tied)
+        select = policy.select
+        if select is not None and len(tied) > 1 and program.checked is not None:
+            checked = program.checked
+            chosen = pick_by_key(
+                select.mode,
+                [(name, envs[name]) for name in tied],
+                lambda env: evaluate(select.source.key, env, checked),  # type: ignore[arg-type]
+                rng,
+            )
+        else:
+            chosen = tied[0] if len(tied) == 1 else rng.choice(tied)
     return ReferenceDecision(
         policy.name, tuple(feasible), rejected, raw, normalised, totals, chosen, reasons
     )

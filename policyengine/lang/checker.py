@@ -852,6 +852,8 @@ class _Checker:
         self._rules(owner, scope)
         self._gangs(owner, lets)
         self._preempts(owner, scope)
+        self._selects(owner, scope)
+        self._devices(owner, scope)
         self._uses(owner)
         for overcommit in owner.overcommits:
             if overcommit.resource not in self.schema.compressible_resources:
@@ -968,6 +970,64 @@ class _Checker:
                 f"a {kind}",
                 partial(m.bad_rule_body, kind, rule.name, body),
             )
+
+    def _devices(self, owner: n.Policy, scope: _Scope) -> None:
+        """``device MODE [{ SHAPES }]``: a known mode, shapes exactly for
+        ``least_fragmentation``, a list of shape maps read once per pod (not per node); one
+        per policy, none in a library."""
+        for position, device in enumerate(owner.devices):
+            if isinstance(owner, n.Library):
+                self.report(m.device_in_library(owner.name), device.span)
+            elif position > 0:
+                self.report(m.second_device(owner.name), device.span)
+            if device.mode not in m.DEVICE_MODES:
+                self.report(m.unknown_device_mode(device.mode), device.mode_span)
+            elif device.mode != "least_fragmentation" and device.shapes is not None:
+                self.report(m.device_takes_no_shapes(device.mode), _span(device.shapes))
+            elif device.mode == "least_fragmentation" and device.shapes is None:
+                self.report(m.device_needs_shapes(device.mode), device.span)
+            if device.shapes is None:
+                continue
+            found = self.expr(device.shapes, scope)
+            ok = self.require(
+                device.shapes,
+                found,
+                lambda t: (
+                    isinstance(t, ListType)
+                    and isinstance(t.element, MapType)
+                    and t.element.key == STRING
+                    and _numeric(t.element.value)
+                ),
+                "the shapes",
+                partial(m.bad_device_shapes, found),
+            )
+            culprit = self.per_node_culprit(device.shapes) if ok else None
+            if culprit is not None:
+                self.report(m.device_shapes_read_per_node(culprit[0]), culprit[1])
+
+    def _selects(self, owner: n.Policy, scope: _Scope) -> None:
+        """``select MODE [{ KEY }]``: a known mode, a key exactly when the mode orders by one,
+        a key that can be ordered (numbers, or strings); one per policy, none in a library."""
+        for position, select in enumerate(owner.selects):
+            if isinstance(owner, n.Library):
+                self.report(m.select_in_library(owner.name), select.span)
+            elif position > 0:
+                self.report(m.second_select(owner.name), select.span)
+            if select.mode not in m.SELECT_MODES:
+                self.report(m.unknown_select_mode(select.mode), select.mode_span)
+            elif select.mode == "random" and select.key is not None:
+                self.report(m.select_random_key(), _span(select.key))
+            elif select.mode != "random" and select.key is None:
+                self.report(m.select_needs_key(select.mode), select.span)
+            if select.key is not None:
+                found = self.expr(select.key, scope)
+                self.require(
+                    select.key,
+                    found,
+                    lambda t: _numeric(t) or t == STRING,
+                    "a select key",
+                    partial(m.bad_select_key, select.mode, found),
+                )
 
     def _preempts(self, owner: n.Policy, scope: _Scope) -> None:
         """A preempt guard is about the pod alone; its body also sees the preempt roots

@@ -115,6 +115,30 @@ class CompiledPreempt:
 
 
 @dataclass(frozen=True, eq=False)
+class CompiledSelect:
+    """``select lowest|highest { KEY }``: among the nodes of equal best total, the one whose
+    ``key(env)`` (an env with ``pod`` and ``node``) is least or greatest wins; nodes still
+    tied are left to the seeded random choice. ``source``: the statement, for the reference
+    evaluator."""
+
+    mode: str
+    key: Callable[[Env], Any] = field(repr=False)
+    source: n.Select = field(repr=False)
+    # The key over a ``NodeBatch`` of the tied nodes at once, when it has such a form.
+    many: Callable[[Any], Any] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledDevice:
+    """``device MODE [{ SHAPES }]``: ``shapes(env)`` (an env with ``pod``) gives the shape maps
+    ``least_fragmentation`` weighs; None for the modes that weigh none."""
+
+    mode: str
+    shapes: Callable[[Env], Any] | None = field(default=None, repr=False)
+    source: n.Device | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
 class CompiledPolicy:
     name: str
     span: Span
@@ -129,6 +153,11 @@ class CompiledPolicy:
     # The policy's own preempt rules, then those of the libraries it uses, in order; empty
     # means kube-scheduler's rule: any pod of lower priority may be evicted.
     preempt: tuple[CompiledPreempt, ...] = ()
+    # ``select lowest|highest { KEY }``; None: kube-scheduler's seeded random choice among
+    # equal totals (``select random``, the default).
+    select: CompiledSelect | None = None
+    # ``device MODE``: how a pod gets its GPU devices in the chosen node; None: best fit.
+    device: CompiledDevice | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -333,7 +362,36 @@ class _ProgramBuilder:
             overcommit_max_load=MappingProxyType(self._overcommit_max_load(policy)),
             gang=self._gang(linked),
             preempt=self._preempts(policy),
+            select=self._select(policy),
+            device=self._device(policy),
         )
+
+    def _device(self, policy: n.Policy) -> CompiledDevice | None:
+        statements = policy.devices
+        if not statements:
+            return None
+        statement = statements[0]
+        shapes = None
+        if statement.shapes is not None:
+            try:
+                shapes = self.planner.expression(statement.shapes, policy).fn
+            except PlanError as error:
+                self.problems.append(error.diagnostic)
+                return None
+        return CompiledDevice(statement.mode, shapes, statement)
+
+    def _select(self, policy: n.Policy) -> CompiledSelect | None:
+        statements = policy.selects
+        if not statements or statements[0].key is None or statements[0].mode == "random":
+            return None
+        statement = statements[0]
+        assert statement.key is not None
+        try:
+            plan = self.planner.expression(statement.key, policy)
+        except PlanError as error:
+            self.problems.append(error.diagnostic)
+            return None
+        return CompiledSelect(statement.mode, plan.fn, statement, batch_form(plan))
 
     def _gang(self, linked: LinkedPolicy) -> CompiledGang | None:
         blocks = linked.policy.gangs

@@ -127,6 +127,8 @@ _KEYWORDS = frozenset(
         "max_load",
         *("gang", "within", "required"),
         "preempt",
+        "select",
+        "device",
         *("if", "then", "else", "or", "and", "not", "in", "true", "false", "null", "for"),
     }
 )
@@ -624,6 +626,14 @@ class _Printer:
             case n.Preempt(guard=guard, body=body):
                 head = "preempt" if guard is None else f"preempt when {print_expr(guard)}"
                 return self._rule(head, body, "", depth)
+            case n.Device(mode=mode, shapes=shapes):
+                if shapes is None:
+                    return [f"{pad}device {mode}"]
+                return self._rule(f"device {mode}", shapes, "", depth)
+            case n.Select(mode=mode, key=key):
+                if key is None:
+                    return [f"{pad}select {mode}"]
+                return self._rule(f"select {mode}", key, "", depth)
             case n.Filter(name=name, guard=guard, body=body, reason=reason):
                 head = f"filter {name}"
                 if guard is not None:

@@ -326,6 +326,12 @@ def statement_exprs(statement: n.Statement) -> Iterator[n.Expr]:
         if statement.guard is not None:
             yield statement.guard
         yield statement.body
+    elif isinstance(statement, n.Device):
+        if statement.shapes is not None:
+            yield statement.shapes
+    elif isinstance(statement, n.Select):
+        if statement.key is not None:
+            yield statement.key
     elif isinstance(statement, n.GangBlock):
         for rule in statement.rules:
             yield from statement_exprs(rule)

@@ -42,6 +42,11 @@ PE227  checker  overcommit of an incompressible resource, or a ``max_load`` outs
 PE228  checker  a preempt guard that reads a value varying from node to node
 PE229  checker  a rule whose static cost bound is above ``MAX_RULE_COST`` (a policy that would
                 stall every scheduling cycle: refused, not merely linted)
+PE231  checker  ``device`` malformed: an unknown mode, shapes missing or given to a mode that
+                takes none, shapes of the wrong type or reading the node, a second ``device``,
+                a ``device`` in a library
+PE230  checker  ``select`` malformed: an unknown mode, a key missing or given to ``random``, a
+                key that cannot be ordered, a second ``select``, a ``select`` in a library
 =====  =======  ==================================================================
 """
 
@@ -489,4 +494,107 @@ def cost_over_limit(kind: str, rule: str, bound: int, limit: int) -> Message:
         "a scheduler accepts",
         "every node runs it for every pod: iterate over smaller collections, nest fewer "
         "comprehensions, or precompute in a let",
+    )
+
+
+SELECT_MODES = ("random", "lowest", "highest")
+
+
+def unknown_select_mode(mode: str) -> Message:
+    return Message(
+        "PE230",
+        f"unknown select mode {mode}",
+        "select random, select lowest { KEY } or select highest { KEY }",
+    )
+
+
+def select_needs_key(mode: str) -> Message:
+    return Message(
+        "PE230",
+        f"select {mode} needs a key",
+        f"select {mode} {{ node.name }}: the tied node with the {mode} key wins",
+    )
+
+
+def select_random_key() -> Message:
+    return Message(
+        "PE230",
+        "select random takes no key",
+        "to order tied nodes by a key, write select lowest { KEY } or select highest { KEY }",
+    )
+
+
+def bad_select_key(mode: str, found: Type) -> Message:
+    return Message(
+        "PE230",
+        f"the key of select {mode} must be int, float, quantity or string, not {found}",
+        "tied nodes are ordered by the key",
+    )
+
+
+def second_select(policy: str) -> Message:
+    return Message("PE230", f'policy "{policy}" has a second select', "keep one select")
+
+
+def select_in_library(library: str) -> Message:
+    return Message(
+        "PE230",
+        f"library {library} has a select",
+        "a select belongs in the policy that governs the pods",
+    )
+
+
+DEVICE_MODES = ("best_fit", "spread", "least_fragmentation")
+
+
+def unknown_device_mode(mode: str) -> Message:
+    return Message(
+        "PE231",
+        f"unknown device mode {mode}",
+        "device best_fit, device spread or device least_fragmentation { SHAPES }",
+    )
+
+
+def device_needs_shapes(mode: str) -> Message:
+    return Message(
+        "PE231",
+        f"device {mode} needs the shapes it weighs",
+        f"device {mode} {{ learned_gpu_shapes(0.95) }}, or a list of shape maps",
+    )
+
+
+def device_takes_no_shapes(mode: str) -> Message:
+    return Message(
+        "PE231",
+        f"device {mode} takes no shapes",
+        "only device least_fragmentation { SHAPES } weighs shapes",
+    )
+
+
+def bad_device_shapes(found: Type) -> Message:
+    return Message(
+        "PE231",
+        f"the shapes of device least_fragmentation must be list<map<string, quantity>>, not {found}",
+        'a list of shape maps, e.g. [{"cores": 50, "cpu": 4, "weight": 3}, {"gpus": 1}]',
+    )
+
+
+def device_shapes_read_per_node(what: str) -> Message:
+    return Message(
+        "PE231",
+        f"the shapes of device least_fragmentation cannot read {what}, which varies from node "
+        "to node",
+        "the shapes are the same for every node: compute them from the pod and the cluster",
+    )
+
+
+def second_device(policy: str) -> Message:
+    return Message("PE231", f'policy "{policy}" has a second device', "keep one device")
+
+
+def device_in_library(library: str) -> Message:
+    return Message(
+        "PE231",
+        f"library {library} has a device",
+        "a device choice belongs in the policy that governs the pods",
     )

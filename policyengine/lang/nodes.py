@@ -365,7 +365,32 @@ class Preempt:
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
 
 
-Statement = Match | Use | Let | Filter | Score | Overcommit | GangBlock | Preempt
+@dataclass(frozen=True)
+class Select:
+    """``select MODE [{ KEY }]``: how the best node is chosen among equal totals. ``random``
+    (kube-scheduler's seeded choice, the default), ``lowest`` or ``highest`` (the tied node
+    with the least or greatest ``KEY``, which reads ``pod`` and ``node``; nodes still tied by
+    the seeded choice)."""
+
+    mode: str
+    key: Expr | None
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    mode_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Device:
+    """``device MODE [{ SHAPES }]``: which GPU device(s) a pod gets inside the chosen node.
+    ``best_fit`` (the default), ``spread`` (the most free), ``least_fragmentation`` (the one
+    whose use leaves the node's fragmentation against ``SHAPES`` lowest)."""
+
+    mode: str
+    shapes: Expr | None
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    mode_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+
+Statement = Match | Use | Let | Filter | Score | Overcommit | GangBlock | Preempt | Select | Device
 Rule = Filter | Score
 
 
@@ -399,6 +424,14 @@ class Policy:
     @property
     def preempts(self) -> tuple[Preempt, ...]:
         return tuple(s for s in self.body if isinstance(s, Preempt))
+
+    @property
+    def selects(self) -> tuple[Select, ...]:
+        return tuple(s for s in self.body if isinstance(s, Select))
+
+    @property
+    def devices(self) -> tuple[Device, ...]:
+        return tuple(s for s in self.body if isinstance(s, Device))
 
     @property
     def gangs(self) -> tuple[GangBlock, ...]:

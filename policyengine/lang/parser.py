@@ -49,6 +49,8 @@ _STATEMENT_KEYWORDS = frozenset(
         "gang",
         "within",
         "preempt",
+        "select",
+        "device",
     }
 )
 _TERMINAL_NAMES = {
@@ -542,6 +544,18 @@ class _Builder:
         self._shallow(guard)
         self._shallow(body)
         return n.Preempt(guard, body, self._span(meta))
+
+    def select_stmt(self, meta: Any, children: list[Any]) -> n.Select:
+        mode, key = children
+        if key is not None:
+            self._shallow(key)
+        return n.Select(str(mode), key, self._span(meta), self._tspan(mode))
+
+    def device_stmt(self, meta: Any, children: list[Any]) -> n.Device:
+        mode, shapes = children
+        if shapes is not None:
+            self._shallow(shapes)
+        return n.Device(str(mode), shapes, self._span(meta), self._tspan(mode))
 
     def overcommit_stmt(self, meta: Any, children: list[Any]) -> n.Overcommit:
         (resource, resource_span), (ratio, ratio_text, ratio_span), max_load = children

@@ -20,7 +20,17 @@ T = TypeVar("T")
 class CycleContext:
     """Per-cycle state shared by the builtins; ``snapshot`` never changes during the cycle."""
 
-    __slots__ = ("_prepared", "alike", "config", "feasible", "pod", "snapshot", "topology")
+    __slots__ = (
+        "_prepared",
+        "alike",
+        "config",
+        "device_choice",
+        "feasible",
+        "pod",
+        "snapshot",
+        "topology",
+        "workload",
+    )
 
     def __init__(
         self,
@@ -39,6 +49,11 @@ class CycleContext:
         # States kept for every pod alike to this one under this config (set by the engine):
         # where ``prepared(..., pod_only=True)`` states live between cycles.
         self.alike: dict[Any, Any] | None = None
+        # How the pod gets its GPU devices inside a node (rule, shapes), from the governing
+        # policy's ``device`` statement (set by the engine; None: best fit), and the workload
+        # learned shapes are drawn from (None: the snapshot's running pods).
+        self.device_choice: Any = None
+        self.workload: Any = None
 
     def prepared(self, key: Any, factory: Callable[[], T], pod_only: bool = False) -> T:
         """``factory()`` once per cycle; ``pod_only``: it reads nothing but the pod and

@@ -9,8 +9,16 @@ devices), ``cores`` (percent of one device), ``memory`` (bytes), ``memory_percen
 
     let shapes = [{"cores": 25, "memory": 10Gi, "weight": 3}, {"gpus": 1}]
 
-The device chosen inside a node is the best fit (``model.gpu_devices.BEST_FIT``): the engine
-places the pod on exactly the device ``best_fit_device`` names.
+Shapes may also say what a typical pod asks of the host: ``cpu`` (cores) and ``host_memory``
+(bytes). ``gpu_fragmentation_fgd`` then counts a node's free GPUs as lost to a shape whose CPU
+or memory no longer fits (FGD's definition, ``model.fragmentation``), and
+``learned_gpu_shapes(coverage)`` gives the shapes of the cluster's own workload.
+
+The device chosen inside a node is the policy's ``device`` choice (best fit by default:
+``model.gpu_devices.BEST_FIT``); the engine places the pod on exactly the device
+``gpu_device`` names, and ``gpu_fragmentation_growth`` measures that placement.
+``best_fit_device`` and ``gpu_fragmentation_delta`` measure the best-fit device whatever the
+policy chooses.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import BOOL, FLOAT, INT, QUANTITY, STRING, ListType, MapType, Nullable
+from policyengine.model import fragmentation as fgd
 from policyengine.model.gpu_devices import BEST_FIT, FULL_CORES, GpuDemand, share, whole
 from policyengine.schedlib.records import NODE, POD
 
@@ -28,8 +37,10 @@ if TYPE_CHECKING:
     from policyengine.schedlib.views import NodeView, PodView
 
 MIB = 1024 * 1024
-SHAPE_KEYS = ("gpus", "cores", "memory", "memory_percent", "weight")
-SHAPES = ListType(MapType(STRING, QUANTITY, bound=len(SHAPE_KEYS)), bound=16)
+# At most this many learned shapes (and declared ones, for the cost bound).
+LEARNED_LIMIT = 64
+SHAPE_KEYS = ("gpus", "cores", "memory", "memory_percent", "cpu", "host_memory", "weight")
+SHAPES = ListType(MapType(STRING, QUANTITY, bound=len(SHAPE_KEYS)), bound=LEARNED_LIMIT)
 
 Shapes = tuple[tuple[GpuDemand, float], ...]
 _PARSED: dict[int, tuple[object, Shapes]] = {}
@@ -70,6 +81,31 @@ def shape_demand(shape: Mapping[str, Any]) -> tuple[GpuDemand, float]:
         memory_percent=percent,
         devices=max(gpus, 1),
     ), weight
+
+
+def host_shape(shape: Mapping[str, Any]) -> fgd.Shape:
+    """One declared shape with its host part: ``cpu`` in cores (``500m``, ``4``) and
+    ``host_memory`` in bytes (``16Gi``); raises ValueError naming a bad key."""
+    demand, weight = shape_demand(shape)
+    cpu = _number(shape, "cpu")
+    memory = _number(shape, "host_memory")
+    return fgd.Shape(
+        demand, weight, -(-cpu.numerator * 1000 // cpu.denominator), -(-int(memory) // MIB)
+    )
+
+
+_HOST_PARSED: dict[int, tuple[object, fgd.Shapes]] = {}
+
+
+def parse_host_shapes(shapes: Sequence[Mapping[str, Any]]) -> fgd.Shapes:
+    cached = _HOST_PARSED.get(id(shapes))
+    if cached is not None and cached[0] is shapes:
+        return cached[1]
+    parsed = tuple(host_shape(s) for s in shapes)
+    if len(_HOST_PARSED) > 64:
+        _HOST_PARSED.clear()
+    _HOST_PARSED[id(shapes)] = (shapes, parsed)
+    return parsed
 
 
 def parse_shapes(shapes: Sequence[Mapping[str, Any]]) -> Shapes:
@@ -118,6 +154,171 @@ def gpu_fragmentation_delta(
     return after.fragmentation(parsed) - state.fragmentation(parsed)
 
 
+def gpu_fragmentation_fgd(node: NodeView, shapes: Sequence[Mapping[str, Any]]) -> float:
+    info = node.info
+    cpu, memory = fgd.host_free(info)
+    return fgd.fragmentation(info.gpus, cpu, memory, parse_host_shapes(shapes))
+
+
+# How a cycle's pod gets its devices inside a node (``CycleContext.device_choice``): the rule
+# and the shapes it weighs. The engine sets it from the governing policy's ``device``
+# statement; without one (or outside a cycle) it is best fit.
+DEFAULT_CHOICE: tuple[str, fgd.Shapes] = (BEST_FIT, ())
+
+
+def device_choice(ctx: Any) -> tuple[str, fgd.Shapes]:
+    choice: tuple[str, fgd.Shapes] | None = getattr(ctx, "device_choice", None)
+    return DEFAULT_CHOICE if choice is None else choice
+
+
+def _pod_host(ctx: Any, pod: PodView) -> tuple[int, int]:
+    if ctx is not None and getattr(ctx, "pod", None) is pod:
+        found: tuple[int, int] = ctx.prepared(("pod_host",), lambda: fgd.pod_host(pod.pod), True)
+        return found
+    return fgd.pod_host(pod.pod)
+
+
+def _grants(ctx: Any, pod: PodView, node: NodeView) -> tuple[Any, ...] | None:
+    """The devices the pod would really get on the node (the cycle's device choice)."""
+    rule, shapes = device_choice(ctx)
+    cpu, memory = fgd.host_free(node.info)
+    pod_cpu, pod_memory = _pod_host(ctx, pod)
+    return fgd.choose_device(
+        node.info.gpus, pod.gpu_demand, rule, shapes, cpu - pod_cpu, memory - pod_memory
+    )
+
+
+def gpu_fragmentation_growth(
+    ctx: Any, pod: PodView, node: NodeView, shapes: Sequence[Mapping[str, Any]]
+) -> float | None:
+    rule, choice_shapes = device_choice(ctx)
+    info = node.info
+    cpu, memory = fgd.host_free(info)
+    pod_cpu, pod_memory = _pod_host(ctx, pod)
+    return fgd.placement_growth(
+        info.gpus,
+        cpu,
+        memory,
+        pod.gpu_demand,
+        pod_cpu,
+        pod_memory,
+        rule,
+        choice_shapes,
+        parse_host_shapes(shapes),
+    )
+
+
+def gpu_fragmentation_growth_batch(
+    ctx: Any, pod: Any, nodes: Any, shapes: Any
+) -> list[float | None]:
+    """``gpu_fragmentation_growth`` over many nodes; the pod and the shapes must be the same
+    for all of them (anything else raises: the engine then calls it node by node)."""
+    if not isinstance(shapes, list) or (shapes and not isinstance(shapes[0], Mapping)):
+        raise TypeError("shapes vary per node")
+    if isinstance(pod, Sequence):
+        raise TypeError("the pod varies per node")
+    rule, choice_shapes = device_choice(ctx)
+    pod_cpu, pod_memory = _pod_host(ctx, pod)
+    return fgd.placement_growths(
+        [view.info for view in nodes],
+        pod.gpu_demand,
+        pod_cpu,
+        pod_memory,
+        rule,
+        choice_shapes,
+        parse_host_shapes(shapes),
+    )
+
+
+def gpu_device(ctx: Any, pod: PodView, node: NodeView) -> int | None:
+    if pod.gpu_demand.empty:
+        return None
+    grants = _grants(ctx, pod, node)
+    if not grants:
+        return None
+    for u in node.info.gpus.uses:
+        if u.device.uuid == grants[0].uuid:
+            return u.device.index
+    return None  # pragma: no cover - a grant always names one of the node's devices
+
+
+# --- learned shapes -----------------------------------------------------------------------
+
+_SNAPSHOT_WORKLOAD: list[tuple[object, fgd.Workload]] = []
+
+
+def workload(ctx: Any) -> fgd.Workload:
+    """The pods learned shapes are drawn from: the engine's (a replay's arrivals so far), else
+    the GPU pods running in the cycle's snapshot, counted once per snapshot."""
+    found: fgd.Workload | None = getattr(ctx, "workload", None)
+    if found is not None:
+        return found
+    snapshot = ctx.snapshot
+    for kept, counted in _SNAPSHOT_WORKLOAD:
+        if kept is snapshot:
+            return counted
+    counted = fgd.Workload(refresh=0.0)
+    counted.extend(fgd.shape_key(p.pod) for info in snapshot.nodes for p in info.pods)
+    _SNAPSHOT_WORKLOAD[:] = [(snapshot, counted)]
+    return counted
+
+
+_MAPS: dict[fgd.Shapes, list[dict[str, Any]]] = {}
+
+
+def shape_maps(shapes: fgd.Shapes) -> list[dict[str, Any]]:
+    """Shapes as the language's shape maps; the same list for the same shapes (so what is
+    parsed from it is parsed once)."""
+    found = _MAPS.get(shapes)
+    if found is not None:
+        return found
+    out: list[dict[str, Any]] = []
+    for shape in shapes:
+        d = shape.demand
+        item: dict[str, Any] = (
+            {"gpus": Fraction(d.devices)} if d.whole else {"cores": Fraction(d.cores)}
+        )
+        if not d.whole:
+            if d.memory_mib:
+                item["memory"] = Fraction(d.memory_mib * MIB)
+            else:
+                item["memory_percent"] = Fraction(d.memory_percent)
+            if d.devices > 1:
+                item["gpus"] = Fraction(d.devices)
+        item["cpu"] = Fraction(shape.cpu_milli, 1000)
+        item["host_memory"] = Fraction(shape.memory_mib * MIB)
+        item["weight"] = Fraction(shape.weight)
+        out.append(item)
+    if len(_MAPS) > 64:
+        _MAPS.clear()
+    _MAPS[shapes] = out
+    parse_host_shapes(out)  # and parsed back to exactly ``shapes``
+    _HOST_PARSED[id(out)] = (out, shapes)
+    return out
+
+
+def learned_gpu_shapes(ctx: Any, coverage: Any) -> list[dict[str, Any]]:
+    share = float(coverage)
+    if not 0 < share <= 1:
+        raise ValueError(f"coverage {share:g} is not a share of the pods (above 0, at most 1)")
+    return shape_maps(workload(ctx).shapes(share, LEARNED_LIMIT))
+
+
+def _workload_key(ctx: Any) -> Any:
+    """What learned shapes read of the cluster: the shapes learned for each coverage asked so
+    far (computed now, so the cycle's calls see exactly these)."""
+    return workload(ctx).state_key(LEARNED_LIMIT)
+
+
+def _choice_key(ctx: Any) -> Any:
+    return device_choice(ctx)
+
+
+def _host_demand_key(ctx: Any) -> Any:
+    """What the host-aware builtins read of the pod: its GPU demand and host requests."""
+    return ctx.pod.gpu_demand, _pod_host(ctx, ctx.pod)
+
+
 def gpu_allocated_after(pod: PodView, node: NodeView) -> float | None:
     state = node.info.gpus
     if state.total_gpus == 0:
@@ -144,6 +345,7 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         "(compute, memory and sharer count), whole GPUs on entirely free devices. True for a pod "
         "that asks no GPU.",
         cost=20,
+        batch=lambda pod, nodes: [gpu_fits(pod, node) for node in nodes],
         pod_key=_demand_key,
     ),
     Function(
@@ -176,6 +378,59 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         pod_key=_demand_key,
     ),
     Function(
+        "gpu_fragmentation_fgd",
+        (Param("node", NODE), Param("shapes", SHAPES)),
+        FLOAT,
+        gpu_fragmentation_fgd,
+        "FGD's fragmentation: the node's free GPU compute, in GPUs, that the shapes could not "
+        "use, averaged over the shapes by weight — all of it for a shape whose cpu or "
+        "host_memory no longer fits the node's free CPU or memory or that fits no device, else "
+        "what is on devices the shape cannot use.",
+        cost=40,
+    ),
+    Function(
+        "gpu_fragmentation_growth",
+        (*_POD_NODE, Param("shapes", SHAPES)),
+        Nullable(FLOAT),
+        gpu_fragmentation_growth,
+        "How gpu_fragmentation_fgd(node, shapes) changes when the pod is placed on the node: "
+        "its CPU and memory taken, its GPU demand on the device(s) it would really get (the "
+        "policy's device choice; best fit by default); null when no device has room. Lower is "
+        "better.",
+        cost=80,
+        needs_context=True,
+        batch=gpu_fragmentation_growth_batch,
+        cluster_key=_choice_key,
+        pod_key=_host_demand_key,
+    ),
+    Function(
+        "gpu_device",
+        _POD_NODE,
+        Nullable(INT),
+        gpu_device,
+        "Index of the device the pod would really get on the node under the policy's device "
+        "choice (best fit by default; the first of several); null when it does not fit or asks "
+        "no GPU.",
+        cost=40,
+        needs_context=True,
+        cluster_key=_choice_key,
+        pod_key=_host_demand_key,
+    ),
+    Function(
+        "learned_gpu_shapes",
+        (Param("coverage", FLOAT),),
+        SHAPES,
+        learned_gpu_shapes,
+        "The cluster's typical GPU pods, learned from its own workload (the GPU pods of a "
+        "replay so far, else those running): the most common (GPU, cpu) request "
+        "shapes that together cover this share of the pods (0–1), at most 64, each weighted by "
+        "its count. Shape maps as gpu_fragmentation takes them.",
+        cost=40,
+        needs_context=True,
+        cluster_key=_workload_key,
+        pod_key=lambda ctx: None,
+    ),
+    Function(
         "gpu_allocated_after",
         _POD_NODE,
         Nullable(FLOAT),
@@ -183,6 +438,7 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         "The node's allocated GPU compute after placing the pod, as a fraction of its GPUs "
         "(0–1); null on a node without GPUs.",
         cost=20,
+        batch=lambda pod, nodes: [gpu_allocated_after(pod, node) for node in nodes],
         pod_key=_demand_key,
     ),
 )

@@ -316,7 +316,7 @@ SHAPES = [
     (
         "foo=1",
         "shape 1: unknown shape key 'foo' (expected one of gpus, cores, memory, memory_percent, "
-        "weight)",
+        "cpu, host_memory, weight)",
     ),
 ]
 

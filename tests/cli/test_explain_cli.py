@@ -196,7 +196,7 @@ def test_shipped_policies_on_real_kubectl_output(capsys: pytest.CaptureFixture[s
         "  0/3 nodes are available: 3 Insufficient cpu.",
         lines[2],
     ]
-    assert lines[2].startswith("Governed by policy kube-default (profile policyengine), version ")
+    assert lines[2].startswith("Governed by policy cpu-pods (profile policyengine), version ")
     assert "  kube.node_resources_fit   3 of 3" in lines
     assert out.endswith(
         "What would make it fit: the nearest node is node-1 (rejected by 1 rule):\n"

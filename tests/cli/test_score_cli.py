@@ -175,6 +175,10 @@ def test_shipped_policies_on_real_kubectl_output(
         "kube.node_resources_fit",
         "kube.balanced_allocation",
         "kube.image_locality",
+        # cpu-pods governs pods asking no GPU: its rules score GPU nodes (none here)
+        "off_gpu_nodes",
+        "gpu_fragmentation",
+        "gpu_node_packing",
     }
 
 

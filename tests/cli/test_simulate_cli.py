@@ -199,7 +199,7 @@ def test_real_kubectl_output(capsys: pytest.CaptureFixture[str]) -> None:
             "pod": "team-a/huge-0",
             "node": None,
             "reason": "0/3 nodes are available: 3 Insufficient cpu.",
-            "policy": "kube-default",
+            "policy": "cpu-pods",
             "version": document["summary"]["policy_version"],
             "score": None,
         }

@@ -133,7 +133,7 @@ def test_pending_pods_report_gpu_use_with_the_pods_shapes(
         ),
         (
             ["--gpu-shapes", "size=2"],
-            "policyengine simulate: --gpu-shapes: shape 1: unknown shape key 'size' (expected one of gpus, cores, memory, memory_percent, weight)\n",
+            "policyengine simulate: --gpu-shapes: shape 1: unknown shape key 'size' (expected one of gpus, cores, memory, memory_percent, cpu, host_memory, weight)\n",
         ),
     ],
     ids=["--gpu-shapes,cores=x", "--gpu-shapes,size=2"],

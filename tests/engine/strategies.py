@@ -50,6 +50,19 @@ SCORE_GUARDS = [
 ]
 
 
+# How the best node is chosen among equal totals (``engine.selection``): keys that order all
+# nodes, keys that leave ties for the seeded choice, a key that fails on some nodes.
+SELECTS = (
+    "",
+    "select random",
+    "select lowest { node.name }",
+    'select highest { node.labels["disk"] ?? "" }',
+    "select lowest { node.pod_count }",
+    'select highest { node.free["cpu"] }',
+    "select lowest { 1 / (node.pod_count - 1) }",
+)
+
+
 @st.composite
 def policies(draw: st.DrawFn) -> str:
     rules = []
@@ -80,6 +93,7 @@ def policies(draw: st.DrawFn) -> str:
         )
     disable = draw(st.sampled_from(["", " { disable image_locality }"]))
     rules.append(draw(st.sampled_from(["", "overcommit cpu 1.5", "overcommit cpu 2 max_load 0.5"])))
+    rules.append(draw(st.sampled_from(SELECTS)))
     inner = "\n  ".join(rules)
     # The profile makes "p" govern: otherwise the imported "kube-default" policy, first in the
     # default profile, would decide every pod and the random rules would never run.

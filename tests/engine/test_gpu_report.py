@@ -25,7 +25,7 @@ from tests.model.gpu_builders import gpu_node, gpu_pod
         ("gpus=2; ", ((whole(2), 1.0),)),
         (
             "cores=25;size=3",
-            "shape 2: unknown shape key 'size' (expected one of gpus, cores, memory, memory_percent, weight)",
+            "shape 2: unknown shape key 'size' (expected one of gpus, cores, memory, memory_percent, cpu, host_memory, weight)",
         ),
         ("cores", "shape 1: 'cores': expected key=value"),
         ("cores=abc", "shape 1: cores 'abc': not a number"),

@@ -288,7 +288,7 @@ t.sched:2:18: error PE101: unexpected '}'; expected a name, a number, a quantity
     (
         'policy "p" {\n  filter f { true }\n',
         """\
-t.sched:2:20: error PE102: unexpected end of file; expected 'filter', 'gang', 'let', 'match', 'overcommit', 'preempt', 'reason', 'score', …
+t.sched:2:20: error PE102: unexpected end of file; expected 'device', 'filter', 'gang', 'let', 'match', 'overcommit', 'preempt', 'reason', …
       filter f { true }
                        ^
     hint: a block may be missing its closing '}'""",

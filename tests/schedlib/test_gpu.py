@@ -109,7 +109,7 @@ def test_fragmentation_builtins() -> None:
     [
         (
             {"size": 1},
-            "unknown shape key 'size' (expected one of gpus, cores, memory, memory_percent, weight)",
+            "unknown shape key 'size' (expected one of gpus, cores, memory, memory_percent, cpu, host_memory, weight)",
         ),
         ({"weight": 2}, "a shape needs gpus, cores, memory or memory_percent"),
         ({"cores": -1}, "shape key 'cores' must not be negative"),

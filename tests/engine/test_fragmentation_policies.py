@@ -1,0 +1,120 @@
+"""The FGD builtins and the ``device`` statement through the engine: the fast path (batch
+forms, per-class columns kept between cycles) decides as the reference evaluator on generated
+GPU clusters and arrivals, and the device a pod is given is the one the builtins measured."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.gpu_placement import device_choice_for, with_devices
+from policyengine.engine.reference_cycle import differences, reference_decision
+from policyengine.lang.compiler import Program, compile_texts
+from policyengine.lang.runtime import Env
+from policyengine.model.fragmentation import Workload, shape_key
+from policyengine.model.openb import node_object, pod_object
+from policyengine.model.parse import parse_node, parse_pod
+from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.schedlib import default_schema
+from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.views import NodeView, PodView
+
+SHAPES = '[{"cores": 50, "cpu": 4, "weight": 3}, {"gpus": 1, "cpu": 8, "weight": 5}, {"cores": 25, "cpu": 2, "weight": 2}]'
+DEVICES = [
+    "",
+    "device best_fit",
+    "device spread",
+    "device least_fragmentation { shapes }",
+    "device least_fragmentation { learned_gpu_shapes(0.9) }",
+]
+SELECTS = [
+    "",
+    "select lowest { node.name }",
+    "select highest { gpu_allocated_after(pod, node) ?? 0 }",
+]
+SHAPE_LETS = [f"let shapes = {SHAPES}", "let shapes = learned_gpu_shapes(0.95)"]
+
+
+def program(device: str, select: str, shapes: str) -> Program:
+    source = f"""
+policy "p" {{
+  {shapes}
+  {device}
+  {select}
+  filter fits {{ gpu_fits(pod, node) }} reason "no device"
+  filter cpu {{ node.free["cpu"] >= pod.requests["cpu"] }} reason "no cpu"
+  score growth weight 3 normalize minmax {{ 0 - (gpu_fragmentation_growth(pod, node, shapes) ?? 0) }}
+  score level weight 1 normalize minmax {{ 0 - gpu_fragmentation_fgd(node, shapes) }}
+  score device weight 1 {{ gpu_device(pod, node) ?? 0 }}
+}}
+"""
+    result = compile_texts({"p.sched": source}, default_schema())
+    assert result.program is not None, result.diagnostics
+    return result.program
+
+
+nodes_st = st.lists(
+    st.tuples(st.sampled_from([1, 2, 4]), st.sampled_from([8000, 16000, 32000])),
+    min_size=1,
+    max_size=5,
+)
+pods_st = st.lists(
+    st.tuples(
+        st.sampled_from([0, 1, 1, 2]),
+        st.sampled_from([1000, 250, 500, 600, 100]),
+        st.sampled_from([1000, 2000, 4000, 8000]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    device=st.sampled_from(DEVICES),
+    select=st.sampled_from(SELECTS),
+    shapes=st.sampled_from(SHAPE_LETS),
+    cluster=nodes_st,
+    arrivals=pods_st,
+    seed=st.integers(0, 9),
+)
+def test_fast_path_decides_as_the_reference(
+    device, select, shapes, cluster, arrivals, seed
+) -> None:
+    prog = program(device, select, shapes)
+    snap = ClusterSnapshot.build(
+        [
+            parse_node(node_object(f"n{i}", cpu, 65536, gpus, "T4"))
+            for i, (gpus, cpu) in enumerate(cluster)
+        ]
+    )
+    rng = random.Random(seed)
+    workload = Workload(refresh=0.0)
+    for index, (gpus, milli, cpu) in enumerate(arrivals):
+        milli = 1000 if gpus != 1 else milli
+        pod = parse_pod(pod_object(f"p{index}", cpu, 1024, gpus, milli if gpus else 0, ()))
+        workload.add(shape_key(pod))
+        state = rng.getstate()
+        options = CycleOptions(all_filters=False, workload=workload)
+        decision = schedule(prog, pod, snap, rng, options)
+        replay = random.Random()
+        replay.setstate(state)
+        reference = reference_decision(prog, pod, snap, replay, workload=workload)
+        assert differences(decision, reference) == []
+        if decision.node is None:
+            continue
+        # The device the pod is given is the one gpu_device named on that node.
+        context = CycleContext(snap, PodView(pod))
+        context.workload = workload
+        policy = prog.policies[0]
+        context.device_choice = device_choice_for(policy, pod, Env({"pod": context.pod}, context))
+        info = snap.node(decision.node)
+        named = prog.policies[0].scores[2]
+        if decision.gpu_devices:
+            index_of = {u.device.uuid: u.device.index for u in info.gpus.uses}
+            env = Env({"pod": context.pod, "node": NodeView(info)}, context)
+            assert named.score(env).value == index_of[decision.gpu_devices[0].uuid]
+        snap = snap.with_pod(with_devices(pod, decision.node, decision.gpu_devices), decision.node)

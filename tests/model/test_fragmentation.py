@@ -1,0 +1,161 @@
+"""FGD fragmentation on nodes small enough to work out by hand: what each shape loses, the
+device a share gets under each rule, the growth of a placement, and learned shapes.
+
+Shapes throughout: a 50% share asking 4 CPUs (weight 3), a whole GPU asking 8 CPUs (weight 5),
+a 25% share asking 2 CPUs (weight 2); weights total 10.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from policyengine.model import fragmentation as f
+from policyengine.model.gpu_devices import (
+    BEST_FIT,
+    MOST_FREE,
+    GpuDevice,
+    Grant,
+    NodeGpus,
+    share,
+    whole,
+)
+
+HALF, QUARTER = share(cores=50, memory_percent=50), share(cores=25, memory_percent=25)
+SHAPES = (f.Shape(HALF, 3.0, 4000), f.Shape(whole(1), 5.0, 8000), f.Shape(QUARTER, 2.0, 2000))
+
+
+def node(*free: int) -> NodeGpus:
+    """Devices d0, d1, … with ``free`` percent of compute left on each."""
+    gpus = NodeGpus.of([GpuDevice(i, f"d{i}", slots=100) for i in range(len(free))])
+    for i, left in enumerate(free):
+        if left < 100:
+            gpus = gpus.with_grants(f"p{i}", [Grant(f"d{i}", 100 - left, 0)])
+    return gpus
+
+
+@pytest.mark.parametrize(
+    ("free", "cpu", "expected"),
+    [
+        # every shape fits an empty device: nothing lost
+        ((100, 100), 32000, 0.0),
+        # d0 half used: the whole GPU loses its 0.5 (5 of 10)
+        ((50, 100), 32000, 0.25),
+        # both half used: the whole GPU fits nowhere: it loses all 1.0 free (5/10); shares fit
+        ((50, 50), 32000, 0.5),
+        # d0 at 30%: the half share loses 0.3 (3/10), the whole 0.3 (5/10), the quarter fits
+        ((30, 100), 32000, 0.24),
+        # 6 CPUs free: the whole GPU (8 CPUs) loses all 1.5 free (5/10), the rest fit
+        ((50, 100), 6000, 0.75),
+        # 3 CPUs free: the half share (4 CPUs) loses all too: (3 + 5) / 10 of 1.5
+        ((50, 100), 3000, 1.2),
+        # nothing free: nothing to lose
+        ((0, 0), 32000, 0.0),
+    ],
+    ids=[
+        "empty",
+        "one-half-used",
+        "both-half-used",
+        "sliver",
+        "cpu-short-whole",
+        "cpu-short-half",
+        "full",
+    ],
+)
+def test_fragmentation(free: tuple[int, ...], cpu: int, expected: float) -> None:
+    assert f.fragmentation(node(*free), cpu, 100_000, SHAPES) == pytest.approx(expected)
+
+
+def test_memory_short_loses_everything_too() -> None:
+    shapes = (f.Shape(QUARTER, 1.0, 0, 4096),)
+    assert f.fragmentation(node(50, 100), 32000, 4096, shapes) == pytest.approx(0.0)
+    assert f.fragmentation(node(50, 100), 32000, 4095, shapes) == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize(
+    ("free", "demand", "rule", "device"),
+    [
+        # best fit: the device left with least free (d1: 60 → 10)
+        ((100, 60, 80), HALF, BEST_FIT, "d1"),
+        # spread: the most free (d0)
+        ((100, 60, 80), HALF, MOST_FREE, "d0"),
+        # least fragmentation: d0 would leave 50 (the whole GPU loses 0.5), d1 leaves 10 (the
+        # half and the quarter cannot use it, nor the whole: 0.1 everywhere), d2 leaves 30: d1
+        ((100, 60, 80), HALF, f.LEAST_FRAGMENTATION, "d1"),
+        # a quarter: on d1 (60 → 35) or d2 (80 → 55) the whole GPU already loses both; on d0
+        # the whole GPU loses d0 too: d1 leaves 35 (the half cannot use it), d2 leaves 55 (all
+        # fit): d2 grows least, though best fit would take d1
+        ((100, 60, 80), QUARTER, f.LEAST_FRAGMENTATION, "d2"),
+        ((100, 60, 80), QUARTER, BEST_FIT, "d1"),
+        # whole GPUs take free devices, by index
+        ((50, 100, 100), whole(1), f.LEAST_FRAGMENTATION, "d1"),
+    ],
+    ids=[
+        "best-fit",
+        "spread",
+        "least-frag-half",
+        "least-frag-quarter",
+        "best-fit-quarter",
+        "whole",
+    ],
+)
+def test_device_choice(free, demand, rule, device) -> None:
+    grants = f.choose_device(node(*free), demand, rule, SHAPES, 32000, 100_000)
+    assert grants is not None and [g.uuid for g in grants] == [device]
+
+
+def test_growth_counts_the_device_and_the_cpu_taken() -> None:
+    gpus = node(50, 100)  # 0.25 before (see the table above)
+    # a half share on d0: both full but d1: nothing lost (0), the CPU left (32 - 4) fits all
+    grants = f.choose_device(gpus, HALF, BEST_FIT, SHAPES, 28000, 100_000)
+    assert f.growth(gpus, 32000, 100_000, HALF, 4000, 0, SHAPES, grants) == pytest.approx(-0.25)
+    # the same with 10 CPUs free: 6 left after, the whole GPU (8 CPUs) loses all of d1 (5/10)
+    assert f.growth(gpus, 10000, 100_000, HALF, 4000, 0, SHAPES, grants) == pytest.approx(0.25)
+    # a pod asking no GPU, 4 CPUs of 10: the whole GPU loses all 1.5 (5/10) instead of 0.5
+    assert f.growth(gpus, 10000, 100_000, share(), 4000, 0, SHAPES, ()) == pytest.approx(0.5)
+
+
+def test_placement_growth_is_none_where_no_device_has_room() -> None:
+    assert (
+        f.placement_growth(node(20, 30), 32000, 100_000, HALF, 0, 0, BEST_FIT, (), SHAPES) is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("counts", "coverage", "limit", "expected"),
+    [
+        # 10 pods: 6 + 3 cover 90%
+        ({"a": 6, "b": 3, "c": 1}, 0.9, 8, [("a", 6.0), ("b", 3.0)]),
+        ({"a": 6, "b": 3, "c": 1}, 0.95, 8, [("a", 6.0), ("b", 3.0), ("c", 1.0)]),
+        ({"a": 6, "b": 3, "c": 1}, 0.5, 8, [("a", 6.0)]),
+        ({"a": 6, "b": 3, "c": 1}, 1.0, 2, [("a", 6.0), ("b", 3.0)]),
+        # equal counts: in the shapes' own order (b's 50% before c's 75%)
+        ({"c": 2, "b": 2}, 0.5, 8, [("b", 2.0)]),
+    ],
+    ids=["coverage-90", "coverage-95", "coverage-50", "limit", "ties"],
+)
+def test_learned_shapes(counts, coverage, limit, expected) -> None:
+    keys = {
+        "a": (whole(1), 8000, 0),
+        "b": (HALF, 4000, 0),
+        "c": (share(cores=75, memory_percent=75), 2000, 0),
+    }
+    found = f.learned(Counter({keys[k]: v for k, v in counts.items()}), coverage, limit)
+    assert [(s.demand, s.cpu_milli, s.weight) for s in found] == [
+        (keys[k][0], keys[k][1], w) for k, w in expected
+    ]
+
+
+def test_a_workload_refreshes_its_shapes_as_it_grows() -> None:
+    workload = f.Workload(refresh=0.5)
+    key = (whole(1), 8000, 0)
+    other = (HALF, 4000, 0)
+    workload.extend([key, key])
+    first = workload.shapes(1.0, 8)
+    assert [s.weight for s in first] == [2.0]
+    workload.add(other)  # 3 pods: not yet 50% more than 2
+    assert workload.shapes(1.0, 8) is first
+    workload.add(other)  # 4 pods: refreshed
+    assert [(s.demand, s.weight) for s in workload.shapes(1.0, 8)] == [(HALF, 2.0), (whole(1), 2.0)]
+    assert workload.state_key(8) == ((1.0, workload.shapes(1.0, 8)),)
