@@ -42,11 +42,11 @@ PE227  checker  overcommit of an incompressible resource, or a ``max_load`` outs
 PE228  checker  a preempt guard that reads a value varying from node to node
 PE229  checker  a rule whose static cost bound is above ``MAX_RULE_COST`` (a policy that would
                 stall every scheduling cycle: refused, not merely linted)
+PE230  checker  ``select`` malformed: an unknown mode, a key missing or given to ``random``, a
+                key that cannot be ordered, a second ``select``, a ``select`` in a library
 PE231  checker  ``device`` malformed: an unknown mode, shapes missing or given to a mode that
                 takes none, shapes of the wrong type or reading the node, a second ``device``,
                 a ``device`` in a library
-PE230  checker  ``select`` malformed: an unknown mode, a key missing or given to ``random``, a
-                key that cannot be ordered, a second ``select``, a ``select`` in a library
 =====  =======  ==================================================================
 """
 

@@ -55,8 +55,34 @@ def _readyz_policy(document: dict[str, Any]) -> None:
     assert set(shown["error"]) == set(full.as_json())
 
 
+def _replay_document(document: dict[str, Any]) -> None:
+    """``replay --format json``: its keys and each seed's, as a replay of a tiny trace prints."""
+    import contextlib
+    import io
+    import tempfile
+    from pathlib import Path
+
+    from policyengine.cli.main import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp)
+        (trace / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,8000,65536,2,T4\n")
+        (trace / "pods.csv").write_text(
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+            "deletion_time,scheduled_time\na,1000,1024,1,1000,,LS,Running,0,1,0\n"
+        )
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert main(["replay", "--trace", tmp, "--seeds", "0", "--format", "json"]) == 0
+    printed = json.loads(out.getvalue())
+    assert list(document) == list(printed)
+    for key in ("trace", "policy", "unallocated_at_100"):
+        assert set(document[key]) == set(printed[key]), key
+    assert set(document["seeds"][0]) == set(printed["seeds"][0])
+
+
 # An illustrative block names what it stands for; these check its shape against the code.
-ILLUSTRATIVE = {"readyz policy": _readyz_policy}
+ILLUSTRATIVE = {"readyz policy": _readyz_policy, "replay document": _replay_document}
 
 ILLUSTRATED = [b for b in JSON if b.marker and b.marker[0] == "illustrative"]
 

@@ -26,7 +26,7 @@ FORMATTED = [
 ]
 
 
-@pytest.mark.parametrize("source", FORMATTED)
+@pytest.mark.parametrize("source", FORMATTED, ids=lambda source: source.splitlines()[1].strip())
 def test_formatted_source_round_trips(source: str) -> None:
     result = format_source(source, PATH)
     assert result.diagnostics == ()
