@@ -85,7 +85,8 @@ def documents(
         head = _load(header)
     except yaml.YAMLError:
         head = None
-    if not isinstance(head, dict) or head.get("kind") not in list_kinds:
+    kind = head.get("kind") if isinstance(head, dict) else None
+    if not isinstance(kind, str) or kind not in list_kinds:
         yield from _whole_yaml(text, source)
         return
     head["items"] = None

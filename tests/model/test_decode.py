@@ -87,6 +87,7 @@ CASES = [
     (LIST, ["head", "item", "item"]),
     (LIST.replace("kind: List", "kind: PodList"), ["head", "item", "item"]),
     (LIST.replace("kind: List", "kind: Thing"), ["document"]),
+    (LIST.replace("kind: List", "kind: [List]"), ["document"]),
     ("%YAML 1.1\n---\n" + LIST, ["document"]),
     (LIST.replace("name: n1", "name: &a n1").replace("name: p", "name: *a"), ["document"]),
     (LIST.replace("    name: p", "\tname: p").replace("\t", "    "), ["head", "item", "item"]),
@@ -113,6 +114,7 @@ CASES = [
         "kubectl list",
         "pod list",
         "not a list kind",
+        "a kind that is not a string",
         "directive",
         "anchor and alias",
         "indented with spaces",
@@ -284,3 +286,9 @@ def test_loading_reports_each_file_by_name(tmp_path: Any) -> None:
     loaded = load_snapshot(tmp_path, progress=progress)
     assert [n.name for n in loaded.nodes] == ["n1", "n2"]
     assert seen == {"a.yaml": len(LIST), "b.yaml": len(LIST)}
+
+
+def test_a_list_whose_kind_is_not_a_string_is_a_model_error() -> None:
+    with pytest.raises(ModelError) as error:
+        parse_snapshot_text(LIST.replace("kind: List", "kind: [List]"), "snap.yaml")
+    assert str(error.value) == "snap.yaml: object <unnamed>: kind: expected a string, got list"
