@@ -31,6 +31,7 @@ from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import BOOL, FLOAT, INT, QUANTITY, STRING, ListType, MapType, Nullable
 from policyengine.model import fragmentation as fgd
 from policyengine.model.gpu_devices import BEST_FIT, FULL_CORES, GpuDemand, share, whole
+from policyengine.schedlib.domains import NodeSums
 from policyengine.schedlib.records import NODE, POD
 
 if TYPE_CHECKING:
@@ -244,22 +245,52 @@ def gpu_device(ctx: Any, pod: PodView, node: NodeView) -> int | None:
 
 # --- learned shapes -----------------------------------------------------------------------
 
-_SNAPSHOT_WORKLOAD: list[tuple[object, fgd.Workload]] = []
+# The running GPU pods' shapes, summed over the nodes and kept from one snapshot to the next
+# derived from it: an assumed pod changes the counts of one node, not a recount of every pod.
+_WORKLOAD_SUMS = NodeSums(2)
+_WORKLOAD_KEY = ("gpu-shapes",)
+
+
+def _no_shapes(node: Any) -> dict[Any, int]:  # a node holding no GPU pod
+    return {}
+
+
+_NO_SHAPES: tuple[Any, Any] = (("gpu-shapes", "none"), _no_shapes)
+# The last sums seen and the workload made of them (the same while the sums are).
+_WORKLOADS: list[tuple[object, fgd.Workload]] = []
+
+
+def _shapes_on(node: Any) -> dict[Any, int]:
+    counts: dict[Any, int] = {}
+    for info in node.pods:
+        key = fgd.shape_key(info.pod)
+        if key is not None:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _is_gpu_pod(info: Any) -> bool:  # a PodInfo: what moving it may change
+    return fgd.shape_key(info.pod) is not None
 
 
 def workload(ctx: Any) -> fgd.Workload:
     """The pods learned shapes are drawn from: the engine's (a replay's arrivals so far), else
-    the GPU pods running in the cycle's snapshot, counted once per snapshot."""
+    the GPU pods running in the cycle's snapshot (their counts kept per node and corrected for
+    the pods placed since, never recounted whole)."""
     found: fgd.Workload | None = getattr(ctx, "workload", None)
     if found is not None:
         return found
-    snapshot = ctx.snapshot
-    for kept, counted in _SNAPSHOT_WORKLOAD:
-        if kept is snapshot:
+    sums = _WORKLOAD_SUMS.sums(
+        _WORKLOAD_KEY, ctx.snapshot, _shapes_on, _is_gpu_pod, copy=False, base=_NO_SHAPES
+    )
+    for kept, counted in _WORKLOADS:
+        if kept is sums:
             return counted
     counted = fgd.Workload(refresh=0.0)
-    counted.extend(fgd.shape_key(p.pod) for info in snapshot.nodes for p in info.pods)
-    _SNAPSHOT_WORKLOAD[:] = [(snapshot, counted)]
+    for key, count in sums.items():
+        counted.counts[key] += count
+        counted.total += count
+    _WORKLOADS[:] = [(sums, counted)]
     return counted
 
 

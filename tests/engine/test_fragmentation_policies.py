@@ -118,3 +118,34 @@ def test_fast_path_decides_as_the_reference(
             env = Env({"pod": context.pod, "node": NodeView(info)}, context)
             assert named.score(env).value == index_of[decision.gpu_devices[0].uuid]
         snap = snap.with_pod(with_devices(pod, decision.node, decision.gpu_devices), decision.node)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_running_workload_is_counted_as_a_recount_would_through_derived_snapshots(
+    data: st.DataObject,
+) -> None:
+    # The counts are kept per node and corrected for the pods placed and removed since: after
+    # any walk of derived snapshots they equal counting every running pod again.
+    from policyengine.schedlib.gpu import workload
+
+    names = [f"n{i}" for i in range(data.draw(st.integers(1, 4)))]
+    snap = ClusterSnapshot.build(
+        [parse_node(node_object(n, 32000, 262144, 8, "V100")) for n in names]
+    )
+    shapes = st.sampled_from([(0, 0), (1, 1000), (1, 500), (1, 250), (2, 1000)])
+    placed: list[str] = []
+    for index in range(data.draw(st.integers(1, 12))):
+        if placed and data.draw(st.booleans()):
+            snap = snap.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        else:
+            gpus, milli = data.draw(shapes)
+            pod = parse_pod(pod_object(f"p{index}", 1000 * (index % 3 + 1), 1024, gpus, milli, ()))
+            node = data.draw(st.sampled_from(names))
+            snap = snap.with_pod(pod.with_node_name(node), node)
+            placed.append(pod.key)
+        ctx = CycleContext(snap, PodView(parse_pod(pod_object("q", 1000, 1024, 1, 1000, ()))))
+        expected = Workload(refresh=0.0)
+        expected.extend(shape_key(p.pod) for info in snap.nodes for p in info.pods)
+        counted = workload(ctx)
+        assert +counted.counts == +expected.counts and counted.total == expected.total
