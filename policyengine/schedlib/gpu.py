@@ -23,7 +23,7 @@ policy chooses.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -98,27 +98,31 @@ def host_shape(shape: Mapping[str, Any]) -> fgd.Shape:
 _HOST_PARSED: dict[int, tuple[object, fgd.Shapes]] = {}
 
 
-def parse_host_shapes(shapes: Sequence[Mapping[str, Any]]) -> fgd.Shapes:
-    cached = _HOST_PARSED.get(id(shapes))
+def _parsed_once(
+    cache: dict[int, tuple[object, Any]],
+    shapes: Sequence[Mapping[str, Any]],
+    parse: Callable[[Mapping[str, Any]], Any],
+) -> Any:
+    """``shapes`` parsed item by item, once per list object: the same list comes back for
+    every node of a cycle. Keyed by identity, and the list kept so its id is not reused."""
+    cached = cache.get(id(shapes))
     if cached is not None and cached[0] is shapes:
         return cached[1]
-    parsed = tuple(host_shape(s) for s in shapes)
-    if len(_HOST_PARSED) > 64:
-        _HOST_PARSED.clear()
-    _HOST_PARSED[id(shapes)] = (shapes, parsed)
+    parsed = tuple(parse(s) for s in shapes)
+    if len(cache) > 64:
+        cache.clear()
+    cache[id(shapes)] = (shapes, parsed)
     return parsed
+
+
+def parse_host_shapes(shapes: Sequence[Mapping[str, Any]]) -> fgd.Shapes:
+    result: fgd.Shapes = _parsed_once(_HOST_PARSED, shapes, host_shape)
+    return result
 
 
 def parse_shapes(shapes: Sequence[Mapping[str, Any]]) -> Shapes:
-    # The same list object comes back for every node of a cycle: parse it once.
-    cached = _PARSED.get(id(shapes))
-    if cached is not None and cached[0] is shapes:
-        return cached[1]
-    parsed = tuple(shape_demand(s) for s in shapes)
-    if len(_PARSED) > 64:
-        _PARSED.clear()
-    _PARSED[id(shapes)] = (shapes, parsed)
-    return parsed
+    result: Shapes = _parsed_once(_PARSED, shapes, shape_demand)
+    return result
 
 
 def gpu_fits(pod: PodView, node: NodeView) -> bool:
