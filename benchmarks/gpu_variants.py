@@ -150,11 +150,14 @@ def derive(variant: str, trace: Path, out: Path) -> Path:
     return out
 
 
+_MAIN = "import sys; from policyengine.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+
 def replay(trace: Path, policy: str, seeds: str) -> dict:
     """``policyengine replay`` of ``trace`` with ``policy``, its JSON document."""
+    command = ["replay", "--trace", str(trace), "--policy", policy, "--seeds", seeds]
     done = subprocess.run(
-        [sys.executable, "-m", "policyengine", "replay", "--trace", str(trace)]
-        + ["--policy", policy, "--seeds", seeds, "--format", "json"],
+        [sys.executable, "-c", _MAIN, *command, "--format", "json"],
         capture_output=True,
         text=True,
         check=True,
