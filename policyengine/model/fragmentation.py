@@ -407,9 +407,20 @@ def stranded_gpus(
     return out
 
 
+_FREE_GPUS: dict[int, tuple[NodeGpus, float]] = {}
+
+
 def free_gpus(gpus: NodeGpus) -> float:
-    """The node's free compute on healthy devices, in GPUs."""
-    return sum(_free(e) for e in signature(gpus))
+    """The node's free compute on healthy devices, in GPUs (kept per immutable ``NodeGpus``:
+    every cycle asks it of every node)."""
+    kept = _FREE_GPUS.get(id(gpus))
+    if kept is not None and kept[0] is gpus:
+        return kept[1]
+    found = sum(_free(e) for e in signature(gpus))
+    if len(_FREE_GPUS) >= 50_000:
+        _FREE_GPUS.clear()
+    _FREE_GPUS[id(gpus)] = (gpus, found)
+    return found
 
 
 def stranded(
@@ -441,6 +452,28 @@ def stranding_growth(
         per_gpu,
     )
     return after - before
+
+
+def stranding_growths(
+    infos: Sequence[NodeInfo],
+    demand: GpuDemand,
+    cpu_milli: int,
+    memory_mib: int,
+    shapes: Sequence[Shape],
+) -> list[float]:
+    """``stranding_growth`` on each node of ``infos`` (the batch form: one call per cycle)."""
+    per_gpu = host_per_gpu(shapes)
+    if per_gpu == (0.0, 0.0):
+        return [0.0] * len(infos)
+    gpus = demand.gpus
+    out = []
+    for info in infos:
+        free = free_gpus(info.gpus)
+        cpu, memory = host_free(info)
+        before = stranded_gpus(free, cpu, memory, per_gpu)
+        after = stranded_gpus(max(free - gpus, 0.0), cpu - cpu_milli, memory - memory_mib, per_gpu)
+        out.append(after - before)
+    return out
 
 
 # --- learned shapes --------------------------------------------------------------------------
@@ -524,12 +557,22 @@ class Workload:
 _MIB = 1024 * 1024
 
 
+_HOST_FREE: dict[int, tuple[NodeInfo, tuple[int, int]]] = {}
+
+
 def host_free(info: NodeInfo) -> tuple[int, int]:
-    """The node's free CPU (millicores) and memory (MiB): allocatable minus requested."""
+    """The node's free CPU (millicores) and memory (MiB): allocatable minus requested (kept
+    per immutable ``NodeInfo``: the GPU builtins ask it of every node in every cycle)."""
+    kept = _HOST_FREE.get(id(info))
+    if kept is not None and kept[0] is info:
+        return kept[1]
     alloc = info.allocatable_units
     used = info.requested_units
     cpu = alloc.get("cpu", 0) - used.get("cpu", 0)
     memory = (alloc.get("memory", 0) - used.get("memory", 0)) // _MIB
+    if len(_HOST_FREE) >= 20_000:
+        _HOST_FREE.clear()
+    _HOST_FREE[id(info)] = (info, (cpu, memory))
     return cpu, memory
 
 

@@ -260,16 +260,13 @@ def gpu_stranding_growth_batch(ctx: Any, pod: Any, nodes: Any, shapes: Any) -> l
     if isinstance(pod, Sequence):
         raise TypeError("the pod varies per node")
     pod_cpu, pod_memory = _pod_host(ctx, pod)
-    parsed = parse_host_shapes(shapes)
-    demand = pod.gpu_demand
-    out = []
-    for view in nodes:
-        info = view.info
-        cpu, memory = fgd.host_free(info)
-        out.append(
-            fgd.stranding_growth(info.gpus, cpu, memory, demand, pod_cpu, pod_memory, parsed)
-        )
-    return out
+    return fgd.stranding_growths(
+        [view.info for view in nodes],
+        pod.gpu_demand,
+        pod_cpu,
+        pod_memory,
+        parse_host_shapes(shapes),
+    )
 
 
 def gpu_device(ctx: Any, pod: PodView, node: NodeView) -> int | None:
