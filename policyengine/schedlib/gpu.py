@@ -514,7 +514,8 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         SHAPES,
         learned_gpu_shapes,
         "The cluster's typical GPU pods, learned from its own workload (the GPU pods of a "
-        "replay so far, else those running): the most common (GPU, cpu) request "
+        "replay so far; in a simulation, the running and pending ones; else those running): "
+        "the most common (GPU, cpu) request "
         "shapes that together cover this share of the pods (0–1), at most 64, each weighted by "
         "its count. Shape maps as gpu_fragmentation takes them.",
         cost=40,
