@@ -462,18 +462,42 @@ def stranding_growths(
     shapes: Sequence[Shape],
 ) -> list[float]:
     """``stranding_growth`` on each node of ``infos`` (the batch form: one call per cycle)."""
-    per_gpu = host_per_gpu(shapes)
-    if per_gpu == (0.0, 0.0):
+    per_cpu, per_memory = host_per_gpu(shapes)
+    if per_cpu <= 0 and per_memory <= 0:
         return [0.0] * len(infos)
+    # ``stranded_gpus`` before and after, written out: this runs for every node in every cycle.
     gpus = demand.gpus
     out = []
+    append = out.append
     for info in infos:
-        free = free_gpus(info.gpus)
-        cpu, memory = host_free(info)
-        before = stranded_gpus(free, cpu, memory, per_gpu)
-        after = stranded_gpus(max(free - gpus, 0.0), cpu - cpu_milli, memory - memory_mib, per_gpu)
-        out.append(after - before)
+        free, cpu, memory = _node_state(info)
+        left = free - gpus if free > gpus else 0.0
+        cpu_after, memory_after = cpu - cpu_milli, memory - memory_mib
+        before = after = 0.0
+        if per_cpu > 0:
+            before = free - (cpu if cpu > 0 else 0) / per_cpu
+            after = left - (cpu_after if cpu_after > 0 else 0) / per_cpu
+        if per_memory > 0:
+            before = max(before, free - (memory if memory > 0 else 0) / per_memory)
+            after = max(after, left - (memory_after if memory_after > 0 else 0) / per_memory)
+        append((after if after > 0 else 0.0) - (before if before > 0 else 0.0))
     return out
+
+
+_STATES: dict[int, tuple[NodeInfo, tuple[float, int, int]]] = {}
+
+
+def _node_state(info: NodeInfo) -> tuple[float, int, int]:
+    """The node's free GPUs, CPU and memory, kept per immutable ``NodeInfo``."""
+    kept = _STATES.get(id(info))
+    if kept is not None and kept[0] is info:
+        return kept[1]
+    cpu, memory = host_free(info)
+    found = (free_gpus(info.gpus), cpu, memory)
+    if len(_STATES) >= 20_000:
+        _STATES.clear()
+    _STATES[id(info)] = (info, found)
+    return found
 
 
 # --- learned shapes --------------------------------------------------------------------------

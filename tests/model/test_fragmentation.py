@@ -206,3 +206,26 @@ def test_stranding_growth() -> None:
     assert f.stranding_growth(gpus, 12000, 0, whole(1), 8000, 0, SHAPES) == pytest.approx(0.0)
     # with CPU to spare nothing changes
     assert f.stranding_growth(gpus, 64000, 0, share(), 8000, 0, SHAPES) == 0.0
+
+
+def test_the_batch_of_stranding_growths_is_each_nodes() -> None:
+    from policyengine.model.openb import node_object
+    from policyengine.model.parse import parse_node
+    from policyengine.model.snapshot import ClusterSnapshot
+
+    snap = ClusterSnapshot.build(
+        [
+            parse_node(node_object(f"n{cpu}", cpu, memory, gpus, "T4"))
+            for cpu, memory, gpus in [(8000, 1024, 2), (12000, 65536, 2), (64000, 8192, 4)]
+        ]
+    )
+    infos = snap.nodes
+    with_memory = (*SHAPES, f.Shape(whole(1), 1.0, 0, 4096))
+    for shapes in (SHAPES, with_memory):
+        for demand, cpu, memory in [(QUARTER, 4000, 512), (share(), 8000, 0), (whole(2), 1000, 0)]:
+            batch = f.stranding_growths(infos, demand, cpu, memory, shapes)
+            each = [
+                f.stranding_growth(i.gpus, *f.host_free(i), demand, cpu, memory, shapes)
+                for i in infos
+            ]
+            assert batch == pytest.approx(each)
