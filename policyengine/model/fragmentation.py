@@ -467,7 +467,7 @@ def stranding_growths(
         return [0.0] * len(infos)
     # ``stranded_gpus`` before and after, written out: this runs for every node in every cycle.
     gpus = demand.gpus
-    out = []
+    out: list[float] = []
     append = out.append
     for info in infos:
         free, cpu, memory = _node_state(info)
