@@ -67,6 +67,7 @@ from policyengine.controller.queue import (
 )
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.wirejson import JSON
+from policyengine.controller.workloads import WorkloadWatch
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.fastpath.classes import ClassCache
@@ -211,6 +212,10 @@ class Scheduler:
             options=opts.informer,
             rng=informer_rng,
         )
+        # Services and controllers, which default topology spreading derives selectors from.
+        self.workloads = WorkloadWatch(
+            api_client, self.cache, options=opts.informer, rng=informer_rng
+        )
         # Gangs (controller/gangs.py): PodGroups, their status, and the members' queue entry.
         self.podgroup_status = PodGroupStatusWriter(api_client)
         self.gangs = GangCoordinator(
@@ -250,6 +255,7 @@ class Scheduler:
         self.node_informer.start()
         self.pod_informer.start()
         self.pdb_informer.start()
+        self.workloads.start()
         try:
             while not stop.is_set() and not self.has_synced():
                 stop.wait(0.05)
@@ -283,6 +289,7 @@ class Scheduler:
             self.node_informer.has_synced()
             and self.pod_informer.has_synced()
             and self.pdb_informer.has_synced()
+            and self.workloads.has_synced()
             and self.podgroups.has_synced()
         )
 
@@ -314,6 +321,7 @@ class Scheduler:
         self.podgroups.stop()
         self.load.stop()
         self.pdb_informer.stop()
+        self.workloads.stop()
         self.pod_informer.stop()
         self.node_informer.stop()
         log.info("scheduler stopped")

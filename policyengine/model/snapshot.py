@@ -46,6 +46,7 @@ from policyengine.model.resources import (
     to_units,
 )
 from policyengine.model.shared_map import SharedMap
+from policyengine.model.workloads import NO_WORKLOADS, Workload, WorkloadIndex
 
 _generation = itertools.count(1)
 _new_object = object.__new__
@@ -409,6 +410,8 @@ class ClusterSnapshot:
     generation: int = 0
     pod_groups: FrozenDict[str, PodGroup] = field(default=EMPTY)  # "ns/name" -> PodGroup
     pdbs: FrozenDict[str, PodDisruptionBudget] = field(default=EMPTY)  # "ns/name" -> budget
+    # Services and controllers, which default topology spreading derives selectors from.
+    workloads: WorkloadIndex = field(default=NO_WORKLOADS)
 
     # -- construction ----------------------------------------------------------------
 
@@ -419,6 +422,7 @@ class ClusterSnapshot:
         namespaces: Iterable[Namespace] = (),
         pod_groups: Iterable[PodGroup] = (),
         pdbs: Iterable[PodDisruptionBudget] = (),
+        workloads: Iterable[Workload] = (),
     ) -> ClusterSnapshot:
         """A snapshot from nodes and *assigned* pods; raises ``ModelError`` on bad input."""
         by_node: dict[str, list[Pod]] = {}
@@ -459,6 +463,7 @@ class ClusterSnapshot:
             generation=next(_generation),
             pod_groups=FrozenDict({g.key: g for g in pod_groups}),
             pdbs=FrozenDict({b.key: b for b in pdbs}),
+            workloads=WorkloadIndex.build(workloads),
         )
 
     # -- reading ---------------------------------------------------------------------
@@ -579,6 +584,7 @@ class ClusterSnapshot:
                 "generation": next(_generation),
                 "pod_groups": self.pod_groups,
                 "pdbs": self.pdbs,
+                "workloads": self.workloads,
             },
         )
         if old is not None:
@@ -657,6 +663,7 @@ class ClusterSnapshot:
             generation=next(_generation),
             pod_groups=self.pod_groups,
             pdbs=self.pdbs,
+            workloads=self.workloads,
         )
 
     def with_loads(self, loads: Mapping[str, NodeLoad]) -> ClusterSnapshot:
@@ -704,6 +711,21 @@ class ClusterSnapshot:
             return self
         return replace(self, pdbs=self.pdbs.without(key), generation=next(_generation))
 
+    def with_workload(self, workload: Workload) -> ClusterSnapshot:
+        """Add or replace a Service or controller (a watch ADDED/MODIFIED event); the snapshot
+        itself when nothing default spreading reads of it changed."""
+        index = self.workloads.with_workload(workload)
+        if index is self.workloads:
+            return self
+        return replace(self, workloads=index, generation=next(_generation))
+
+    def without_workload(self, kind: str, namespace: str, name: str) -> ClusterSnapshot:
+        """Forget a Service or controller (deleted); unknown ones leave the snapshot as it is."""
+        index = self.workloads.without(kind, namespace, name)
+        if index is self.workloads:
+            return self
+        return replace(self, workloads=index, generation=next(_generation))
+
     def requested_total(self) -> ResourceList:
         total: dict[str, Fraction] = {}
         for info in self.node_infos.values():
@@ -721,6 +743,7 @@ def snapshot_from_objects(
     now: datetime | None = None,
     load_max_age: timedelta = DEFAULT_MAX_AGE,
     pdbs: Iterable[PodDisruptionBudget] = (),
+    workloads: Iterable[Workload] = (),
 ) -> tuple[ClusterSnapshot, tuple[Pod, ...], tuple[str, ...]]:
     """Split pods into the snapshot (assigned) and the pending ones; warn about strays.
 
@@ -748,7 +771,7 @@ def snapshot_from_objects(
                 f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName {p.node_name!r} is not a node "
                 "in the snapshot; the pod is ignored"
             )
-    snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs)
+    snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs, workloads)
     # Load is judged fresh against ``now``, by default the snapshot's own newest reading.
     loads, load_warnings = resolve_loads(node_list, node_metrics, now, load_max_age)
     snapshot = snapshot.with_loads(loads)

@@ -23,6 +23,7 @@ from policyengine.model.objects import Namespace, Node, Pod
 from policyengine.model.parse import parse_namespace, parse_node, parse_pod, type_name
 from policyengine.model.pdb import PodDisruptionBudget, is_pdb_object, parse_pdb
 from policyengine.model.podgroup import PodGroup, is_pod_group_object, parse_pod_group
+from policyengine.model.workloads import Workload, is_workload_object, parse_workload
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 _LIST_KINDS = {
@@ -33,6 +34,10 @@ _LIST_KINDS = {
     "PodGroupList",
     "NodeMetricsList",
     "PodDisruptionBudgetList",
+    "ServiceList",
+    "ReplicaSetList",
+    "StatefulSetList",
+    "ReplicationControllerList",
 }
 _ITEM_KIND = {
     "NodeList": "Node",
@@ -41,6 +46,10 @@ _ITEM_KIND = {
     "PodGroupList": "PodGroup",
     "NodeMetricsList": "NodeMetrics",
     "PodDisruptionBudgetList": "PodDisruptionBudget",
+    "ServiceList": "Service",
+    "ReplicaSetList": "ReplicaSet",
+    "StatefulSetList": "StatefulSet",
+    "ReplicationControllerList": "ReplicationController",
 }
 _LIST_KIND_SET = frozenset(_LIST_KINDS)
 _TERMINAL_PHASES = {"Succeeded", "Failed"}
@@ -60,6 +69,8 @@ class LoadedObjects:
     # The pods left out because they have finished (one warning counts them): "ns/name (phase)".
     finished: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()  # the kind of every object read ("" for none), used or not
+    # Services and controllers (default topology spreading derives selectors from them).
+    workloads: tuple[Workload, ...] = ()
 
     @property
     def running_pods(self) -> tuple[Pod, ...]:
@@ -149,12 +160,22 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
     pod_groups: list[PodGroup] = []
     node_metrics: list[NodeMetrics] = []
     pdbs: list[PodDisruptionBudget] = []
+    workloads: list[Workload] = []
     finished: list[str] = []
     kinds: list[str] = []
     list_kind: str | None = None
     for doc in documents:
         if doc is decode.RESTART:
-            for kept in (nodes, pods, namespaces, warnings, pod_groups, node_metrics, pdbs):
+            for kept in (
+                nodes,
+                pods,
+                namespaces,
+                warnings,
+                pod_groups,
+                node_metrics,
+                pdbs,
+                workloads,
+            ):
                 kept.clear()
             finished.clear()
             kinds.clear()
@@ -186,6 +207,8 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                 node_metrics.append(parse_node_metrics(obj, source))
             elif is_pdb_object(obj):
                 pdbs.append(parse_pdb(obj, source))
+            elif is_workload_object(obj):
+                workloads.append(parse_workload(obj, source))
             elif not kind:
                 warnings.append(f"{source}: an object without a kind was ignored")
             else:
@@ -209,6 +232,7 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
         tuple(pdbs),
         tuple(finished),
         tuple(kinds),
+        workloads=tuple(workloads),
     )
 
 

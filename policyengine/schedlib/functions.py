@@ -269,11 +269,14 @@ def _node_only(ctx: CycleContext) -> Hashable:
 
 
 def _constraints(ctx: CycleContext, action: str) -> bool:
-    """Whether the pod has spread constraints with ``action`` (its own or the defaults)."""
+    """Whether the pod has spread constraints with ``action`` (its own or the defaults). The
+    defaults' selector comes from the snapshot's Services and controllers and the pod's owner
+    (which pods alike need not share): only a pod's own constraints are kept per class."""
+    pod = ctx.pod.pod
     return ctx.prepared(
         ("spread_constraints", action),
-        lambda: bool(spread.pod_constraints(ctx.pod.pod, action, ctx.config)),
-        pod_only=True,
+        lambda: bool(spread.pod_constraints(pod, action, ctx.config, ctx.snapshot.workloads)),
+        pod_only=bool(pod.topology_spread_constraints),
     )
 
 

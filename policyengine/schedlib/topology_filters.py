@@ -37,6 +37,7 @@ from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import SchedulerConfig
 from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affinity, matches_all
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
+from policyengine.model.workloads import WorkloadIndex
 from policyengine.schedlib.domains import (
     ANTI_AFFINITY,
     POD_AFFINITY,
@@ -134,12 +135,12 @@ def _presence(node: NodeInfo, key: spread.CountKey) -> dict[Any, int]:
     """``spread.node_counts`` of ``node`` were it to hold no matching pod: the domains it
     counts for (it reads only the node object, the keys, policies and the pod's required
     node affinity and tolerations)."""
-    constraints, required, tolerations, _ = key
+    constraints, required, tolerations, _, require_all = key
     labels = node.node.labels
-    if not spread.has_all_keys(labels, constraints):
+    if require_all and not spread.has_all_keys(labels, constraints):
         return {}
     return {
-        (c.topology_key, labels[c.topology_key]): 0
+        (c.topology_key, labels.get(c.topology_key, "")): 0
         for c in constraints
         if c.includes_node(node, required, tolerations)
     }
@@ -151,8 +152,10 @@ class _SpreadInputs:
 
     __slots__ = ("base", "constraints", "counts", "key", "marks", "part")
 
-    def __init__(self, pod: Pod, constraints: tuple[spread.Constraint, ...]):
-        key = spread.count_key(pod, constraints)
+    def __init__(
+        self, pod: Pod, constraints: tuple[spread.Constraint, ...], require_all: bool = True
+    ):
+        key = spread.count_key(pod, constraints, require_all)
         self.constraints = constraints
         self.key = HashedKey(key)
 
@@ -182,6 +185,7 @@ class _SpreadInputs:
             ),
             key[1],
             key[2],
+            require_all,
         )
         self.part = part
         self.counts = counts
@@ -195,23 +199,41 @@ _SPREAD_INPUTS_KEPT = 1024
 
 
 def _spread_inputs(
-    pod: Pod, config: SchedulerConfig, action: str = DO_NOT_SCHEDULE
+    pod: Pod,
+    config: SchedulerConfig,
+    workloads: WorkloadIndex,
+    action: str = DO_NOT_SCHEDULE,
+    require_all: bool = True,
 ) -> _SpreadInputs | None:
-    """The pod's ``_SpreadInputs`` for its constraints of ``action``; None when it has no
-    constraints of its own (the defaults of ``config`` apply, rarely met) or they cannot be
-    hashed."""
-    if not pod.topology_spread_constraints:
-        return None
-    # Everything ``pod_constraints`` (the pod's own) and ``count_key`` read of the pod.
-    alike = (
-        action,
-        pod.namespace,
-        pod.topology_spread_constraints,
-        pod.labels,
-        pod.node_selector,
-        pod.affinity,
-        pod.tolerations,
-    )
+    """The pod's ``_SpreadInputs`` for its constraints of ``action`` (its own, or the defaults
+    with their derived selector); None when it has none or they cannot be hashed."""
+    if pod.topology_spread_constraints:
+        # Everything ``pod_constraints`` (the pod's own) and ``count_key`` read of the pod.
+        alike: Hashable = (
+            action,
+            pod.namespace,
+            pod.topology_spread_constraints,
+            pod.labels,
+            pod.node_selector,
+            pod.affinity,
+            pod.tolerations,
+            require_all,
+        )
+        constraints: tuple[spread.Constraint, ...] | None = None
+    else:
+        # The defaults read the pod through their derived selector alone.
+        constraints = spread.pod_constraints(pod, action, config, workloads)
+        if not constraints:
+            return None
+        alike = (
+            action,
+            pod.namespace,
+            constraints,
+            pod.node_selector,
+            pod.affinity,
+            pod.tolerations,
+            require_all,
+        )
     if not _hashable(alike):
         return None
     with _LOCK:
@@ -219,10 +241,11 @@ def _spread_inputs(
         if found is not None:
             _SPREAD_INPUTS.move_to_end(alike)
             return found
-    constraints = spread.pod_constraints(pod, action, config)
-    if not constraints or not _hashable(spread.count_key(pod, constraints)):
+    if constraints is None:
+        constraints = spread.pod_constraints(pod, action, config, workloads)
+    if not constraints or not _hashable(spread.count_key(pod, constraints, require_all)):
         return None
-    found = _SpreadInputs(pod, constraints)
+    found = _SpreadInputs(pod, constraints, require_all)
     with _LOCK:
         _SPREAD_INPUTS[alike] = found
         while len(_SPREAD_INPUTS) > _SPREAD_INPUTS_KEPT:
@@ -234,9 +257,9 @@ def prepare_spread_filter(
     pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig
 ) -> spread.FilterState:
     """``pod_topology_spread.prepare_filter``, from sums kept per ``count_key``."""
-    inputs = _spread_inputs(pod, config)
+    inputs = _spread_inputs(pod, config, snapshot.workloads)
     if inputs is None:
-        constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
+        constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config, snapshot.workloads)
         if not constraints:
             return spread.filter_state((), pod, {})
         key = spread.count_key(pod, constraints)
@@ -264,7 +287,8 @@ def prepare_spread_score(
     share a topology key takes the plugin's own walk."""
     if not feasible or not snapshot.num_nodes:
         return None
-    inputs = _spread_inputs(pod, config, SCHEDULE_ANYWAY)
+    require_all = spread.requires_all_keys(pod, config)
+    inputs = _spread_inputs(pod, config, snapshot.workloads, SCHEDULE_ANYWAY, require_all)
     keys = [c.topology_key for c in inputs.constraints] if inputs is not None else []
     if inputs is None or len(set(keys)) != len(keys):
         return spread.prepare_score(pod, snapshot, feasible, config)
@@ -275,7 +299,7 @@ def prepare_spread_score(
     def counted(pairs: set[spread.Pair]) -> dict[spread.Pair, int]:
         return {pair: sums.get(pair, 0) for pair in pairs}
 
-    return spread.score_state(pod, inputs.constraints, feasible, True, counted)
+    return spread.score_state(pod, inputs.constraints, feasible, require_all, counted)
 
 
 # Existing pods' terms, each interned as a small integer so the sums' keys hash fast.
