@@ -24,7 +24,7 @@ from policyengine.model.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.taints import Taint, Toleration
-from policyengine.schedlib import topology_filters
+from policyengine.schedlib import spread_score, topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.domain_counts import (
@@ -200,13 +200,14 @@ def _score_batch(
         run = plugin.score
         assert run is not None
         if ignored_nodes:
-            return spread.score_rows(state, infos)
-        if columnar is not None:
-            scores = columnar(state, infos, ctx)
-            # A numpy-backed column (``vector.Numbers``) stays one: the scores' conversion
-            # reads its array.
-            return scores if isinstance(scores, list | Numbers) else list(scores)
-        return [run(state, info) for info in infos]
+            found: Sequence[Any] = spread_score.scores(state, infos, ctx)
+        elif columnar is not None:
+            found = columnar(state, infos, ctx)
+        else:
+            return [run(state, info) for info in infos]
+        # A numpy-backed column (``vector.Numbers``) stays one: the scores' conversion reads
+        # its array.
+        return found if isinstance(found, list | Numbers) else list(found)  # type: ignore[return-value]
 
     return batch
 

@@ -21,7 +21,6 @@ verdict is recomputed only where one of those can have changed.
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -38,6 +37,7 @@ from policyengine.model.plugins.config import SchedulerConfig
 from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affinity, matches_all
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.model.workloads import WorkloadIndex
+from policyengine.schedlib import spread_score
 from policyengine.schedlib.domains import (
     ANTI_AFFINITY,
     POD_AFFINITY,
@@ -45,7 +45,7 @@ from policyengine.schedlib.domains import (
     add_nested,
     label_column,
     relevant_changes,
-    rows_by_id,
+    rows_of,
 )
 from policyengine.schedlib.rowkeys import RowKeyed
 
@@ -299,7 +299,9 @@ def prepare_spread_score(
     def counted(pairs: set[spread.Pair]) -> dict[spread.Pair, int]:
         return {pair: sums.get(pair, 0) for pair in pairs}
 
-    return spread.score_state(pod, inputs.constraints, feasible, require_all, counted)
+    return spread_score.score_state(
+        pod, snapshot, inputs.constraints, feasible, require_all, counted
+    )
 
 
 # Existing pods' terms, each interned as a small integer so the sums' keys hash fast.
@@ -660,22 +662,6 @@ _MAX_COLUMNS = 39  # 3**39 < 2**63
 _FEW_ROWS = 32  # up to this many rows are grouped in a dict rather than by ``np.unique``
 
 
-def _rows_of(ctx: Any, infos: Sequence[NodeInfo]) -> list[int] | None:
-    """The rows of the cycle's snapshot holding ``infos`` (None: one is not there). The
-    snapshot holds its ``NodeInfo`` objects alive, so their ids name them."""
-    nodes = ctx.snapshot.nodes
-    if len(infos) == len(nodes) and all(map(operator.is_, infos, nodes)):
-        return list(range(len(nodes)))
-    by_id = rows_by_id(ctx.snapshot)
-    try:
-        rows = list(map(by_id.__getitem__, map(id, infos)))
-        picked = operator.itemgetter(*rows)(nodes) if len(rows) > 1 else (nodes[rows[0]],)
-    except (KeyError, IndexError):
-        return None
-    # Checked: the map may have moved on to a later snapshot meanwhile.
-    return rows if all(map(operator.is_, picked, infos)) else None
-
-
 def by_pattern(
     ctx: Any, plugin_name: str, state: Any, infos: Sequence[NodeInfo], run: Any
 ) -> list[Any] | None:
@@ -688,7 +674,7 @@ def by_pattern(
     rows_key = filter_key(ctx, plugin_name, state).rows
     if rows_key.shape[1] > _MAX_COLUMNS or len(rows_key) != ctx.snapshot.num_nodes:
         return None
-    rows = _rows_of(ctx, infos)
+    rows = rows_of(ctx.snapshot, infos)
     if rows is None:
         return None
     # Only the rows asked about are folded (the engine mostly asks about a few changed ones).

@@ -12,13 +12,21 @@ from policyengine.synthetic.nodes import NodeState, image_entry, make_nodes
 from policyengine.synthetic.placement import Placer
 from policyengine.synthetic.pods import Names, Shape, Unit, make_pod, pod_shape, units_for
 from policyengine.synthetic.randomness import Clock, Rand
-from policyengine.synthetic.spec import NVIDIA_GPU, POD_GROUP_API, ClusterSpec, PodTemplate
+from policyengine.synthetic.spec import (
+    INFERENCE,
+    NVIDIA_GPU,
+    POD_GROUP_API,
+    SERVICE,
+    ClusterSpec,
+    PodTemplate,
+)
 
 # ------------------------------------------------------------------------- generation
 
 
 def generate(spec: ClusterSpec, seed: int = 0) -> list[dict[str, Any]]:
-    """The cluster as API objects: nodes, then running pods, then pending pods, then PodGroups.
+    """The cluster as API objects: nodes, then running pods, then pending pods, then PodGroups,
+    then (with ``spec.services``) the Deployments' ReplicaSets and Services.
 
     The same ``spec`` and ``seed`` always give the same objects, in any process. Raises
     ``ValueError`` when ``spec.running_pods`` cannot all be placed without over-committing.
@@ -86,7 +94,67 @@ def generate(spec: ClusterSpec, seed: int = 0) -> list[dict[str, Any]]:
             pod_groups.append(_pod_group(unit, shape, rand, clock, "Pending"))
         for k in range(unit.size):
             pending.append(make_pod(shape, unit, k, spec, rand, names, clock, None))
-    return [*(n.obj for n in nodes), *running, *pending, *pod_groups]
+    apps = _deployments(running_units, pending_units) if spec.services else {}
+    workloads = [
+        obj for app, t in apps.items() for obj in _deployment_objects(app, t, names, rand, clock)
+    ]
+    return [*(n.obj for n in nodes), *running, *pending, *pod_groups, *workloads]
+
+
+def _deployments(*units: list[Unit]) -> dict[str, PodTemplate]:
+    """The apps made by a Deployment (pods of no job), with their template, in name order."""
+    found = {u.app: u.template for group in units for u in group if not u.group}
+    return dict(sorted(found.items()))
+
+
+def _deployment_objects(
+    app: str, t: PodTemplate, names: Names, rand: Rand, clock: Clock
+) -> list[dict[str, Any]]:
+    """The ReplicaSet that owns an app's pods (selecting them by app and template hash, as a
+    Deployment's does) and, for services and inference, the Service in front of them."""
+    rs_hash, rs_uid = names.replica_set(app)
+    stamp, version = clock.tick(1)
+    selector = {"app": app, "pod-template-hash": rs_hash}
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "creationTimestamp": stamp,
+                "labels": selector,
+                "name": f"{app}-{rs_hash}",
+                "namespace": t.namespace,
+                "resourceVersion": version,
+                "uid": rs_uid,
+            },
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": selector},
+                "template": {"metadata": {"labels": selector}, "spec": {"containers": []}},
+            },
+        }
+    ]
+    if t.kind in (SERVICE, INFERENCE):
+        stamp, version = clock.tick(1)
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "creationTimestamp": stamp,
+                    "name": app,
+                    "namespace": t.namespace,
+                    "resourceVersion": version,
+                    "uid": rand.uuid(),
+                },
+                "spec": {
+                    "ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}],
+                    "selector": {"app": app},
+                    "type": "ClusterIP",
+                },
+            }
+        )
+    return out
 
 
 def _pod_group(unit: Unit, shape: Shape, rand: Rand, clock: Clock, phase: str) -> dict[str, Any]:
