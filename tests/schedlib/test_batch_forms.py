@@ -13,8 +13,6 @@ and ``SCORES`` with ``plugin.filter``/``plugin.score`` on every node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,7 +20,6 @@ from hypothesis import strategies as st
 from policyengine.model.objects import Pod
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
-from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
@@ -38,6 +35,7 @@ from tests.schedlib.batch_strategies import (
     HUGE,
     SELECTORS,
     TOPOLOGY_KEYS,
+    assume_and_forget,
     clusters,
     every_path,
     placement,
@@ -130,27 +128,6 @@ def test_incremental_spread_prefilter_equals_the_plugin(cluster, data) -> None: 
             expected.minimum,
         )
         assert got.constraints == expected.constraints
-
-
-def assume_and_forget(
-    data: st.DataObject,
-    cluster: ClusterSnapshot,
-    new_pod: Callable[[str], Pod],
-    steps: int,
-    forget_odds: int,
-) -> Iterator[ClusterSnapshot]:
-    """The cluster after each of up to ``steps`` steps, as the scheduler makes them: a new pod
-    assumed onto a drawn node, or (one time in ``forget_odds``) a placed pod forgotten."""
-    names = [info.name for info in cluster.nodes]
-    placed: list[str] = []
-    for step in range(data.draw(st.integers(1, steps))):
-        if placed and data.draw(st.integers(0, forget_odds - 1)) == 0:
-            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
-        else:
-            pod = new_pod(f"s{step}")
-            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
-            placed.append(pod.key)
-        yield cluster
 
 
 @st.composite

@@ -22,8 +22,13 @@ from policyengine.schedlib import spread_score
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.topology_filters import PREPARE_SCORES
 from tests.model.builders import make_pod
-from tests.schedlib.batch_strategies import SELECTORS, TOPOLOGY_KEYS, clusters, placement
-from tests.schedlib.test_batch_forms import assume_and_forget
+from tests.schedlib.batch_strategies import (
+    SELECTORS,
+    TOPOLOGY_KEYS,
+    assume_and_forget,
+    clusters,
+    placement,
+)
 
 PLUGIN = PLUGINS_BY_NAME["PodTopologySpread"]
 SERVICES = WorkloadIndex.build(
