@@ -545,18 +545,87 @@ def prepare_affinity_score(
     feasible: Sequence[NodeInfo],
     config: SchedulerConfig,
 ) -> affinity.ScoreState | None:
-    """``inter_pod_affinity.prepare_score``; for a pod without preferred terms of its own
-    (only existing pods' terms can score it) from one sum over every node shared by all
-    pods."""
+    """``inter_pod_affinity.prepare_score`` from sums kept between cycles: existing pods'
+    terms from one sum over every node shared by all pods, the pod's own preferred terms from
+    sums kept per terms (``TERM_SUMS``), each corrected for the nodes replaced since."""
     if not feasible:
         return None
     terms = pod_terms(pod)
-    if terms.preferred_affinity or terms.preferred_anti_affinity:
-        return affinity.prepare_score(pod, snapshot, feasible, config)
-    if config.ignore_preferred_terms_of_existing_pods:
+    own = terms.preferred_affinity or terms.preferred_anti_affinity
+    if not own:
+        if config.ignore_preferred_terms_of_existing_pods:
+            return None
+        if not snapshot.nodes_with_affinity_pods:
+            return None  # no pod anywhere has (anti-)affinity terms that could score this one
+    scores: dict[str, dict[str, int]] = {}
+    if own:
+        own_key = (
+            "preferred",
+            terms.preferred_affinity,
+            terms.preferred_anti_affinity,
+            snapshot.namespaces,  # namespace selectors read these
+        )
+        if not _hashable(own_key):
+            return affinity.prepare_score(pod, snapshot, feasible, config)
+        _add_own_preferred(scores, terms, own_key, snapshot)
+    if snapshot.nodes_with_affinity_pods:
+        _add_existing_terms(scores, pod, snapshot, config)
+    if not scores:
         return None
-    if not snapshot.nodes_with_affinity_pods:
-        return None  # no pod anywhere has (anti-)affinity terms that could score this one
+    return affinity.ScoreState(scores)
+
+
+def _add_own_preferred(
+    scores: dict[str, dict[str, int]],
+    terms: PodAffinityTerms,
+    own_key: Hashable,
+    snapshot: ClusterSnapshot,
+) -> None:
+    """The pod's preferred terms: +/- each term's weight per pod it matches, at the domain
+    of the pod's node."""
+    weighted = [(1, w) for w in terms.preferred_affinity]
+    weighted += [(-1, w) for w in terms.preferred_anti_affinity]
+
+    def part(node: NodeInfo) -> dict[Any, int]:
+        out: dict[Any, int] = {}
+        labels = node.node.labels
+        if not labels:
+            return out
+        for info in node.pods:
+            other = info.pod
+            ns_labels = snapshot.namespace_labels(other.namespace)
+            for index, (_, w) in enumerate(weighted):
+                key = w.term.topology_key
+                if key in labels and w.term.matches(other, ns_labels):
+                    entry = (index, key, labels[key])
+                    out[entry] = out.get(entry, 0) + 1
+        return out
+
+    selectors = [w.term.selector for _, w in weighted]
+    gate = _label_gate(selectors)
+
+    def matched(info: PodInfo) -> bool:
+        other = info.pod
+        if gate is not None and not gate(other.labels):
+            return False
+        ns_labels = snapshot.namespace_labels(other.namespace)
+        return any(w.term.matches(other, ns_labels) for _, w in weighted)
+
+    sums = TERM_SUMS.sums(
+        own_key, snapshot, part, matched, base=((), _nothing), marks=_label_marks(selectors)
+    )
+    for (index, key, value), n in sums.items():
+        if n:
+            sign, w = weighted[index]
+            by_value = scores.setdefault(key, {})
+            by_value[value] = by_value.get(value, 0) + sign * w.weight * n
+
+
+def _add_existing_terms(
+    scores: dict[str, dict[str, int]], pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig
+) -> None:
+    """Existing pods' terms matching the pod: required affinity at hardPodAffinityWeight,
+    preferred at +/- their weight, per domain of their node."""
     own_ns = snapshot.namespace_labels(pod.namespace)
     hard_weight = config.hard_pod_affinity_weight
     with _LOCK:
@@ -566,7 +635,6 @@ def prepare_affinity_score(
         )
         known = list(_TERM_LIST)
     matched: dict[int, bool] = {}
-    scores: dict[str, dict[str, int]] = {}
     for (tag, index, weight, key, value), n in sums.items():
         if tag == 0 and hard_weight <= 0:
             continue
@@ -577,9 +645,6 @@ def prepare_affinity_score(
             amount = hard_weight if tag == 0 else weight * tag
             by_value = scores.setdefault(key, {})
             by_value[value] = by_value.get(value, 0) + amount * n
-    if not scores:
-        return None
-    return affinity.ScoreState(scores)
 
 
 # --- the filters' row keys ----------------------------------------------------------------
