@@ -14,6 +14,7 @@ do the same.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -61,6 +62,7 @@ _POD_ONLY = frozenset(
 
 
 _INFOS = object()  # the prepared key of the node lists' NodeInfos
+_INFO_OF = operator.attrgetter("info")
 
 
 def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
@@ -70,7 +72,7 @@ def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
     found = kept.get(id(nodes))
     if found is not None and found[0] is nodes:
         return found[1]
-    infos = [view.info for view in nodes]
+    infos = list(map(_INFO_OF, nodes))
     kept[id(nodes)] = (nodes, infos)  # holding ``nodes`` keeps its id from being reused
     return infos
 

@@ -18,6 +18,7 @@ decisions.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -89,6 +90,25 @@ def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -
     return counts
 
 
+_last_rows = threading.local()
+
+
+def _rows(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> list[int] | None:
+    """``rows_of``, kept for the last list asked about: a cycle's PreScore and score ask
+    about the same feasible nodes, in lists of their own."""
+    last = getattr(_last_rows, "last", None)
+    if (
+        last is not None
+        and last[0] is snapshot
+        and len(last[1]) == len(infos)
+        and all(map(operator.is_, last[1], infos))
+    ):
+        return last[2]
+    rows = rows_of(snapshot, infos)
+    _last_rows.last = (snapshot, tuple(infos), rows)
+    return rows
+
+
 # --- PreScore -------------------------------------------------------------------------------
 
 
@@ -101,7 +121,7 @@ def score_state(
     counted: Callable[[set[spread.Pair]], dict[spread.Pair, int]],
 ) -> spread.ScoreState:
     """``pod_topology_spread.score_state`` read from the label columns: equal to it."""
-    rows = rows_of(snapshot, feasible)
+    rows = _rows(snapshot, feasible)
     if rows is None or not rows:
         return spread.score_state(pod, constraints, feasible, require_all, counted)
     picked = np.asarray(rows, np.int64)
@@ -163,7 +183,7 @@ def scores(state: spread.ScoreState, infos: Sequence[NodeInfo], ctx: Any) -> Seq
     if ctx is None or len(infos) < _FEW:
         return spread.score_rows(state, infos)
     snapshot: ClusterSnapshot = ctx.snapshot
-    rows = rows_of(snapshot, infos)
+    rows = _rows(snapshot, infos)
     if rows is None:
         return spread.score_rows(state, infos)
     picked = np.asarray(rows, np.int64)
