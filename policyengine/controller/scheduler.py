@@ -337,6 +337,7 @@ class Scheduler:
 
     def _schedule_one(self, item: QueuedPod) -> None:
         start = time.perf_counter()
+        cpu_start = time.thread_time()
         pod = item.pod
         profile = pod.scheduler_name
         if self.cache.is_assumed(pod.key) or pod.key in self.cache.snapshot().pod_nodes:
@@ -362,6 +363,7 @@ class Scheduler:
             self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
             return
         self._call(self._hooks.on_stage, "filter_score", time.perf_counter() - start)
+        self._call(self._hooks.on_cycle_cpu, time.thread_time() - cpu_start)
         if decision.node is None:
             try:
                 outcome = self.preemptor.run(program, pod, cached, decision, profile, self._rng)

@@ -25,8 +25,9 @@ from policyengine.synthetic.spec import (
 
 
 def generate(spec: ClusterSpec, seed: int = 0) -> list[dict[str, Any]]:
-    """The cluster as API objects: nodes, then running pods, then pending pods, then PodGroups,
-    then (with ``spec.services``) the Deployments' ReplicaSets and Services.
+    """The cluster as API objects: nodes, then running pods, then pending pods, then PodGroups;
+    with ``spec.workload_objects``, the PriorityClasses the pods name first and the
+    Deployments' ReplicaSets and Services last.
 
     The same ``spec`` and ``seed`` always give the same objects, in any process. Raises
     ``ValueError`` when ``spec.running_pods`` cannot all be placed without over-committing.
@@ -94,11 +95,40 @@ def generate(spec: ClusterSpec, seed: int = 0) -> list[dict[str, Any]]:
             pod_groups.append(_pod_group(unit, shape, rand, clock, "Pending"))
         for k in range(unit.size):
             pending.append(make_pod(shape, unit, k, spec, rand, names, clock, None))
-    apps = _deployments(running_units, pending_units) if spec.services else {}
+    if not spec.workload_objects:
+        return [*(n.obj for n in nodes), *running, *pending, *pod_groups]
+    apps = _deployments(running_units, pending_units)
     workloads = [
         obj for app, t in apps.items() for obj in _deployment_objects(app, t, names, rand, clock)
     ]
-    return [*(n.obj for n in nodes), *running, *pending, *pod_groups, *workloads]
+    classes = _priority_classes((*spec.running_mix, *spec.pending_mix), rand, clock)
+    return [*classes, *(n.obj for n in nodes), *running, *pending, *pod_groups, *workloads]
+
+
+def _priority_classes(
+    templates: tuple[PodTemplate, ...], rand: Rand, clock: Clock
+) -> list[dict[str, Any]]:
+    """The PriorityClasses the templates name (admission resolves a pod's priority from
+    them), created before anything else."""
+    named = {t.priority_class: t.priority for t in templates if t.priority_class}
+    out = []
+    for name, value in sorted(named.items()):
+        stamp, version = clock.tick(0)
+        out.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {
+                    "creationTimestamp": stamp,
+                    "name": name,
+                    "resourceVersion": version,
+                    "uid": rand.uuid(),
+                },
+                "preemptionPolicy": "PreemptLowerPriority",
+                "value": value,
+            }
+        )
+    return out
 
 
 def _deployments(*units: list[Unit]) -> dict[str, PodTemplate]:

@@ -476,7 +476,7 @@ def mixed(
         gpu_taint_fraction=1.0,
         running_mix=cpu_only,
         pending_mix=templates,
-        services=True,
+        workload_objects=True,
     )
 
 
