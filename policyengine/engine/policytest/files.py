@@ -272,7 +272,13 @@ def _build_cluster(loaded: Sequence[LoadedObjects], where: Where) -> TestCluster
         seen.add(node.name)
     try:
         snapshot, pending, warnings = snapshot_from_objects(
-            nodes, pods, namespaces, pod_groups, node_metrics
+            nodes,
+            pods,
+            namespaces,
+            pod_groups,
+            node_metrics,
+            pdbs=[b for part in loaded for b in part.pdbs],
+            workloads=[w for part in loaded for w in part.workloads],
         )
     except ModelError as error:
         raise where.error("cluster", str(error)) from None
