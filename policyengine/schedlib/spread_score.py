@@ -18,7 +18,6 @@ decisions.
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -35,7 +34,7 @@ from policyengine.schedlib.domains import (
     changed_rows,
     label_column,
     marked_changes,
-    rows_of,
+    rows_at,
 )
 
 HOSTNAME = spread.HOSTNAME
@@ -90,31 +89,6 @@ def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -
     return counts
 
 
-_last_rows = threading.local()
-
-
-def _rows(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> np.ndarray | None:
-    """The rows of ``snapshot.nodes`` holding ``infos`` (``rows_of``), kept for the last list
-    asked about: a cycle's PreScore and score ask about the same feasible nodes, in lists of
-    their own. A sequence that knows its rows (the engine's feasible nodes: ``rows_in``)
-    says them."""
-    last = getattr(_last_rows, "last", None)
-    if (
-        last is not None
-        and last[0] is snapshot
-        and len(last[1]) == len(infos)
-        and all(map(operator.is_, last[1], infos))
-    ):
-        return last[2]
-    told = getattr(infos, "rows_in", None)
-    rows = told(snapshot) if told is not None else None
-    if rows is None:
-        found = rows_of(snapshot, infos)
-        rows = None if found is None else np.asarray(found, np.int64)
-    _last_rows.last = (snapshot, tuple(infos), rows)
-    return rows
-
-
 # --- PreScore -------------------------------------------------------------------------------
 
 
@@ -127,7 +101,7 @@ def score_state(
     counted: Callable[[set[spread.Pair]], dict[spread.Pair, int]],
 ) -> spread.ScoreState:
     """``pod_topology_spread.score_state`` read from the label columns: equal to it."""
-    picked = _rows(snapshot, feasible)
+    picked = rows_at(snapshot, feasible)
     if picked is None or not len(picked):
         return spread.score_state(pod, constraints, feasible, require_all, counted)
     columns = [label_column(snapshot, c.topology_key) for c in constraints]
@@ -188,7 +162,7 @@ def scores(state: spread.ScoreState, infos: Sequence[NodeInfo], ctx: Any) -> Seq
     if ctx is None or len(infos) < _FEW:
         return spread.score_rows(state, infos)
     snapshot: ClusterSnapshot = ctx.snapshot
-    picked = _rows(snapshot, infos)
+    picked = rows_at(snapshot, infos)
     if picked is None:
         return spread.score_rows(state, infos)
     total = np.zeros(len(picked), np.float64)

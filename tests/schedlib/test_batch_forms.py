@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from policyengine.model.objects import Pod
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
-from policyengine.schedlib import domain_counts, topology_filters
+from policyengine.schedlib import batch, domain_counts, topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.domain_counts import (
@@ -106,6 +106,11 @@ def _batch_forms_equal_the_plugins(cluster, data, config, path) -> None:  # type
             name,
             path,
         )
+        # With a cycle's context, forms may read the snapshot's kept columns instead.
+        with mock.patch.object(batch, "_FEW_AFFINITY", 0):
+            got = list(form(state, infos, CycleContext(cluster, PodView(pod))))
+        assert got == expected_scores, (name, path, "context")
+        assert all(type(v) is type(e) for v, e in zip(got, expected_scores, strict=True))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
