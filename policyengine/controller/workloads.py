@@ -6,8 +6,9 @@ and waits for their first lists before its first cycle. Each event becomes a ``W
 the cluster cache's snapshot; an object that cannot be read is logged and left out (the pods
 it selects are then spread as if it did not exist), never a reason to stop. Status updates —
 a ReplicaSet's on every replica it creates — leave the snapshot as it is: only selectors are
-kept, and an unchanged one changes nothing. No event moves pods between queues: default
-spreading only scores, so it never made a pod unschedulable.
+kept (the informers store objects trimmed to it: ``trimmed``), and an unchanged one changes
+nothing. No event moves pods between queues: default spreading only scores, so it never made
+a pod unschedulable.
 """
 
 from __future__ import annotations
@@ -31,6 +32,22 @@ from policyengine.model.workloads import (
 )
 
 log = structlog.get_logger(__name__)
+
+
+def trimmed(obj: JSON) -> JSON:
+    """What ``parse_workload`` reads of an object (and what the informer keys it by): a
+    ReplicaSet's pod template, a Service's ports and every status are left behind."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec")
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {k: meta[k] for k in _KEPT_METADATA if k in meta},
+        "spec": {"selector": spec.get("selector")} if isinstance(spec, dict) else spec,
+    }
+
+
+_KEPT_METADATA = ("name", "namespace", "resourceVersion", "uid")
 
 
 class _Handler:
@@ -86,6 +103,7 @@ class WorkloadWatch:
                 _Handler(kind, cache),
                 options=options,
                 rng=rng,
+                transform=trimmed,
             )
             for resource, list_func, kind in lists
         ]

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from loopback import LoopbackAPIServer
+from policyengine.controller.workloads import trimmed
+from policyengine.model.workloads import parse_workload
 from tests.controller.builders import RunningScheduler, node_obj, pod_obj, program_from
 
 # Spreading alone decides; equal scores go to the first node by name.
@@ -97,3 +99,17 @@ def test_a_service_created_later_spreads_the_next_pods(apiserver: LoopbackAPISer
         apiserver.create(pod_obj("second", labels=WEB))
         apiserver.wait_for(lambda: "default/second" in apiserver.bound_nodes(), timeout=20)
     assert apiserver.bound_nodes() == {"default/first": "n1", "default/second": "n2"}
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [service(WEB), service(None), replica_set()],
+    ids=["service", "service-without-selector", "replicaset"],
+)
+def test_trimmed_objects_read_as_the_whole_ones(obj: dict[str, Any]) -> None:
+    obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": "7", "uid": "u"}}
+    obj["status"] = {"replicas": 3}
+    small = trimmed(obj)
+    assert parse_workload(small) == parse_workload(obj)
+    assert "status" not in small and "template" not in small.get("spec", {})
+    assert small["metadata"]["resourceVersion"] == "7"
