@@ -17,6 +17,7 @@ from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.labels import LabelSelector
 from policyengine.model.node_selectors import NodeSelector, PreferredSchedulingTerm
 from policyengine.model.taints import Taint, Toleration
+from policyengine.model.volumes import Volume
 
 ResourceList = FrozenDict[str, Fraction]
 
@@ -191,6 +192,8 @@ class Pod:
     nominated_node_name: str = ""
     resource_version: str = ""
     creation_timestamp: str = ""  # RFC 3339, UTC: orders the scheduling queue among equals
+    # spec.volumes, as the storage plugins read them (``model.volumes``).
+    volumes: tuple[Volume, ...] = ()
 
     @property
     def key(self) -> str:

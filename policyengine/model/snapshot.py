@@ -46,6 +46,7 @@ from policyengine.model.resources import (
     to_units,
 )
 from policyengine.model.shared_map import SharedMap
+from policyengine.model.storage import NO_STORAGE, StorageObjects
 
 _generation = itertools.count(1)
 _new_object = object.__new__
@@ -409,6 +410,8 @@ class ClusterSnapshot:
     generation: int = 0
     pod_groups: FrozenDict[str, PodGroup] = field(default=EMPTY)  # "ns/name" -> PodGroup
     pdbs: FrozenDict[str, PodDisruptionBudget] = field(default=EMPTY)  # "ns/name" -> budget
+    # PVs, PVCs, classes, CSINodes, CSIDrivers, capacities (``model.storage``).
+    storage: StorageObjects = NO_STORAGE
 
     # -- construction ----------------------------------------------------------------
 
@@ -419,6 +422,7 @@ class ClusterSnapshot:
         namespaces: Iterable[Namespace] = (),
         pod_groups: Iterable[PodGroup] = (),
         pdbs: Iterable[PodDisruptionBudget] = (),
+        storage: StorageObjects = NO_STORAGE,
     ) -> ClusterSnapshot:
         """A snapshot from nodes and *assigned* pods; raises ``ModelError`` on bad input."""
         by_node: dict[str, list[Pod]] = {}
@@ -459,6 +463,7 @@ class ClusterSnapshot:
             generation=next(_generation),
             pod_groups=FrozenDict({g.key: g for g in pod_groups}),
             pdbs=FrozenDict({b.key: b for b in pdbs}),
+            storage=storage,
         )
 
     # -- reading ---------------------------------------------------------------------
@@ -579,6 +584,7 @@ class ClusterSnapshot:
                 "generation": next(_generation),
                 "pod_groups": self.pod_groups,
                 "pdbs": self.pdbs,
+                "storage": self.storage,
             },
         )
         if old is not None:
@@ -657,6 +663,7 @@ class ClusterSnapshot:
             generation=next(_generation),
             pod_groups=self.pod_groups,
             pdbs=self.pdbs,
+            storage=self.storage,
         )
 
     def with_loads(self, loads: Mapping[str, NodeLoad]) -> ClusterSnapshot:
@@ -704,6 +711,13 @@ class ClusterSnapshot:
             return self
         return replace(self, pdbs=self.pdbs.without(key), generation=next(_generation))
 
+    def with_storage(self, storage: StorageObjects) -> ClusterSnapshot:
+        """The same nodes and pods with other storage objects (a watch event on a PV, a PVC,
+        ...; an assumed pod's volume decisions). Nodes keep their ``NodeInfo``s."""
+        if storage is self.storage:
+            return self
+        return replace(self, storage=storage, generation=next(_generation))
+
     def requested_total(self) -> ResourceList:
         total: dict[str, Fraction] = {}
         for info in self.node_infos.values():
@@ -721,6 +735,7 @@ def snapshot_from_objects(
     now: datetime | None = None,
     load_max_age: timedelta = DEFAULT_MAX_AGE,
     pdbs: Iterable[PodDisruptionBudget] = (),
+    storage: StorageObjects = NO_STORAGE,
 ) -> tuple[ClusterSnapshot, tuple[Pod, ...], tuple[str, ...]]:
     """Split pods into the snapshot (assigned) and the pending ones; warn about strays.
 
@@ -748,7 +763,7 @@ def snapshot_from_objects(
                 f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName {p.node_name!r} is not a node "
                 "in the snapshot; the pod is ignored"
             )
-    snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs)
+    snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs, storage)
     # Load is judged fresh against ``now``, by default the snapshot's own newest reading.
     loads, load_warnings = resolve_loads(node_list, node_metrics, now, load_max_age)
     snapshot = snapshot.with_loads(loads)
