@@ -29,6 +29,10 @@ KNOWN_SOURCES = (PVC, EPHEMERAL, CSI, GCE_PD, AWS_EBS, RBD, ISCSI, AZURE_DISK, C
 # In-tree sources whose disks VolumeRestrictions keeps from being used twice on a node.
 EXCLUSIVE_DISKS = frozenset({GCE_PD, AWS_EBS, RBD, ISCSI})
 
+# The sources some storage plugin reads: a pod with none of them (only emptyDirs, projected
+# service account tokens, configMaps, ...) is nothing to any of them.
+STORAGE_SOURCES = frozenset({PVC, EPHEMERAL, GCE_PD, AWS_EBS, RBD, ISCSI, AZURE_DISK, CINDER})
+
 
 @dataclass(frozen=True, slots=True)
 class Volume:
