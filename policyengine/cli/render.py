@@ -624,7 +624,8 @@ def placement(decision: Decision, preemption: Any = None) -> dict[str, Any]:
     ``reason`` (the contract's keys), then ``policy`` (the governing policy, or null),
     ``version``, ``score`` (the chosen node's total; null when the pod was not placed, or was
     placed by preemption — ``preempted`` then lists the victims) and, when the pod gets GPU
-    devices, ``gpu``: one ``{"uuid", "model", "cores", "memory_mib"}`` per device."""
+    devices, ``gpu``: one ``{"uuid", "model", "cores", "memory_mib"}`` per device; when its
+    waiting claims are bound or provisioned there, ``volumes`` (``volume_bindings``)."""
     chosen = decision.node
     score = (
         decision.scores[chosen].total if chosen is not None and chosen in decision.scores else None
@@ -644,6 +645,19 @@ def placement(decision: Decision, preemption: Any = None) -> dict[str, Any]:
             {"uuid": g.uuid, "model": g.model, "cores": g.cores, "memory_mib": g.memory_mib}
             for g in decision.gpu_devices
         ]
+    if decision.volumes:
+        out["volumes"] = volume_bindings(decision.volumes, chosen)
+    return out
+
+
+def volume_bindings(volumes: Any, node: str | None) -> list[dict[str, Any]]:
+    """A placed pod's volume decisions: per waiting claim ``claim``, and ``volume`` (the
+    available PersistentVolume it binds to) or ``provision_on`` (the node whose
+    ``volume.kubernetes.io/selected-node`` asks for a new one)."""
+    out: list[dict[str, Any]] = [
+        {"claim": b.claim.name, "volume": b.pv.name} for b in volumes.static
+    ]
+    out.extend({"claim": c.name, "provision_on": node} for c in volumes.provision)
     return out
 
 
