@@ -159,6 +159,16 @@ def test_the_beta_class_annotation_wins_over_the_field() -> None:
         ),
         ({"kind": "PersistentVolume", "metadata": {}}, "metadata.name: is required"),
     ],
+    ids=[
+        "pv-capacity",
+        "pv-volume-mode",
+        "pv-csi-driver",
+        "pvc-access-modes",
+        "class-binding-mode",
+        "csinode-count",
+        "capacity-quantity",
+        "no-name",
+    ],
 )
 def test_malformed_fields_name_the_object_and_field(item: dict[str, Any], expected: str) -> None:
     with pytest.raises(ModelError) as caught:
