@@ -66,9 +66,15 @@ def claim_problem(pod: Pod, storage: StorageObjects) -> str | None:
             )
         if claim.deletion_timestamp is not None:
             return f'persistentvolumeclaim "{name}" is being deleted'
-        if volume.kind == EPHEMERAL and claim.controller_uid != pod.uid:
+        if volume.kind == EPHEMERAL and not owned(pod, claim):
             return not_owned(pod, claim)
     return None
+
+
+def owned(pod: Pod, claim: PersistentVolumeClaim) -> bool:
+    """Whether the pod controls the claim (its controller owner reference names the pod's
+    uid), as an ephemeral volume's claim must be."""
+    return bool(claim.controller_uid) and claim.controller_uid == pod.uid
 
 
 def not_owned(pod: Pod, claim: PersistentVolumeClaim) -> str:

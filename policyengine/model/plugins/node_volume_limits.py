@@ -23,6 +23,7 @@ from policyengine.model.storage import (
     csi_attach_limit_key,
     quantity_value,
 )
+from policyengine.model.volume_binder import owned
 from policyengine.model.volumes import (
     AWS_EBS,
     AZURE_DISK,
@@ -137,7 +138,7 @@ def attachable(
                     f'persistentvolumeclaim "{name}" not found'
                 )
             continue
-        if v.kind == EPHEMERAL and claim.controller_uid != pod.uid:
+        if v.kind == EPHEMERAL and not owned(pod, claim):
             raise MissingClaim(
                 f"PVC {claim.namespace}/{claim.name} was not created for pod "
                 f"{pod.namespace}/{pod.name} (pod is not owner)"
