@@ -208,7 +208,7 @@ def find_matching_volume(
     return best
 
 
-def _has_capacity(
+def has_capacity(
     storage: StorageObjects, claim: PersistentVolumeClaim, node_labels: Mapping[str, str]
 ) -> bool:
     """kube's ``hasEnoughCapacity``: only drivers that track capacity are checked."""
@@ -302,7 +302,7 @@ def _provisions(
             return False, False, [], f'failed to find storage class "{claim.storage_class}"'
         if not cls.can_provision or not cls.allows(node_labels):
             return False, True, [], None
-        if not _has_capacity(storage, claim, node_labels):
+        if not has_capacity(storage, claim, node_labels):
             return True, False, [], None
         out.append(claim)
     return True, True, out, None

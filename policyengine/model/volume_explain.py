@@ -27,7 +27,7 @@ from policyengine.model.storage import (
     StorageObjects,
     quantity_value,
 )
-from policyengine.model.volume_binder import find_matching_volume
+from policyengine.model.volume_binder import find_matching_volume, has_capacity
 
 
 def _affinity(selector: NodeSelector | None) -> str:
@@ -80,6 +80,8 @@ def _why_not(claim: PersistentVolumeClaim, pv: PersistentVolume, labels: Mapping
 def _binding(state: binding.FilterState, node: NodeInfo, storage: StorageObjects) -> list[str]:
     labels = node.node.labels
     out: list[str] = []
+    if not binding.filter(state, node):
+        return out
     if state.eligible is not None and node.name not in state.eligible:
         out.append(
             f"bound local volumes pin the pod to {' '.join(sorted(state.eligible)) or 'no node'}"
@@ -121,7 +123,7 @@ def _binding(state: binding.FilterState, node: NodeInfo, storage: StorageObjects
                 f"claim {claim.name} ({wanted}): no available volume fits ({lacks}), and the "
                 f"class provisions only where {allowed}"
             )
-        else:
+        elif not has_capacity(storage, claim, labels):
             out.append(
                 f"claim {claim.name} ({wanted}): no storage capacity of driver "
                 f"{cls.provisioner} reaching node {node.name} holds it"
