@@ -289,6 +289,8 @@ class Scheduler:
             while not stop.is_set() and not self.has_synced():
                 stop.wait(0.05)
             if not stop.is_set():
+                # Listed, the storage is known, even when there is none.
+                self.cache.set_storage(self.storage.objects())
                 log.info("caches synced", **self.stats())
                 if self._options.freeze_heap:
                     gc.freeze()

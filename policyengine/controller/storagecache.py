@@ -22,7 +22,7 @@ import structlog
 from policyengine.controller.wirejson import JSON
 from policyengine.model.errors import ModelError
 from policyengine.model.storage import (
-    NO_STORAGE,
+    EMPTY_STORAGE,
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
@@ -101,9 +101,9 @@ class StorageCache:
 
     def __init__(self, on_change: Callable[[StorageObjects, bool], None] | None = None) -> None:
         self._lock = threading.Lock()
-        self._truth = NO_STORAGE
+        self._truth = EMPTY_STORAGE  # the informers list everything there is
         self._assumed: dict[str, tuple[str, PodVolumes]] = {}
-        self._view: StorageObjects | None = NO_STORAGE
+        self._view: StorageObjects | None = EMPTY_STORAGE
         self._on_change = on_change
 
     def handler(self, resource: str) -> _KindHandler:

@@ -763,6 +763,15 @@ def snapshot_from_objects(
                 f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName {p.node_name!r} is not a node "
                 "in the snapshot; the pod is ignored"
             )
+    if not storage.known:
+        claiming = sum(1 for p in pending if p.uses_storage)
+        if claiming:
+            warnings.append(
+                f"{claiming} pending pod{'s' if claiming != 1 else ''} use{'' if claiming != 1 else 's'} "
+                "PersistentVolumeClaims or in-tree disks, but the snapshot holds no storage "
+                "objects: the storage filters pass them (add pv,pvc,storageclass,csinode,"
+                "csidriver,csistoragecapacity to kubectl get)"
+            )
     snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs, storage)
     # Load is judged fresh against ``now``, by default the snapshot's own newest reading.
     loads, load_warnings = resolve_loads(node_list, node_metrics, now, load_max_age)

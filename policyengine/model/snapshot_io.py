@@ -25,6 +25,7 @@ from policyengine.model.parse import parse_namespace, parse_node, parse_pod, typ
 from policyengine.model.pdb import PodDisruptionBudget, is_pdb_object, parse_pdb
 from policyengine.model.podgroup import PodGroup, is_pod_group_object, parse_pod_group
 from policyengine.model.storage import (
+    NO_STORAGE,
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
@@ -80,6 +81,8 @@ class LoadedObjects:
     def storage(self) -> StorageObjects:
         """The storage objects indexed for the snapshot (``model.storage``)."""
         objs = self.storage_objects
+        if not objs:
+            return NO_STORAGE
         return StorageObjects.build(
             (o for o in objs if isinstance(o, PersistentVolume)),
             (o for o in objs if isinstance(o, PersistentVolumeClaim)),

@@ -5,7 +5,9 @@ CSIStorageCapacities decide where a pod with volumes may run (``model.plugins.vo
 Each is kept as a frozen object holding only what scheduling reads. ``StorageObjects`` holds
 them all, indexed by the keys the plugins look up (a claim by ``namespace/name``, a volume by
 name, the volumes of each class), and is replaced whole, never changed: the scheduler's
-*assume* of a pod's volume decisions gives a new one (``with_pv``, ``with_pvc``).
+*assume* of a pod's volume decisions gives a new one (``with_pv``, ``with_pvc``). A snapshot
+without any storage object does not know the cluster's storage (``StorageObjects.known``): the
+plugins leave its pods alone.
 """
 
 from __future__ import annotations
@@ -237,6 +239,10 @@ class StorageObjects:
     csi_nodes: FrozenDict[str, CSINode] = field(default=EMPTY)
     csi_drivers: FrozenDict[str, CSIDriver] = field(default=EMPTY)
     capacities: tuple[CSIStorageCapacity, ...] = ()
+    # False: nobody said what storage the cluster has (a snapshot of nodes and pods only, an
+    # extender's request): the storage plugins then pass every pod rather than report its
+    # claims missing. A snapshot holding storage objects, and the watches, know.
+    known: bool = True
 
     @staticmethod
     def build(
@@ -336,4 +342,5 @@ class StorageObjects:
         return self if len(kept) == len(self.capacities) else replace(self, capacities=kept)
 
 
-NO_STORAGE = StorageObjects()
+NO_STORAGE = StorageObjects(known=False)  # what a snapshot without storage objects holds
+EMPTY_STORAGE = StorageObjects()  # known to hold nothing

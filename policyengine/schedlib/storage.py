@@ -9,7 +9,8 @@ other filter builtin, and ``considered(pod, node)``, steps aside (``pod_rejectio
 each node's first rejection is that message, as kube-scheduler reports it.
 
 A pod without volumes pays nothing: each builtin is idle for it (its rule leaves the cycle),
-and its keys are constants. For a pod with volumes the results hold for the one snapshot only
+and its keys are constants; so is every pod when the snapshot does not know the cluster's
+storage (``StorageObjects.known``). For a pod with volumes the results hold for the one snapshot only
 (claims and volumes change with every assumed pod), so they are never carried to another.
 """
 
@@ -70,7 +71,7 @@ def _find_rejection(ctx: CycleContext) -> tuple[str, str] | None:
 def pod_rejection(ctx: CycleContext) -> tuple[str, str] | None:
     """``(plugin, message)`` when a storage plugin's PreFilter rejects the pod outright (no
     node is then filtered); None otherwise, at once for a pod without volumes."""
-    if not ctx.pod.pod.uses_storage:
+    if not ctx.pod.pod.uses_storage or not ctx.snapshot.storage.known:
         return None
     return ctx.prepared(_REJECTION, lambda: _find_rejection(ctx))
 
@@ -94,7 +95,7 @@ def _idle_test(plugin_name: str) -> Callable[[CycleContext], bool]:
 
     def idle(ctx: CycleContext) -> bool:
         pod = ctx.pod.pod
-        return not pod.uses_storage or not needs(pod)
+        return not pod.uses_storage or not needs(pod) or not ctx.snapshot.storage.known
 
     return idle
 

@@ -217,3 +217,21 @@ def test_a_timed_out_binding_forgets_the_volume_chosen(apiserver: LoopbackAPISer
             "the assumption forgotten",
             lambda: not running.scheduler.cache.is_assumed("default/p"),
         )
+
+
+def test_a_missing_claim_is_reported_even_when_the_cluster_has_no_storage(
+    apiserver: LoopbackAPIServer,
+) -> None:
+    apiserver.create(node_obj("n1"))
+    apiserver.create(_pod("p", "nope"))
+    with RunningScheduler(apiserver):
+        wait_until(
+            "the pod reported unschedulable",
+            lambda: apiserver.events(reason="FailedScheduling"),
+            apiserver.bound_nodes,
+        )
+    (event, *_) = apiserver.events(reason="FailedScheduling")
+    assert event["note"].startswith(
+        '0/1 nodes are available: persistentvolumeclaim "nope" not found.'
+    ), event["note"]
+    assert apiserver.bound_nodes() == {}

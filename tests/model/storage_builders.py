@@ -7,6 +7,7 @@ from typing import Any
 from policyengine.model.parse import parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.snapshot_io import parse_objects
+from policyengine.model.storage import EMPTY_STORAGE
 from tests.model.builders import make_node, pod_dict
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -122,8 +123,10 @@ def cluster(
     pods: list[Any] = (),
     storage: list[dict[str, Any]] = (),  # type: ignore[assignment]
 ) -> ClusterSnapshot:
+    """A cluster whose storage is known to be ``storage`` (nothing, when empty)."""
     loaded = parse_objects([{"kind": "List", "items": list(storage)}], "storage")
-    return ClusterSnapshot.build(nodes, pods, storage=loaded.storage)
+    known = loaded.storage if loaded.storage_objects else EMPTY_STORAGE
+    return ClusterSnapshot.build(nodes, pods, storage=known)
 
 
 def node(name: str, labels: dict[str, str] | None = None, **kwargs: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from policyengine.model.errors import ModelError
+from policyengine.model.kube_profile import run_cycle
 from policyengine.model.parse import parse_pod
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
@@ -227,3 +228,30 @@ def test_long_csi_driver_names_get_a_hashed_limit_key() -> None:
     long = "a-very-long-csi-driver-name.storage.example.com"
     key = csi_attach_limit_key(long)
     assert key.startswith("attachable-volumes-csi-" + long[:23]) and len(key) == 23 + 23 + 16
+
+
+def test_a_snapshot_without_storage_objects_leaves_claims_alone() -> None:
+    claimed = parse_pod(
+        {
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [{"name": "c"}],
+                "volumes": [{"name": "a", "persistentVolumeClaim": {"claimName": "data"}}],
+            },
+        }
+    )
+    node = {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"pods": "9"}}}
+    loaded = _objects(node)
+    assert not loaded.storage.known
+    snapshot, _, warnings = snapshot_from_objects(loaded.nodes, [claimed], storage=loaded.storage)
+    assert warnings == (
+        "1 pending pod uses PersistentVolumeClaims or in-tree disks, but the snapshot holds no "
+        "storage objects: the storage filters pass them (add pv,pvc,storageclass,csinode,"
+        "csidriver,csistoragecapacity to kubectl get)",
+    )
+    assert run_cycle(claimed, snapshot).feasible == ("n1",)
+    known = _objects(node, _pv())
+    snapshot, _, warnings = snapshot_from_objects(known.nodes, [claimed], storage=known.storage)
+    assert warnings == ()
+    assert run_cycle(claimed, snapshot).feasible == ()

@@ -69,7 +69,7 @@ def needs_check(pod: Pod) -> bool:
 def prepare_filter(
     pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig = DEFAULT_CONFIG
 ) -> FilterState:
-    if not needs_check(pod):
+    if not needs_check(pod) or not snapshot.storage.known:
         return SKIP
     return FilterState(False, pod, snapshot.storage)
 

@@ -51,7 +51,7 @@ def needs_check(pod: Pod) -> bool:
 def prepare_filter(
     pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig = DEFAULT_CONFIG
 ) -> FilterState:
-    if not needs_check(pod):
+    if not needs_check(pod) or not snapshot.storage.known:
         return SKIP
     storage = snapshot.storage
     problem = claim_problem(pod, storage)

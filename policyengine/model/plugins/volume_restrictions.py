@@ -55,7 +55,7 @@ def claims_in_use(snapshot: ClusterSnapshot, namespace: str, names: set[str]) ->
 def prepare_filter(
     pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig = DEFAULT_CONFIG
 ) -> FilterState:
-    if not needs_check(pod):
+    if not needs_check(pod) or not snapshot.storage.known:
         return SKIP
     storage = snapshot.storage
     rwop: set[str] = set()

@@ -63,7 +63,7 @@ def prepare_filter(
     pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig = DEFAULT_CONFIG
 ) -> FilterState:
     claims = [v.handle for v in pod.volumes if v.kind == PVC]
-    if not claims:
+    if not claims or not snapshot.storage.known:
         return SKIP
     storage = snapshot.storage
     topologies: list[VolumeTopology] = []
