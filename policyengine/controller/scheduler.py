@@ -260,6 +260,7 @@ class Scheduler:
             topology=opts.topology,
             default_timeout=opts.gang_timeout,
             preempt=self._preempt_gang,
+            bind_volumes=self._bind_member_volumes,
         )
         self.podgroups = PodGroupSource(
             api_client,
@@ -542,6 +543,22 @@ class Scheduler:
             self.queue.move_all(NODE_ADD)
         elif change == NODE_CHANGED:
             self.queue.move_all(NODE_UPDATE)
+
+    def _bind_member_volumes(
+        self, pod: Pod, node: str, volumes: Any, then: Callable[[str | None], None]
+    ) -> bool:
+        """A gang member's waiting claims: assumed, then bound; ``then`` gets the outcome
+        once the assumption is lifted."""
+        self.storage.assume(pod.key, node, volumes)
+
+        def done(error: str | None) -> None:
+            self.storage.forget(pod.key)
+            then(error)
+
+        started = self.volume_binder.bind(pod, node, volumes, done)
+        if not started:
+            self.storage.forget(pod.key)
+        return started
 
     def _storage_changed(self, view: StorageObjects, from_api: bool) -> None:
         self.cache.set_storage(view)

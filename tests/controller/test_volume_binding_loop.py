@@ -14,7 +14,15 @@ import threading
 from typing import Any
 
 from loopback import LoopbackAPIServer
-from tests.controller.builders import FAST, RunningScheduler, node_obj, pod_obj, wait_until
+from policyengine.model.podgroup import POD_GROUP_LABEL
+from tests.controller.builders import (
+    FAST,
+    RunningScheduler,
+    node_obj,
+    pod_obj,
+    podgroup,
+    wait_until,
+)
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -235,3 +243,30 @@ def test_a_missing_claim_is_reported_even_when_the_cluster_has_no_storage(
         '0/1 nodes are available: persistentvolumeclaim "nope" not found.'
     ), event["note"]
     assert apiserver.bound_nodes() == {}
+
+
+def test_gang_members_get_their_claims_bound_before_them(apiserver: LoopbackAPIServer) -> None:
+    apiserver.create(node_obj("n1", cpu="64", memory="256Gi"))
+    apiserver.create(node_obj("n2"))
+    apiserver.create(_class("local", "kubernetes.io/no-provisioner"))
+    apiserver.create(_pv("pv-1", "n1"))
+    apiserver.create(_pv("pv-2", "n2"))
+    apiserver.create(podgroup("g", 2))
+    for name, claim in (("m0", "a"), ("m1", "b")):
+        apiserver.create(_claim(claim, "local"))
+        obj = _pod(name, claim)
+        obj["metadata"]["labels"][POD_GROUP_LABEL] = "g"
+        apiserver.create(obj)
+    with PVController(apiserver), RunningScheduler(apiserver):
+        wait_until(
+            "both members bound", lambda: len(apiserver.bound_nodes()) == 2, apiserver.bound_nodes
+        )
+    # Both volumes taken, one per member: the members did not share one.
+    assert apiserver.bound_nodes() == {"default/m0": "n1", "default/m1": "n2"} or (
+        apiserver.bound_nodes() == {"default/m0": "n2", "default/m1": "n1"}
+    )
+    refs = {
+        pv["metadata"]["name"]: pv["spec"]["claimRef"]["name"]
+        for pv in apiserver.list("PersistentVolume")
+    }
+    assert sorted(refs.values()) == ["a", "b"]

@@ -78,7 +78,11 @@ def _class(name: str, provisioner: str) -> dict[str, Any]:
 
 
 def _cluster(*items: dict[str, Any]) -> Any:
-    nodes = [make_node(n, labels={"kubernetes.io/hostname": n}) for n in ("n1", "n2")]
+    # n1 is far larger: resource scores send both members there, but only one volume is.
+    nodes = [
+        make_node("n1", labels={"kubernetes.io/hostname": "n1"}, cpu="64", memory="256Gi"),
+        make_node("n2", labels={"kubernetes.io/hostname": "n2"}),
+    ]
     loaded = parse_objects([{"kind": "List", "items": list(items)}], "storage")
     snapshot, _, _ = snapshot_from_objects(nodes, (), storage=loaded.storage)
     return snapshot
@@ -136,3 +140,49 @@ def test_a_provisioned_claim_keeps_its_pods_on_the_selected_node(program: Any) -
     assert claim is not None and claim.selected_node == first.node
     placements = simulation_document(run)["placements"]
     assert placements[0]["volumes"] == [{"claim": "a", "provision_on": first.node}]
+
+
+def test_gang_members_do_not_share_a_volume(program: Any) -> None:
+    # n1 is far larger: resource scores send both members there, but only one volume is.
+    nodes = [
+        make_node("n1", labels={"kubernetes.io/hostname": "n1"}, cpu="64", memory="256Gi"),
+        make_node("n2", labels={"kubernetes.io/hostname": "n2"}),
+    ]
+    loaded = parse_objects(
+        [
+            {
+                "kind": "List",
+                "items": [
+                    _class("local", "kubernetes.io/no-provisioner"),
+                    _local_pv("pv-1", "n1"),
+                    _local_pv("pv-2", "n2"),
+                    _claim("a"),
+                    _claim("b"),
+                    {
+                        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                        "kind": "PodGroup",
+                        "metadata": {"name": "g", "namespace": "default"},
+                        "spec": {"minMember": 2},
+                    },
+                ],
+            }
+        ],
+        "storage",
+    )
+    snapshot, _, _ = snapshot_from_objects(
+        nodes, (), pod_groups=loaded.pod_groups, storage=loaded.storage
+    )
+    members = [
+        make_pod(
+            name,
+            labels={"scheduling.x-k8s.io/pod-group": "g"},
+            requests={"cpu": "1", "memory": "1Gi"},
+            volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+        )
+        for name, claim in (("m0", "a"), ("m1", "b"))
+    ]
+    run = simulate(program, snapshot, members)
+    assert run.gangs and run.gangs[0].scheduled
+    volumes = [d.volumes.static[0].pv.name for d in run.decisions]
+    assert sorted(volumes) == ["pv-1", "pv-2"]
+    assert {d.node for d in run.decisions} == {"n1", "n2"}
