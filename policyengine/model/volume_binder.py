@@ -13,14 +13,16 @@ storage capacity, where the driver tracks it, suffices). The answer per node is 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from policyengine.model.labels import SelectorError
 from policyengine.model.objects import Pod
 from policyengine.model.storage import (
     ANN_SELECTED_NODE,
     CLAIM_LOST,
+    HOSTNAME_LABEL,
     VOLUME_AVAILABLE,
     ClaimRef,
     PersistentVolume,
@@ -208,6 +210,95 @@ def find_matching_volume(
     return best
 
 
+@dataclass(frozen=True)
+class ClaimMatcher:
+    """``find_matching_volume`` for one claim over many nodes, its node-free part done once.
+
+    The checks that read no node (class, size, volume mode, deletion, phase, selector, access
+    modes, claimRef) leave the volumes that can match at all; those naming the claim are kept
+    apart (the first reaching the node is the answer), and the available ones are indexed by
+    the hostnames their node affinity pins them to, so that a node looks only at the volumes
+    pinned to it and those pinned to none. The answer is ``find_matching_volume``'s."""
+
+    prebound: tuple[PersistentVolume, ...] = ()
+    pinned: Mapping[str, tuple[tuple[str, int, PersistentVolume], ...]] = field(
+        default_factory=dict
+    )
+    anywhere: tuple[tuple[str, int, PersistentVolume], ...] = ()
+
+    @staticmethod
+    def of(
+        claim: PersistentVolumeClaim, volumes: Sequence[PersistentVolume]
+    ) -> ClaimMatcher | None:
+        """None when the claim's selector is invalid (then nothing matches)."""
+        requested = quantity_value(claim.request)
+        selector = None
+        if claim.selector is not None:
+            try:
+                selector = claim.selector.compile()
+            except SelectorError:
+                return None
+        prebound: list[PersistentVolume] = []
+        pinned: dict[str, list[tuple[str, int, PersistentVolume]]] = {}
+        anywhere: list[tuple[str, int, PersistentVolume]] = []
+        for pv in volumes:
+            if pv.claim_ref is not None and not pv.bound_to(claim):
+                continue
+            size = quantity_value(pv.capacity)
+            if size < requested or _volume_mode_mismatch(claim, pv):
+                continue
+            if pv.deletion_timestamp is not None:
+                continue
+            if pv.bound_to(claim):
+                prebound.append(pv)
+                continue
+            if pv.phase != VOLUME_AVAILABLE:
+                continue
+            if selector is not None and not selector.matches(pv.labels):
+                continue
+            if pv.storage_class != claim.storage_class or not _access_modes_fit(claim, pv):
+                continue
+            hosts = _pinned_hosts(pv)
+            entry = (pv.name, size, pv)
+            if hosts is None:
+                anywhere.append(entry)
+            else:
+                for host in hosts:
+                    pinned.setdefault(host, []).append(entry)
+        return ClaimMatcher(
+            tuple(prebound), {h: tuple(v) for h, v in pinned.items()}, tuple(anywhere)
+        )
+
+    def match(
+        self, node_labels: Mapping[str, str], excluded: frozenset[str] | set[str]
+    ) -> PersistentVolume | None:
+        for pv in self.prebound:
+            if pv.name not in excluded:
+                return pv if pv.reaches(node_labels) else None
+        host = node_labels.get(HOSTNAME_LABEL)
+        here = self.pinned.get(host, ()) if host is not None else ()
+        candidates = heapq.merge(self.anywhere, here) if here else iter(self.anywhere)
+        best: PersistentVolume | None = None
+        best_size = 0
+        for name, size, pv in candidates:
+            if name in excluded or (best is not None and best_size <= size):
+                continue
+            if pv.reaches(node_labels):
+                best, best_size = pv, size
+        return best
+
+
+def _pinned_hosts(pv: PersistentVolume) -> frozenset[str] | None:
+    """The hostnames a volume can only be reached from (every required term asks for one of
+    them), or None when some term asks for no hostname."""
+    if pv.node_affinity is None or not pv.node_affinity.terms:
+        return None
+    for term in pv.node_affinity.terms:
+        if not any(r.key == HOSTNAME_LABEL and r.operator == "In" for r in term.match_expressions):
+            return None
+    return frozenset(pv.local_node_names)
+
+
 def has_capacity(
     storage: StorageObjects, claim: PersistentVolumeClaim, node_labels: Mapping[str, str]
 ) -> bool:
@@ -235,10 +326,24 @@ class NodeVolumes:
     error: str | None = None
 
 
+def claim_matchers(claims: PodClaims, storage: StorageObjects) -> Mapping[str, ClaimMatcher | None]:
+    """A matcher for each waiting claim without a selected node, by its key."""
+    return {
+        c.key: ClaimMatcher.of(c, storage.pvs_by_class.get(c.storage_class, ()))
+        for c in claims.delayed
+        if c.selected_node is None
+    }
+
+
 def find_pod_volumes(
-    claims: PodClaims, storage: StorageObjects, node_name: str, node_labels: Mapping[str, str]
+    claims: PodClaims,
+    storage: StorageObjects,
+    node_name: str,
+    node_labels: Mapping[str, str],
+    matchers: Mapping[str, ClaimMatcher | None] | None = None,
 ) -> NodeVolumes:
-    """kube's ``FindPodVolumes`` for one node."""
+    """kube's ``FindPodVolumes`` for one node (``matchers``: ``claim_matchers``' answer,
+    which finds the same volumes faster over many nodes)."""
     bound_ok = True
     bound_found = True
     for claim in claims.bound:
@@ -268,9 +373,16 @@ def find_pod_volumes(
             chosen: set[str] = set()
             # The smallest claims first, so each gets the smallest volume that fits it.
             for claim in sorted(to_match, key=lambda c: quantity_value(c.request)):
-                pv = find_matching_volume(
-                    claim, storage.pvs_by_class.get(claim.storage_class, ()), node_labels, chosen
-                )
+                if matchers is not None and claim.key in matchers:
+                    matcher = matchers[claim.key]
+                    pv = matcher.match(node_labels, chosen) if matcher is not None else None
+                else:
+                    pv = find_matching_volume(
+                        claim,
+                        storage.pvs_by_class.get(claim.storage_class, ()),
+                        node_labels,
+                        chosen,
+                    )
                 if pv is None:
                     to_provision.append(claim)
                     unbound_ok = False

@@ -60,6 +60,8 @@ def storage(draw: st.DrawFn, node_names: list[str]) -> StorageObjects:
                     ]
                 }
             }
+        if draw(st.integers(0, 3)) == 0:  # named by a claim (prebound, or bound)
+            spec["claimRef"] = {"namespace": "default", "name": draw(st.sampled_from(CLAIMS))}
         labels = {}
         if draw(st.integers(0, 3)) == 0:
             labels["topology.kubernetes.io/zone"] = draw(st.sampled_from(["a", "b", "a__b"]))

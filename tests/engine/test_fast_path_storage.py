@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import differences, reference_decision
+from policyengine.model.volume_binder import ClaimMatcher, find_matching_volume
 from tests.engine.storage_strategies import storage, volumes
 from tests.engine.strategies import compiled, nodes, pods
 from tests.model.builders import make_pod, snapshot
@@ -50,3 +51,19 @@ def test_storage_builtins_decide_as_the_reference(data: st.DataObject) -> None:
         assert differences(decision, reference) == []
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_claim_matcher_finds_what_the_scan_finds(data: st.DataObject) -> None:
+    cluster_nodes = data.draw(nodes(data.draw(st.integers(1, 4))))
+    objects = data.draw(storage([n.name for n in cluster_nodes]))
+    for claim in objects.pvcs.values():
+        volumes = objects.pvs_by_class.get(claim.storage_class, ())
+        matcher = ClaimMatcher.of(claim, volumes)
+        assert matcher is not None
+        excluded = set(data.draw(st.lists(st.sampled_from(sorted(objects.pvs) or ["x"]))))
+        for node in cluster_nodes:
+            assert matcher.match(node.labels, excluded) == find_matching_volume(
+                claim, volumes, node.labels, excluded
+            )

@@ -10,7 +10,8 @@ default configuration (its VolumeCapacityPriority feature is alpha), so there is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.base import Plugin, PreFilterResult
@@ -21,8 +22,10 @@ from policyengine.model.volume_binder import (
     NO_CLAIMS,
     NODE_CONFLICT,
     UNBOUND_IMMEDIATE,
+    ClaimMatcher,
     NodeVolumes,
     PodClaims,
+    claim_matchers,
     claim_problem,
     eligible_nodes,
     find_pod_volumes,
@@ -39,6 +42,8 @@ class FilterState:
     claims: PodClaims = NO_CLAIMS
     storage: StorageObjects | None = None
     eligible: frozenset[str] | None = None  # the nodes bound local volumes allow
+    # Each waiting claim's matcher (``volume_binder.ClaimMatcher``), by the claim's key.
+    matchers: Mapping[str, ClaimMatcher | None] = field(default_factory=dict)
 
 
 SKIP = FilterState(skip=True)
@@ -73,7 +78,7 @@ def prepare_filter(
             prefilter = PreFilterResult(rejection=f"node(s) didn't satisfy plugin {NAME}")
         else:
             prefilter = PreFilterResult(node_names=eligible)
-    return FilterState(False, prefilter, claims, storage, eligible)
+    return FilterState(False, prefilter, claims, storage, eligible, claim_matchers(claims, storage))
 
 
 def prefilter_result(state: FilterState) -> PreFilterResult | None:
@@ -86,7 +91,9 @@ def node_volumes(state: FilterState, node: NodeInfo) -> NodeVolumes:
         return NodeVolumes()
     if state.eligible is not None and node.name not in state.eligible:
         return NodeVolumes((NODE_CONFLICT,))
-    return find_pod_volumes(state.claims, state.storage, node.name, node.node.labels)
+    return find_pod_volumes(
+        state.claims, state.storage, node.name, node.node.labels, state.matchers
+    )
 
 
 def filter(state: FilterState, node: NodeInfo) -> list[str]:
