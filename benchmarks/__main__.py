@@ -34,6 +34,7 @@ SCENARIOS = {
     "reload": "benchmarks.reload",
     "memory": "benchmarks.memory",
     "bigsnapshot": "benchmarks.bigsnapshot",
+    "storage": "benchmarks.storage",
 }
 
 

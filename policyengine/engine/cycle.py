@@ -219,7 +219,7 @@ def schedule(
         message=message,
         errors=tuple(dict.fromkeys(errors)),
         gpu_devices=_devices(context, snapshot, chosen, pod),
-        volumes=pod_volumes(pod, snapshot, chosen, config) or None if chosen else None,
+        volumes=pod_volumes(pod, snapshot, chosen, config, context) or None if chosen else None,
     )
 
 

@@ -15,16 +15,28 @@ from policyengine.model.plugins import volume_binding
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.volume_binder import NO_VOLUMES, PodVolumes, assume
+from policyengine.schedlib.context import CycleContext
 
 
 def pod_volumes(
-    pod: Pod, snapshot: ClusterSnapshot, node: str, config: SchedulerConfig = DEFAULT_CONFIG
+    pod: Pod,
+    snapshot: ClusterSnapshot,
+    node: str,
+    config: SchedulerConfig = DEFAULT_CONFIG,
+    context: CycleContext | None = None,
 ) -> PodVolumes:
     """What binding the pod's waiting claims on ``node`` takes (nothing when it has none, or
-    when the node cannot take them: a policy without ``volume_binding`` may choose one)."""
+    when the node cannot take them: a policy without ``volume_binding`` may choose one).
+    ``context``: the cycle's, whose VolumeBinding state is reused."""
     if not pod.uses_storage or node not in snapshot:
         return NO_VOLUMES
-    state = volume_binding.prepare_filter(pod, snapshot, config)
+
+    def prepare() -> volume_binding.FilterState:
+        return volume_binding.prepare_filter(pod, snapshot, config)
+
+    state = (
+        prepare() if context is None else context.prepared((volume_binding.NAME, "filter"), prepare)
+    )
     found = volume_binding.node_volumes(state, snapshot.node(node))
     if found.reasons or found.error is not None:
         return NO_VOLUMES

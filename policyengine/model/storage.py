@@ -85,6 +85,28 @@ class PersistentVolume:
     resource_version: str = ""
 
     @cached_property
+    def size(self) -> int:
+        """``spec.capacity.storage`` in whole bytes (kube's ``Value()``)."""
+        return quantity_value(self.capacity)
+
+    @cached_property
+    def access_mode_set(self) -> frozenset[str]:
+        return frozenset(self.access_modes)
+
+    @cached_property
+    def pinned_hosts(self) -> frozenset[str] | None:
+        """The hostnames the volume can only be reached from (every required term asks for
+        one of them), or None when some term asks for no hostname."""
+        if self.node_affinity is None or not self.node_affinity.terms:
+            return None
+        for term in self.node_affinity.terms:
+            if not any(
+                r.key == HOSTNAME_LABEL and r.operator == "In" for r in term.match_expressions
+            ):
+                return None
+        return frozenset(self.local_node_names)
+
+    @cached_property
     def affinity_terms(self) -> tuple[CompiledTerm, ...] | None:
         return None if self.node_affinity is None else self.node_affinity.compile()
 

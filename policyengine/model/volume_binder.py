@@ -93,6 +93,12 @@ class PodClaims:
     bound: tuple[PersistentVolumeClaim, ...] = ()
     delayed: tuple[PersistentVolumeClaim, ...] = ()  # WaitForFirstConsumer, no volume named
     immediate: tuple[PersistentVolumeClaim, ...] = ()  # left to the PV controller, unbound
+    # What the nodes' checks read, worked out once: each bound claim's volume (None when
+    # missing); the waiting claims with a selected node (in volume order) and the others,
+    # smallest request first (kube's ``FindPodVolumes`` splits and sorts them per node).
+    bound_volumes: tuple[PersistentVolume | None, ...] = ()
+    selected: tuple[PersistentVolumeClaim, ...] = ()
+    to_match: tuple[PersistentVolumeClaim, ...] = ()
 
 
 NO_CLAIMS = PodClaims()
@@ -116,7 +122,19 @@ def pod_claims(pod: Pod, storage: StorageObjects) -> PodClaims:
         else:
             # A claim naming its volume but not bound yet is the PV controller's to finish.
             immediate.append(claim)
-    return PodClaims(tuple(bound), tuple(delayed), tuple(immediate))
+    return PodClaims(
+        tuple(bound),
+        tuple(delayed),
+        tuple(immediate),
+        tuple(storage.pvs.get(c.volume_name) for c in bound),
+        tuple(c for c in delayed if c.selected_node is not None),
+        tuple(
+            sorted(
+                (c for c in delayed if c.selected_node is None),
+                key=lambda c: quantity_value(c.request),
+            )
+        ),
+    )
 
 
 def eligible_nodes(
@@ -238,27 +256,28 @@ class ClaimMatcher:
                 selector = claim.selector.compile()
             except SelectorError:
                 return None
+        wanted = frozenset(claim.access_modes)
         prebound: list[PersistentVolume] = []
         pinned: dict[str, list[tuple[str, int, PersistentVolume]]] = {}
         anywhere: list[tuple[str, int, PersistentVolume]] = []
         for pv in volumes:
             if pv.claim_ref is not None and not pv.bound_to(claim):
                 continue
-            size = quantity_value(pv.capacity)
-            if size < requested or _volume_mode_mismatch(claim, pv):
+            size = pv.size
+            if size < requested or pv.volume_mode != claim.volume_mode:
                 continue
             if pv.deletion_timestamp is not None:
                 continue
-            if pv.bound_to(claim):
+            if pv.claim_ref is not None:  # naming this claim (the others were passed over)
                 prebound.append(pv)
                 continue
             if pv.phase != VOLUME_AVAILABLE:
                 continue
             if selector is not None and not selector.matches(pv.labels):
                 continue
-            if pv.storage_class != claim.storage_class or not _access_modes_fit(claim, pv):
+            if pv.storage_class != claim.storage_class or not wanted <= pv.access_mode_set:
                 continue
-            hosts = _pinned_hosts(pv)
+            hosts = pv.pinned_hosts
             entry = (pv.name, size, pv)
             if hosts is None:
                 anywhere.append(entry)
@@ -286,17 +305,6 @@ class ClaimMatcher:
             if pv.reaches(node_labels):
                 best, best_size = pv, size
         return best
-
-
-def _pinned_hosts(pv: PersistentVolume) -> frozenset[str] | None:
-    """The hostnames a volume can only be reached from (every required term asks for one of
-    them), or None when some term asks for no hostname."""
-    if pv.node_affinity is None or not pv.node_affinity.terms:
-        return None
-    for term in pv.node_affinity.terms:
-        if not any(r.key == HOSTNAME_LABEL and r.operator == "In" for r in term.match_expressions):
-            return None
-    return frozenset(pv.local_node_names)
 
 
 def has_capacity(
@@ -346,8 +354,7 @@ def find_pod_volumes(
     which finds the same volumes faster over many nodes)."""
     bound_ok = True
     bound_found = True
-    for claim in claims.bound:
-        pv = storage.pvs.get(claim.volume_name)
+    for pv in claims.bound_volumes:
         if pv is None:
             bound_found = False
             break
@@ -359,20 +366,15 @@ def find_pod_volumes(
     static: list[StaticBinding] = []
     provision: list[PersistentVolumeClaim] = []
     if claims.delayed:
-        to_match: list[PersistentVolumeClaim] = []
         to_provision: list[PersistentVolumeClaim] = []
-        for claim in claims.delayed:
-            selected = claim.annotations.get(ANN_SELECTED_NODE)
-            if selected is not None:
-                if selected != node_name:
-                    return NodeVolumes(_reasons(bound_ok, False, True, bound_found))
-                to_provision.append(claim)
-            else:
-                to_match.append(claim)
-        if to_match:
+        for claim in claims.selected:
+            if claim.selected_node != node_name:
+                return NodeVolumes(_reasons(bound_ok, False, True, bound_found))
+            to_provision.append(claim)
+        if claims.to_match:
             chosen: set[str] = set()
             # The smallest claims first, so each gets the smallest volume that fits it.
-            for claim in sorted(to_match, key=lambda c: quantity_value(c.request)):
+            for claim in claims.to_match:
                 if matchers is not None and claim.key in matchers:
                     matcher = matchers[claim.key]
                     pv = matcher.match(node_labels, chosen) if matcher is not None else None

@@ -26,6 +26,7 @@ from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
 from policyengine.model.plugins import node_volume_limits as limits
 from policyengine.model.plugins import volume_binding as binding
 from policyengine.model.plugins import volume_restrictions as restrictions
+from policyengine.model.plugins import volume_zone as zone
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.records import NODE, POD
 from policyengine.schedlib.views import NodeView, PodView
@@ -42,6 +43,11 @@ _NEEDS: dict[str, Callable[[Pod], bool]] = {
     "VolumeZone": lambda pod: any(v.kind == "persistentVolumeClaim" for v in pod.volumes),
 }
 _IDLE = "idle"
+# The plugins that can tell from their state alone that they pass every node.
+_PASSES_EVERYWHERE: dict[str, Callable[[Any], bool]] = {
+    "VolumeRestrictions": restrictions.passes_everywhere,
+    "VolumeZone": zone.passes_everywhere,
+}
 _REJECTION = object()  # the prepared key of the pod's PreFilter rejection
 
 
@@ -120,6 +126,7 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
     run = plugin.filter
     assert run is not None
     idle = _idle_test(plugin_name)
+    everywhere = _PASSES_EVERYWHERE.get(plugin_name)
 
     def reasons(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[list[str]]:
         if idle(ctx):
@@ -129,6 +136,8 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
             found = rejection[0] == plugin_name
             return [[rejection[1]] if found else [] for _ in nodes]
         state = _state(ctx, plugin)
+        if everywhere is not None and everywhere(state):
+            return [[] for _ in nodes]
         kept = _outside(ctx)
         return [
             [] if kept is not None and view.node.name not in kept else run(state, view.info)

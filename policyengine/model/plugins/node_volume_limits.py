@@ -10,7 +10,7 @@ says the plugin is migrated. Inline ``csi:`` volumes are not counted, as in kube
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.base import Plugin
@@ -57,6 +57,11 @@ class FilterState:
     skip: bool
     pod: Pod | None = None
     storage: StorageObjects | None = None
+    # The pod's own volumes by the in-tree plugins the node's CSINode says are migrated, the
+    # one thing of the node they read.
+    new_volumes: dict[frozenset[str], Attachable | str] = field(
+        default_factory=dict, compare=False, hash=False
+    )
 
 
 SKIP = FilterState(skip=True)
@@ -152,9 +157,31 @@ def _inline(v: Volume, csi_node: CSINode | None, out: Attachable) -> None:
         _add(out, migratable[1], v.handle)
 
 
+# Each node's limits by the identity of its Node and CSINode objects, which a snapshot's
+# derivations share (an assumed pod changes neither): worked out once, not per cycle. Each
+# entry holds the two objects, so their ids name them while it is kept.
+_LIMITS: dict[tuple[int, int], tuple[object, object, dict[str, int]]] = {}
+_LIMITS_KEPT = 16384
+
+
+_NONE_MIGRATED: frozenset[str] = frozenset()
+
+
 def volume_limits(node: NodeInfo, csi_node: CSINode | None) -> dict[str, int]:
     """The node's attach limits by key: its allocatable ``attachable-volumes-*``, overridden
     by the CSINode's per-driver ``allocatable.count``."""
+    key = (id(node.node), id(csi_node))
+    kept = _LIMITS.get(key)
+    if kept is not None and kept[0] is node.node and kept[1] is csi_node:
+        return kept[2]
+    limits = _limits(node, csi_node)
+    if len(_LIMITS) >= _LIMITS_KEPT:
+        _LIMITS.clear()
+    _LIMITS[key] = (node.node, csi_node, limits)
+    return limits
+
+
+def _limits(node: NodeInfo, csi_node: CSINode | None) -> dict[str, int]:
     limits = {
         k: quantity_value(v)
         for k, v in node.node.allocatable.items()
@@ -185,16 +212,22 @@ def exceeded(state: FilterState, node: NodeInfo) -> Exceeded | str | None:
         return None
     storage = state.storage
     csi_node = storage.csi_nodes.get(node.name)
-    new: Attachable = {}
-    try:
-        attachable(state.pod, storage, csi_node, True, new)
-    except MissingClaim as problem:
-        return str(problem)
-    if not new:
-        return None
     limits = volume_limits(node, csi_node)
-    if not limits:
+    migrated = csi_node.migrated_plugins if csi_node is not None else _NONE_MIGRATED
+    kept = state.new_volumes.get(migrated)
+    if kept is None:
+        found: Attachable = {}
+        try:
+            attachable(state.pod, storage, csi_node, True, found)
+        except MissingClaim as problem:
+            kept = state.new_volumes[migrated] = str(problem)
+        else:
+            kept = state.new_volumes[migrated] = found
+    if isinstance(kept, str):
+        return kept
+    if not kept or not limits:
         return None
+    new = dict(kept)
     attached: Attachable = {}
     for info in node.pods:
         if info.pod.volumes:

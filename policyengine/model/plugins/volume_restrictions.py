@@ -86,6 +86,12 @@ def conflicting_disk(state: FilterState, node: NodeInfo) -> tuple[Volume, str] |
     return None
 
 
+def passes_everywhere(state: FilterState) -> bool:
+    """Whether the filter passes every node: no disk of the pod's to conflict, no
+    ReadWriteOncePod claim in use."""
+    return state.skip or (not state.disks and not state.rwop_in_use)
+
+
 def filter(state: FilterState, node: NodeInfo) -> list[str]:
     if state.skip:
         return []

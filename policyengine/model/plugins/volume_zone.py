@@ -110,6 +110,11 @@ def conflict(state: FilterState, node: NodeInfo) -> VolumeTopology | None:
     return None
 
 
+def passes_everywhere(state: FilterState) -> bool:
+    """Whether the filter passes every node: no bound volume has a zone or region label."""
+    return state.skip or (state.prefilter is None and not state.topologies)
+
+
 def filter(state: FilterState, node: NodeInfo) -> list[str]:
     if state.skip:
         return []
