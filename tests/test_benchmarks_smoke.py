@@ -19,6 +19,7 @@ from benchmarks import (
     basic,
     bigsnapshot,
     e2e,
+    e2e_mixed,
     gangs,
     memory,
     mixed,
@@ -98,8 +99,19 @@ def test_e2e_binds_pods_through_policyengine_run() -> None:
     assert "40 nodes, 5 pods: start to last binding" in metrics
     assert "40 nodes, 5 pods: scheduler CPU per bound pod" in metrics
     assert "40 nodes, 5 pods: API server CPU per bound pod" in metrics
+    assert "40 nodes, 5 pods: scheduler CPU per scheduling cycle" in metrics
+    assert "40 nodes, 5 pods: scheduler CPU per bound pod outside its cycles" in metrics
     assert "40 nodes, 5 pods: pods bound (the others told FailedScheduling)" in metrics
     assert not [m for m in metrics if "neither bound nor told" in m]
+
+
+def test_e2e_mixed_binds_the_mix_under_the_shipped_policies() -> None:
+    rows = e2e_mixed.run(runs=1, scale=0.004, nodes=60)  # 20 pods
+    if len(rows) == 1 and rows[0].metric.startswith("pending:"):
+        pytest.skip(rows[0].metric)
+    assert {r.scenario for r in rows} == {"e2e_mixed"}
+    assert "60 nodes, 20 pods: bound pods per second" in _metrics(rows)
+    assert not [m for m in _metrics(rows) if "neither bound nor told" in m]
 
 
 def test_reload_times_a_configmap_update_through_policyengine_run() -> None:

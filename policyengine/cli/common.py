@@ -285,6 +285,7 @@ def cluster_from(loaded: LoadedObjects) -> Cluster:
         loaded.node_metrics,
         pdbs=loaded.pdbs,
         storage=loaded.storage,
+        workloads=loaded.workloads,
     )
     pods = {pod.key: pod for pod in loaded.pods}
     gpu = gpu_warnings(loaded.nodes, loaded.pods)

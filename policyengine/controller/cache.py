@@ -37,6 +37,7 @@ from policyengine.model.objects import Node, Pod
 from policyengine.model.podgroup import PodGroup
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.storage import StorageObjects
+from policyengine.model.workloads import Workload
 
 log = structlog.get_logger(__name__)
 
@@ -228,6 +229,17 @@ class ClusterCache:
     def remove_pod_group(self, key: str) -> None:
         with self._lock:
             self._snapshot = self._snapshot.without_pod_group(key)
+
+    # ------------------------------------------------------------------ Services, controllers
+
+    def set_workload(self, workload: Workload) -> None:
+        """A Service or controller was added or changed (default spreading reads them)."""
+        with self._lock:
+            self._snapshot = self._snapshot.with_workload(workload)
+
+    def remove_workload(self, kind: str, namespace: str, name: str) -> None:
+        with self._lock:
+            self._snapshot = self._snapshot.without_workload(kind, namespace, name)
 
     # ------------------------------------------------------------------ assumptions
 

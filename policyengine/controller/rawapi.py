@@ -7,7 +7,7 @@ conversion of the body and header negotiation before urllib3 sees it — about 4
 CPU, measured alone. kube-scheduler's client-go does none of that: it serialises the object
 and posts it.
 
-``RawAPI`` offers the calls of ``CoreV1Api``, ``EventsV1Api`` and ``PolicyV1Api`` that the
+``RawAPI`` offers the calls of ``CoreV1Api``, ``AppsV1Api``, ``EventsV1Api`` and ``PolicyV1Api`` that the
 loop uses, under the same names and arguments (so an ``Informer`` takes ``RawAPI.list_node``
 where it took ``CoreV1Api.list_node``), and answers the way the generated client answers with
 ``_preload_content=False``: the urllib3 response on 2xx (for the writes, a ``WireResponse``
@@ -112,6 +112,10 @@ class RawAPI:
         "list_node": "CoreV1Api",
         "list_pod_for_all_namespaces": "CoreV1Api",
         "list_pod_disruption_budget_for_all_namespaces": "PolicyV1Api",
+        "list_service_for_all_namespaces": "CoreV1Api",
+        "list_replication_controller_for_all_namespaces": "CoreV1Api",
+        "list_replica_set_for_all_namespaces": "AppsV1Api",
+        "list_stateful_set_for_all_namespaces": "AppsV1Api",
         "create_namespaced_pod_binding": "CoreV1Api",
         "patch_namespaced_pod": "CoreV1Api",
         "patch_namespaced_pod_status": "CoreV1Api",
@@ -236,6 +240,18 @@ class RawAPI:
 
     def list_csi_storage_capacity_for_all_namespaces(self, **params: Any) -> Any:
         return self._list("/apis/storage.k8s.io/v1/csistoragecapacities", params)
+
+    def list_service_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/api/v1/services", params)
+
+    def list_replication_controller_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/api/v1/replicationcontrollers", params)
+
+    def list_replica_set_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/apis/apps/v1/replicasets", params)
+
+    def list_stateful_set_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/apis/apps/v1/statefulsets", params)
 
     def _list(self, path: str, params: Mapping[str, Any]) -> Any:
         return self._request("GET", path, params, timeout=params.get("_request_timeout"))

@@ -69,6 +69,7 @@ from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.storagecache import StorageCache
 from policyengine.controller.volumebinding import DEFAULT_BIND_TIMEOUT, VolumeBinder
 from policyengine.controller.wirejson import JSON
+from policyengine.controller.workloads import WorkloadWatch
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.fastpath.classes import ClassCache
@@ -244,6 +245,10 @@ class Scheduler:
                 ("csistoragecapacities", core.list_csi_storage_capacity_for_all_namespaces),
             )
         ]
+        # Services and controllers, which default topology spreading derives selectors from.
+        self.workloads = WorkloadWatch(
+            api_client, self.cache, options=opts.informer, rng=informer_rng
+        )
         # Gangs (controller/gangs.py): PodGroups, their status, and the members' queue entry.
         self.podgroup_status = PodGroupStatusWriter(api_client)
         self.gangs = GangCoordinator(
@@ -286,6 +291,7 @@ class Scheduler:
         self.pdb_informer.start()
         for informer in self.storage_informers:
             informer.start()
+        self.workloads.start()
         try:
             while not stop.is_set() and not self.has_synced():
                 stop.wait(0.05)
@@ -322,6 +328,7 @@ class Scheduler:
             and self.pod_informer.has_synced()
             and self.pdb_informer.has_synced()
             and all(informer.has_synced() for informer in self.storage_informers)
+            and self.workloads.has_synced()
             and self.podgroups.has_synced()
         )
 
@@ -356,6 +363,7 @@ class Scheduler:
         for informer in self.storage_informers:
             informer.stop()
         self.pdb_informer.stop()
+        self.workloads.stop()
         self.pod_informer.stop()
         self.node_informer.stop()
         log.info("scheduler stopped")
@@ -371,6 +379,7 @@ class Scheduler:
 
     def _schedule_one(self, item: QueuedPod) -> None:
         start = time.perf_counter()
+        cpu_start = time.thread_time()
         pod = item.pod
         profile = pod.scheduler_name
         if self.cache.is_assumed(pod.key) or pod.key in self.cache.snapshot().pod_nodes:
@@ -396,6 +405,7 @@ class Scheduler:
             self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
             return
         self._call(self._hooks.on_stage, "filter_score", time.perf_counter() - start)
+        self._call(self._hooks.on_cycle_cpu, time.thread_time() - cpu_start)
         if decision.node is None:
             try:
                 outcome = self.preemptor.run(program, pod, cached, decision, profile, self._rng)

@@ -47,6 +47,7 @@ from policyengine.model.resources import (
 )
 from policyengine.model.shared_map import SharedMap
 from policyengine.model.storage import NO_STORAGE, StorageObjects
+from policyengine.model.workloads import NO_WORKLOADS, Workload, WorkloadIndex
 
 _generation = itertools.count(1)
 _new_object = object.__new__
@@ -412,6 +413,8 @@ class ClusterSnapshot:
     pdbs: FrozenDict[str, PodDisruptionBudget] = field(default=EMPTY)  # "ns/name" -> budget
     # PVs, PVCs, classes, CSINodes, CSIDrivers, capacities (``model.storage``).
     storage: StorageObjects = NO_STORAGE
+    # Services and controllers, which default topology spreading derives selectors from.
+    workloads: WorkloadIndex = field(default=NO_WORKLOADS)
 
     # -- construction ----------------------------------------------------------------
 
@@ -422,6 +425,7 @@ class ClusterSnapshot:
         namespaces: Iterable[Namespace] = (),
         pod_groups: Iterable[PodGroup] = (),
         pdbs: Iterable[PodDisruptionBudget] = (),
+        workloads: Iterable[Workload] = (),
         storage: StorageObjects = NO_STORAGE,
     ) -> ClusterSnapshot:
         """A snapshot from nodes and *assigned* pods; raises ``ModelError`` on bad input."""
@@ -464,6 +468,7 @@ class ClusterSnapshot:
             pod_groups=FrozenDict({g.key: g for g in pod_groups}),
             pdbs=FrozenDict({b.key: b for b in pdbs}),
             storage=storage,
+            workloads=WorkloadIndex.build(workloads),
         )
 
     # -- reading ---------------------------------------------------------------------
@@ -585,6 +590,7 @@ class ClusterSnapshot:
                 "pod_groups": self.pod_groups,
                 "pdbs": self.pdbs,
                 "storage": self.storage,
+                "workloads": self.workloads,
             },
         )
         if old is not None:
@@ -664,6 +670,7 @@ class ClusterSnapshot:
             pod_groups=self.pod_groups,
             pdbs=self.pdbs,
             storage=self.storage,
+            workloads=self.workloads,
         )
 
     def with_loads(self, loads: Mapping[str, NodeLoad]) -> ClusterSnapshot:
@@ -718,6 +725,21 @@ class ClusterSnapshot:
             return self
         return replace(self, storage=storage, generation=next(_generation))
 
+    def with_workload(self, workload: Workload) -> ClusterSnapshot:
+        """Add or replace a Service or controller (a watch ADDED/MODIFIED event); the snapshot
+        itself when nothing default spreading reads of it changed."""
+        index = self.workloads.with_workload(workload)
+        if index is self.workloads:
+            return self
+        return replace(self, workloads=index, generation=next(_generation))
+
+    def without_workload(self, kind: str, namespace: str, name: str) -> ClusterSnapshot:
+        """Forget a Service or controller (deleted); unknown ones leave the snapshot as it is."""
+        index = self.workloads.without(kind, namespace, name)
+        if index is self.workloads:
+            return self
+        return replace(self, workloads=index, generation=next(_generation))
+
     def requested_total(self) -> ResourceList:
         total: dict[str, Fraction] = {}
         for info in self.node_infos.values():
@@ -735,6 +757,7 @@ def snapshot_from_objects(
     now: datetime | None = None,
     load_max_age: timedelta = DEFAULT_MAX_AGE,
     pdbs: Iterable[PodDisruptionBudget] = (),
+    workloads: Iterable[Workload] = (),
     storage: StorageObjects = NO_STORAGE,
 ) -> tuple[ClusterSnapshot, tuple[Pod, ...], tuple[str, ...]]:
     """Split pods into the snapshot (assigned) and the pending ones; warn about strays.
@@ -772,7 +795,9 @@ def snapshot_from_objects(
                 "objects: the storage filters pass them (add pv,pvc,storageclass,csinode,"
                 "csidriver,csistoragecapacity to kubectl get)"
             )
-    snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs, storage)
+    snapshot = ClusterSnapshot.build(
+        node_list, assigned, namespaces, pod_groups, pdbs, workloads, storage=storage
+    )
     # Load is judged fresh against ``now``, by default the snapshot's own newest reading.
     loads, load_warnings = resolve_loads(node_list, node_metrics, now, load_max_age)
     snapshot = snapshot.with_loads(loads)

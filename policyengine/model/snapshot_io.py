@@ -35,6 +35,7 @@ from policyengine.model.storage import (
     StorageObjects,
 )
 from policyengine.model.storage_parse import STORAGE_KINDS, parse_storage_object
+from policyengine.model.workloads import Workload, is_workload_object, parse_workload
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 _LIST_KINDS = {
@@ -46,6 +47,10 @@ _LIST_KINDS = {
     "NodeMetricsList",
     "PodDisruptionBudgetList",
     *(f"{kind}List" for kind in STORAGE_KINDS),
+    "ServiceList",
+    "ReplicaSetList",
+    "StatefulSetList",
+    "ReplicationControllerList",
 }
 _ITEM_KIND = {
     "NodeList": "Node",
@@ -55,6 +60,10 @@ _ITEM_KIND = {
     "NodeMetricsList": "NodeMetrics",
     "PodDisruptionBudgetList": "PodDisruptionBudget",
     **{f"{kind}List": kind for kind in STORAGE_KINDS},
+    "ServiceList": "Service",
+    "ReplicaSetList": "ReplicaSet",
+    "StatefulSetList": "StatefulSet",
+    "ReplicationControllerList": "ReplicationController",
 }
 _LIST_KIND_SET = frozenset(_LIST_KINDS)
 _TERMINAL_PHASES = {"Succeeded", "Failed"}
@@ -76,6 +85,8 @@ class LoadedObjects:
     kinds: tuple[str, ...] = ()  # the kind of every object read ("" for none), used or not
     # PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities.
     storage_objects: tuple[Any, ...] = ()
+    # Services and controllers (default topology spreading derives selectors from them).
+    workloads: tuple[Workload, ...] = ()
 
     @property
     def storage(self) -> StorageObjects:
@@ -181,6 +192,7 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
     node_metrics: list[NodeMetrics] = []
     pdbs: list[PodDisruptionBudget] = []
     storage: list[Any] = []
+    workloads: list[Workload] = []
     finished: list[str] = []
     kinds: list[str] = []
     list_kind: str | None = None
@@ -195,6 +207,7 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                 node_metrics,
                 pdbs,
                 storage,
+                workloads,
             ):
                 kept.clear()
             finished.clear()
@@ -229,6 +242,8 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                 pdbs.append(parse_pdb(obj, source))
             elif kind in STORAGE_KINDS:
                 storage.append(parse_storage_object(obj, source))
+            elif is_workload_object(obj):
+                workloads.append(parse_workload(obj, source))
             elif not kind:
                 warnings.append(f"{source}: an object without a kind was ignored")
             else:
@@ -253,6 +268,7 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
         tuple(finished),
         tuple(kinds),
         tuple(storage),
+        workloads=tuple(workloads),
     )
 
 

@@ -549,6 +549,22 @@ _ROWS: list[tuple[int, tuple[NodeInfo, ...], dict[int, int]]] = []
 _ROWS_LOCK = threading.Lock()
 
 
+def rows_of(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> list[int] | None:
+    """The rows of ``snapshot.nodes`` holding ``infos`` (None: one is not there). The
+    snapshot holds its ``NodeInfo`` objects alive, so their ids name them."""
+    nodes = snapshot.nodes
+    if len(infos) == len(nodes) and all(map(operator.is_, infos, nodes)):
+        return list(range(len(nodes)))
+    by_id = rows_by_id(snapshot)
+    try:
+        rows = list(map(by_id.__getitem__, map(id, infos)))
+        picked = operator.itemgetter(*rows)(nodes) if len(rows) > 1 else (nodes[rows[0]],)
+    except (KeyError, IndexError):
+        return None
+    # Checked: the map may have moved on to a later snapshot meanwhile.
+    return rows if all(map(operator.is_, picked, infos)) else None
+
+
 def rows_by_id(snapshot: ClusterSnapshot) -> dict[int, int]:
     """``{id(node info): row}`` over ``snapshot.nodes`` (the snapshot keeps them alive, so an
     id names one node info), kept from one snapshot to the next."""
