@@ -317,6 +317,11 @@ class _FeasibleNodes(Sequence[NodeInfo]):
             self._items = _pick(self._snapshot.nodes, np.flatnonzero(self._mask))
         return self._items
 
+    def rows_in(self, snapshot: ClusterSnapshot) -> np.ndarray | None:
+        """The rows of ``snapshot.nodes`` holding these nodes, in order (None: they are
+        another snapshot's): what a columnar PreScore gathers at, without looking them up."""
+        return np.flatnonzero(self._mask) if snapshot is self._snapshot else None
+
     def __len__(self) -> int:
         return self._count
 

@@ -93,9 +93,11 @@ def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -
 _last_rows = threading.local()
 
 
-def _rows(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> list[int] | None:
-    """``rows_of``, kept for the last list asked about: a cycle's PreScore and score ask
-    about the same feasible nodes, in lists of their own."""
+def _rows(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> np.ndarray | None:
+    """The rows of ``snapshot.nodes`` holding ``infos`` (``rows_of``), kept for the last list
+    asked about: a cycle's PreScore and score ask about the same feasible nodes, in lists of
+    their own. A sequence that knows its rows (the engine's feasible nodes: ``rows_in``)
+    says them."""
     last = getattr(_last_rows, "last", None)
     if (
         last is not None
@@ -104,7 +106,11 @@ def _rows(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> list[int] | N
         and all(map(operator.is_, last[1], infos))
     ):
         return last[2]
-    rows = rows_of(snapshot, infos)
+    told = getattr(infos, "rows_in", None)
+    rows = told(snapshot) if told is not None else None
+    if rows is None:
+        found = rows_of(snapshot, infos)
+        rows = None if found is None else np.asarray(found, np.int64)
     _last_rows.last = (snapshot, tuple(infos), rows)
     return rows
 
@@ -121,10 +127,9 @@ def score_state(
     counted: Callable[[set[spread.Pair]], dict[spread.Pair, int]],
 ) -> spread.ScoreState:
     """``pod_topology_spread.score_state`` read from the label columns: equal to it."""
-    rows = _rows(snapshot, feasible)
-    if rows is None or not rows:
+    picked = _rows(snapshot, feasible)
+    if picked is None or not len(picked):
         return spread.score_state(pod, constraints, feasible, require_all, counted)
-    picked = np.asarray(rows, np.int64)
     columns = [label_column(snapshot, c.topology_key) for c in constraints]
     codes = [column.codes[picked] for column in columns]
     ignored: frozenset[str] = frozenset()
@@ -183,10 +188,9 @@ def scores(state: spread.ScoreState, infos: Sequence[NodeInfo], ctx: Any) -> Seq
     if ctx is None or len(infos) < _FEW:
         return spread.score_rows(state, infos)
     snapshot: ClusterSnapshot = ctx.snapshot
-    rows = _rows(snapshot, infos)
-    if rows is None:
+    picked = _rows(snapshot, infos)
+    if picked is None:
         return spread.score_rows(state, infos)
-    picked = np.asarray(rows, np.int64)
     total = np.zeros(len(picked), np.float64)
     for c, weight in zip(state.constraints, state.weights, strict=True):
         column = label_column(snapshot, c.topology_key)

@@ -275,7 +275,14 @@ def _build_cluster(loaded: Sequence[LoadedObjects], where: Where) -> TestCluster
             (), (), storage_objects=tuple(o for part in loaded for o in part.storage_objects)
         ).storage
         snapshot, pending, warnings = snapshot_from_objects(
-            nodes, pods, namespaces, pod_groups, node_metrics, storage=storage
+            nodes,
+            pods,
+            namespaces,
+            pod_groups,
+            node_metrics,
+            pdbs=[b for part in loaded for b in part.pdbs],
+            workloads=[w for part in loaded for w in part.workloads],
+            storage=storage,
         )
     except ModelError as error:
         raise where.error("cluster", str(error)) from None
