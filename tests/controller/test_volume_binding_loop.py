@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from typing import Any
 
 from loopback import LoopbackAPIServer
@@ -93,9 +94,15 @@ class PVController:
     volumes for, provisions claims it selected a node for (``provision`` False: the
     provisioner gives up, removing the annotation)."""
 
-    def __init__(self, server: LoopbackAPIServer, *, provision: bool = True) -> None:
+    def __init__(
+        self, server: LoopbackAPIServer, *, provision: bool = True, unbind_after: float = -1
+    ) -> None:
         self.server = server
         self.provision = provision
+        # >= 0: instead of binding a claim, drop its volume's claimRef this long after
+        # seeing it (as the PV controller does with a volume it cannot bind).
+        self.unbind_after = unbind_after
+        self.seen: dict[str, float] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -123,8 +130,15 @@ class PVController:
             if not ref:
                 continue
             claim = self.server.get("PersistentVolumeClaim", ref["namespace"], ref["name"])
-            if claim is not None and not claim["spec"].get("volumeName"):
+            if claim is None or claim["spec"].get("volumeName"):
+                continue
+            if self.unbind_after < 0:
                 self._bind(claim, pv["metadata"]["name"])
+                continue
+            first = self.seen.setdefault(pv["metadata"]["name"], time.monotonic())
+            if time.monotonic() - first >= self.unbind_after:
+                del pv["spec"]["claimRef"]
+                self.server.update(pv)
         for claim in self.server.list("PersistentVolumeClaim"):
             annotations = claim["metadata"].get("annotations") or {}
             node = annotations.get(SELECTED_NODE)
@@ -270,3 +284,22 @@ def test_gang_members_get_their_claims_bound_before_them(apiserver: LoopbackAPIS
         for pv in apiserver.list("PersistentVolume")
     }
     assert sorted(refs.values()) == ["a", "b"]
+
+
+def test_a_volume_unbound_by_the_pv_controller_fails_the_binding(
+    apiserver: LoopbackAPIServer,
+) -> None:
+    apiserver.create(node_obj("n1"))
+    apiserver.create(_class("local", "kubernetes.io/no-provisioner"))
+    apiserver.create(_pv("pv-1", "n1"))
+    apiserver.create(_claim("data", "local"))
+    apiserver.create(_pod("p", "data"))
+    with PVController(apiserver, unbind_after=0.5), RunningScheduler(apiserver):
+        wait_until(
+            "the binding reported failed",
+            lambda: apiserver.events(reason="FailedScheduling"),
+            apiserver.bound_nodes,
+        )
+        (event, *_) = apiserver.events(reason="FailedScheduling")
+        assert "ClaimRef got reset for pv 'pv-1'" in event["note"], event["note"]
+        assert apiserver.bound_nodes() == {}
