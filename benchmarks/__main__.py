@@ -35,6 +35,7 @@ SCENARIOS = {
     "reload": "benchmarks.reload",
     "memory": "benchmarks.memory",
     "bigsnapshot": "benchmarks.bigsnapshot",
+    "storage": "benchmarks.storage",
 }
 
 

@@ -26,11 +26,12 @@ from benchmarks import (
     reload,
     scaling,
     steady,
+    storage,
 )
 from benchmarks import compile as compile_scenario
 from benchmarks.__main__ import SCENARIOS, main
 from benchmarks.agreement import Agreement, check
-from benchmarks.harness import Measurement, pending, percentile, render, to_json
+from benchmarks.harness import Measurement, notes, pending, percentile, render, to_json
 from benchmarks.workload import Workload, build, evenly, place_all
 from policyengine.engine.simulate import simulate
 
@@ -158,6 +159,14 @@ def test_steady_times_a_class_s_cycle_at_each_count_of_changed_nodes() -> None:
     ]
     assert all(r.median > 0 and r.unit == "µs" for r in rows[::2])
     assert all((r.median, r.unit) == (1, "of 1") for r in rows[1::2])
+
+
+def test_storage_places_pods_with_claims_and_checks_them() -> None:
+    rows = storage.run(runs=1, scale=0.01, check=2, nodes=40)
+    assert [r.unit for r in rows] == ["pods/s"] * 3
+    found = notes()["storage"]
+    claimed = next(v for k, v in found.items() if "with a local or zonal claim" in k)
+    assert claimed["placed"] >= 2 and claimed["reference_differences"] == 0
 
 
 def test_compile_scenario_still_runs() -> None:

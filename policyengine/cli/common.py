@@ -284,6 +284,7 @@ def cluster_from(loaded: LoadedObjects) -> Cluster:
         loaded.pod_groups,
         loaded.node_metrics,
         pdbs=loaded.pdbs,
+        storage=loaded.storage,
         workloads=loaded.workloads,
     )
     pods = {pod.key: pod for pod in loaded.pods}

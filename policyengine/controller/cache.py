@@ -36,6 +36,7 @@ from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Node, Pod
 from policyengine.model.podgroup import PodGroup
 from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.storage import StorageObjects
 from policyengine.model.workloads import Workload
 
 log = structlog.get_logger(__name__)
@@ -241,6 +242,12 @@ class ClusterCache:
             self._snapshot = self._snapshot.without_workload(kind, namespace, name)
 
     # ------------------------------------------------------------------ assumptions
+
+    def set_storage(self, storage: StorageObjects) -> None:
+        """The storage objects the cycles read (``controller.storagecache``'s view)."""
+        with self._lock:
+            if self._snapshot.storage is not storage:
+                self._snapshot = self._snapshot.with_storage(storage)
 
     def assume(self, pod: Pod, node: str) -> None:
         """Place ``pod`` on ``node`` in the snapshot now, before its bind."""

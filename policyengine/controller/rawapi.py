@@ -121,6 +121,15 @@ class RawAPI:
         "patch_namespaced_pod_status": "CoreV1Api",
         "delete_namespaced_pod": "CoreV1Api",
         "create_namespaced_event": "EventsV1Api",
+        # Storage: the objects VolumeBinding reads, and its binding of claims.
+        "list_persistent_volume": "CoreV1Api",
+        "list_persistent_volume_claim_for_all_namespaces": "CoreV1Api",
+        "list_storage_class": "StorageV1Api",
+        "list_csi_node": "StorageV1Api",
+        "list_csi_driver": "StorageV1Api",
+        "list_csi_storage_capacity_for_all_namespaces": "StorageV1Api",
+        "patch_persistent_volume": "CoreV1Api",
+        "patch_namespaced_persistent_volume_claim": "CoreV1Api",
     }
 
     def __init__(
@@ -214,6 +223,24 @@ class RawAPI:
             timeout=params.get("_request_timeout"),
         )
 
+    def list_persistent_volume(self, **params: Any) -> Any:
+        return self._list("/api/v1/persistentvolumes", params)
+
+    def list_persistent_volume_claim_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/api/v1/persistentvolumeclaims", params)
+
+    def list_storage_class(self, **params: Any) -> Any:
+        return self._list("/apis/storage.k8s.io/v1/storageclasses", params)
+
+    def list_csi_node(self, **params: Any) -> Any:
+        return self._list("/apis/storage.k8s.io/v1/csinodes", params)
+
+    def list_csi_driver(self, **params: Any) -> Any:
+        return self._list("/apis/storage.k8s.io/v1/csidrivers", params)
+
+    def list_csi_storage_capacity_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/apis/storage.k8s.io/v1/csistoragecapacities", params)
+
     def list_service_for_all_namespaces(self, **params: Any) -> Any:
         return self._list("/api/v1/services", params)
 
@@ -230,6 +257,15 @@ class RawAPI:
         return self._request("GET", path, params, timeout=params.get("_request_timeout"))
 
     # ------------------------------------------------------------------ writes
+
+    def patch_persistent_volume(self, name: str, body: Any, **params: Any) -> Any:
+        return self._write("PATCH", f"/api/v1/persistentvolumes/{_segment(name)}", body, params)
+
+    def patch_namespaced_persistent_volume_claim(
+        self, name: str, namespace: str, body: Any, **params: Any
+    ) -> Any:
+        path = f"/api/v1/namespaces/{_segment(namespace)}/persistentvolumeclaims/{_segment(name)}"
+        return self._write("PATCH", path, body, params)
 
     def create_namespaced_pod_binding(
         self, name: str, namespace: str, body: Mapping[str, Any], **params: Any

@@ -50,6 +50,7 @@ from policyengine.engine.histogram import histogram_line
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.profiles import profile_for
 from policyengine.engine.selection import pick_by_key, pick_by_values
+from policyengine.engine.volumes import pod_volumes
 from policyengine.lang.compiler import CompiledSelect, Program
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import Env
@@ -218,6 +219,7 @@ def schedule(
         message=message,
         errors=tuple(dict.fromkeys(errors)),
         gpu_devices=_devices(context, snapshot, chosen, pod),
+        volumes=pod_volumes(pod, snapshot, chosen, config, context) or None if chosen else None,
     )
 
 

@@ -46,6 +46,7 @@ from policyengine.model.resources import (
     to_units,
 )
 from policyengine.model.shared_map import SharedMap
+from policyengine.model.storage import NO_STORAGE, StorageObjects
 from policyengine.model.workloads import NO_WORKLOADS, Workload, WorkloadIndex
 
 _generation = itertools.count(1)
@@ -410,6 +411,8 @@ class ClusterSnapshot:
     generation: int = 0
     pod_groups: FrozenDict[str, PodGroup] = field(default=EMPTY)  # "ns/name" -> PodGroup
     pdbs: FrozenDict[str, PodDisruptionBudget] = field(default=EMPTY)  # "ns/name" -> budget
+    # PVs, PVCs, classes, CSINodes, CSIDrivers, capacities (``model.storage``).
+    storage: StorageObjects = NO_STORAGE
     # Services and controllers, which default topology spreading derives selectors from.
     workloads: WorkloadIndex = field(default=NO_WORKLOADS)
 
@@ -423,6 +426,7 @@ class ClusterSnapshot:
         pod_groups: Iterable[PodGroup] = (),
         pdbs: Iterable[PodDisruptionBudget] = (),
         workloads: Iterable[Workload] = (),
+        storage: StorageObjects = NO_STORAGE,
     ) -> ClusterSnapshot:
         """A snapshot from nodes and *assigned* pods; raises ``ModelError`` on bad input."""
         by_node: dict[str, list[Pod]] = {}
@@ -463,6 +467,7 @@ class ClusterSnapshot:
             generation=next(_generation),
             pod_groups=FrozenDict({g.key: g for g in pod_groups}),
             pdbs=FrozenDict({b.key: b for b in pdbs}),
+            storage=storage,
             workloads=WorkloadIndex.build(workloads),
         )
 
@@ -584,6 +589,7 @@ class ClusterSnapshot:
                 "generation": next(_generation),
                 "pod_groups": self.pod_groups,
                 "pdbs": self.pdbs,
+                "storage": self.storage,
                 "workloads": self.workloads,
             },
         )
@@ -663,6 +669,7 @@ class ClusterSnapshot:
             generation=next(_generation),
             pod_groups=self.pod_groups,
             pdbs=self.pdbs,
+            storage=self.storage,
             workloads=self.workloads,
         )
 
@@ -711,6 +718,13 @@ class ClusterSnapshot:
             return self
         return replace(self, pdbs=self.pdbs.without(key), generation=next(_generation))
 
+    def with_storage(self, storage: StorageObjects) -> ClusterSnapshot:
+        """The same nodes and pods with other storage objects (a watch event on a PV, a PVC,
+        ...; an assumed pod's volume decisions). Nodes keep their ``NodeInfo``s."""
+        if storage is self.storage:
+            return self
+        return replace(self, storage=storage, generation=next(_generation))
+
     def with_workload(self, workload: Workload) -> ClusterSnapshot:
         """Add or replace a Service or controller (a watch ADDED/MODIFIED event); the snapshot
         itself when nothing default spreading reads of it changed."""
@@ -744,6 +758,7 @@ def snapshot_from_objects(
     load_max_age: timedelta = DEFAULT_MAX_AGE,
     pdbs: Iterable[PodDisruptionBudget] = (),
     workloads: Iterable[Workload] = (),
+    storage: StorageObjects = NO_STORAGE,
 ) -> tuple[ClusterSnapshot, tuple[Pod, ...], tuple[str, ...]]:
     """Split pods into the snapshot (assigned) and the pending ones; warn about strays.
 
@@ -771,7 +786,18 @@ def snapshot_from_objects(
                 f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName {p.node_name!r} is not a node "
                 "in the snapshot; the pod is ignored"
             )
-    snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs, workloads)
+    if not storage.known:
+        claiming = sum(1 for p in pending if p.uses_storage)
+        if claiming:
+            warnings.append(
+                f"{claiming} pending pod{'s' if claiming != 1 else ''} use{'' if claiming != 1 else 's'} "
+                "PersistentVolumeClaims or in-tree disks, but the snapshot holds no storage "
+                "objects: the storage filters pass them (add pv,pvc,storageclass,csinode,"
+                "csidriver,csistoragecapacity to kubectl get)"
+            )
+    snapshot = ClusterSnapshot.build(
+        node_list, assigned, namespaces, pod_groups, pdbs, workloads, storage=storage
+    )
     # Load is judged fresh against ``now``, by default the snapshot's own newest reading.
     loads, load_warnings = resolve_loads(node_list, node_metrics, now, load_max_age)
     snapshot = snapshot.with_loads(loads)

@@ -36,6 +36,7 @@ from policyengine.schedlib.domain_counts import (
 )
 from policyengine.schedlib.gpu import GPU_FUNCTIONS
 from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
+from policyengine.schedlib.storage import STORAGE_FUNCTIONS, pod_rejection
 from policyengine.schedlib.views import NodeView, PodView
 
 REASONS = ListType(STRING, bound=16)
@@ -124,7 +125,10 @@ def _image_state(ctx: CycleContext) -> Any:
 
 
 def _considered_names(ctx: CycleContext) -> frozenset[str] | None:
-    """The only nodes kube-scheduler filters for this pod (None: all of them)."""
+    """The only nodes kube-scheduler filters for this pod (None: all of them); none when a
+    storage plugin's PreFilter rejects the pod (``schedlib.storage``)."""
+    if pod_rejection(ctx) is not None:
+        return frozenset()
     state = _filter_state(ctx, PLUGINS_BY_NAME["NodeAffinity"])
     result = PLUGINS_BY_NAME["NodeAffinity"].prefilter_result(state)  # type: ignore[misc]
     if result is None or result.node_names is None:
@@ -150,7 +154,7 @@ def _filter_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeVi
     restricts = plugin_name == "NodeAffinity"
 
     def impl(ctx: CycleContext, pod: PodView, node: NodeView) -> list[str]:
-        if not restricts and not considered(ctx, pod, node):
+        if not considered(ctx, pod, node) and (not restricts or pod_rejection(ctx)):
             return []
         assert plugin.filter is not None
         return plugin.filter(_filter_state(ctx, plugin), node.info)
@@ -176,7 +180,7 @@ def _filter_batch(
             reasons = columnar(state, infos, ctx)
         else:
             reasons = [run(state, info) for info in infos]
-        names = None if restricts else _considered_names(ctx)
+        names = None if restricts and not pod_rejection(ctx) else _considered_names(ctx)
         if names is not None:
             reasons = [
                 r if info.node.name in names else [] for r, info in zip(reasons, infos, strict=True)
@@ -405,7 +409,9 @@ def _filter_pod_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
         else:
             state = _filter_state(ctx, plugin)
             part = _IDLE if idle is not None and idle(state) else _hashed(state)
-        return part if restricts else (part, _considered_names(ctx))
+        if restricts:
+            return part if not ctx.pod.pod.uses_storage else (part, pod_rejection(ctx))
+        return part, _considered_names(ctx)
 
     return key
 
@@ -713,3 +719,4 @@ FUNCTIONS: tuple[Function, ...] = (
 )
 
 FUNCTIONS += GPU_FUNCTIONS
+FUNCTIONS += STORAGE_FUNCTIONS
