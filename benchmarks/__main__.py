@@ -30,10 +30,12 @@ SCENARIOS = {
     "gpushare": "benchmarks.gpushare",
     "preemption": "benchmarks.preemption",
     "e2e": "benchmarks.e2e",
+    "e2e_mixed": "benchmarks.e2e_mixed",
     "scaling": "benchmarks.scaling",
     "reload": "benchmarks.reload",
     "memory": "benchmarks.memory",
     "bigsnapshot": "benchmarks.bigsnapshot",
+    "storage": "benchmarks.storage",
 }
 
 

@@ -73,7 +73,9 @@ def build(workload: Workload) -> Cluster:
     """The workload's cluster, parsed exactly as a ``kubectl get -o yaml`` snapshot would be."""
     spec = getattr(synthetic, workload.preset)(workload.nodes, workload.pods)
     loaded = parse_objects(synthetic.generate(spec, seed=workload.seed), "synthetic")
-    snapshot, pending, _ = snapshot_from_objects(loaded.nodes, loaded.pods, loaded.namespaces)
+    snapshot, pending, _ = snapshot_from_objects(
+        loaded.nodes, loaded.pods, loaded.namespaces, workloads=loaded.workloads
+    )
     return Cluster(compile_policy(POLICIES[workload.preset]), snapshot, tuple(queue_order(pending)))
 
 

@@ -19,17 +19,19 @@ from benchmarks import (
     basic,
     bigsnapshot,
     e2e,
+    e2e_mixed,
     gangs,
     memory,
     mixed,
     reload,
     scaling,
     steady,
+    storage,
 )
 from benchmarks import compile as compile_scenario
 from benchmarks.__main__ import SCENARIOS, main
 from benchmarks.agreement import Agreement, check
-from benchmarks.harness import Measurement, pending, percentile, render, to_json
+from benchmarks.harness import Measurement, notes, pending, percentile, render, to_json
 from benchmarks.workload import Workload, build, evenly, place_all
 from policyengine.engine.simulate import simulate
 
@@ -97,8 +99,19 @@ def test_e2e_binds_pods_through_policyengine_run() -> None:
     assert "40 nodes, 5 pods: start to last binding" in metrics
     assert "40 nodes, 5 pods: scheduler CPU per bound pod" in metrics
     assert "40 nodes, 5 pods: API server CPU per bound pod" in metrics
+    assert "40 nodes, 5 pods: scheduler CPU per scheduling cycle" in metrics
+    assert "40 nodes, 5 pods: scheduler CPU per bound pod outside its cycles" in metrics
     assert "40 nodes, 5 pods: pods bound (the others told FailedScheduling)" in metrics
     assert not [m for m in metrics if "neither bound nor told" in m]
+
+
+def test_e2e_mixed_binds_the_mix_under_the_shipped_policies() -> None:
+    rows = e2e_mixed.run(runs=1, scale=0.004, nodes=60)  # 20 pods
+    if len(rows) == 1 and rows[0].metric.startswith("pending:"):
+        pytest.skip(rows[0].metric)
+    assert {r.scenario for r in rows} == {"e2e_mixed"}
+    assert "60 nodes, 20 pods: bound pods per second" in _metrics(rows)
+    assert not [m for m in _metrics(rows) if "neither bound nor told" in m]
 
 
 def test_reload_times_a_configmap_update_through_policyengine_run() -> None:
@@ -146,6 +159,14 @@ def test_steady_times_a_class_s_cycle_at_each_count_of_changed_nodes() -> None:
     ]
     assert all(r.median > 0 and r.unit == "µs" for r in rows[::2])
     assert all((r.median, r.unit) == (1, "of 1") for r in rows[1::2])
+
+
+def test_storage_places_pods_with_claims_and_checks_them() -> None:
+    rows = storage.run(runs=1, scale=0.01, check=2, nodes=40)
+    assert [r.unit for r in rows] == ["pods/s"] * 3
+    found = notes()["storage"]
+    claimed = next(v for k, v in found.items() if "with a local or zonal claim" in k)
+    assert claimed["placed"] >= 2 and claimed["reference_differences"] == 0
 
 
 def test_compile_scenario_still_runs() -> None:

@@ -284,6 +284,8 @@ def cluster_from(loaded: LoadedObjects) -> Cluster:
         loaded.pod_groups,
         loaded.node_metrics,
         pdbs=loaded.pdbs,
+        storage=loaded.storage,
+        workloads=loaded.workloads,
     )
     pods = {pod.key: pod for pod in loaded.pods}
     gpu = gpu_warnings(loaded.nodes, loaded.pods)

@@ -3,7 +3,8 @@
 It answers the questions an operator asks about a pending pod: kube-scheduler's one-line
 verdict, which policy governed the pod (and which version of it), how many nodes each filter
 rule rejected, and, when nothing fits, the nearest node and what it lacks — down to the
-requested and free amounts of each short resource. ``--node N`` opens one node: every rule's
+requested and free amounts of each short resource, and the claim and volume behind each
+storage reason (``model.volume_explain``). ``--node N`` opens one node: every rule's
 verdict there, with the values that decided it, and its score breakdown when it is feasible.
 
 Verdicts are the decision's own; the values come from ``policyengine.lang.trace``, which
@@ -30,10 +31,13 @@ from policyengine.engine.preemption import PreemptionDecision, preempt
 from policyengine.engine.simulate import queue_order
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule
 from policyengine.lang.runtime import Env
+from policyengine.model.objects import Pod
 from policyengine.model.overcommit import Overcommits, overcommit_ratio
+from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.podgroup import pod_group_key
 from policyengine.model.resources import PODS, pod_requests
 from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.volume_explain import volume_findings
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import NodeView, PodView
 
@@ -111,6 +115,8 @@ def nearest(
     snapshot: ClusterSnapshot,
     requests: dict[str, Fraction],
     overcommit: Overcommits = (),
+    pod: Pod | None = None,
+    config: SchedulerConfig = DEFAULT_CONFIG,
 ) -> Nearest | None:
     """The infeasible node with the fewest rejecting rules, then the fewest reasons."""
     if not decision.infeasible:
@@ -127,7 +133,11 @@ def nearest(
     if len(ties) > len(shown):
         shown = (*shown, f"and {len(ties) - len(shown)} more")
     return Nearest(
-        node, rejections, shortages(rejections, requests, snapshot, node, overcommit), shown
+        node,
+        rejections,
+        shortages(rejections, requests, snapshot, node, overcommit),
+        shown,
+        volume_findings(pod, snapshot, node, config) if pod is not None else (),
     )
 
 
@@ -221,6 +231,7 @@ def node_report(
             node,
             config.overcommit,
         ),
+        volumes=volume_findings(setup.target.pod, snapshot, node, config),
     )
 
 
@@ -287,6 +298,8 @@ def explain(setup: common.Setup, node: str | None = None) -> Explanation:
             setup.target.snapshot,
             requests,
             policy_config(policy, setup.target.pod, setup.config).overcommit,
+            setup.target.pod,
+            policy_config(policy, setup.target.pod, setup.config),
         )
         if not decision.feasible
         else None,

@@ -272,6 +272,7 @@ class Nearest:
     rejections: tuple[Rejection, ...]
     shortages: tuple[Shortage, ...] = ()
     equally_near: tuple[str, ...] = ()
+    volumes: tuple[str, ...] = ()  # the storage plugins' objections, with claims and volumes
 
 
 @dataclass(frozen=True)
@@ -298,6 +299,7 @@ class NodeReport:
     raw: Mapping[str, float | None] = field(default_factory=dict)
     weights: Mapping[str, int] = field(default_factory=dict)
     shortages: tuple[Shortage, ...] = ()
+    volumes: tuple[str, ...] = ()  # the storage plugins' objections, with claims and volumes
 
 
 @dataclass(frozen=True)
@@ -394,6 +396,8 @@ def _explain_nearest(n: Nearest) -> list[str]:
             lines.append(f"  {rejection.rule}: {reason}")
     for shortage in n.shortages:
         lines.append(f"    {_shortage_line(shortage)}")
+    for finding in n.volumes:
+        lines.append(f"    {finding}")
     if n.equally_near:
         lines.append(f"  Equally near: {', '.join(n.equally_near)}")
     return lines
@@ -423,6 +427,9 @@ def _explain_node(r: NodeReport) -> list[str]:
     if r.shortages:
         lines.append("  It lacks:")
         lines.extend(f"    {_shortage_line(s)}" for s in r.shortages)
+    if r.volumes:
+        lines.append("  Its volumes:")
+        lines.extend(f"    {finding}" for finding in r.volumes)
     if not r.traced:
         lines.append("  (the values each rule read are not available in this build)")
     return lines
@@ -624,7 +631,8 @@ def placement(decision: Decision, preemption: Any = None) -> dict[str, Any]:
     ``reason`` (the contract's keys), then ``policy`` (the governing policy, or null),
     ``version``, ``score`` (the chosen node's total; null when the pod was not placed, or was
     placed by preemption — ``preempted`` then lists the victims) and, when the pod gets GPU
-    devices, ``gpu``: one ``{"uuid", "model", "cores", "memory_mib"}`` per device."""
+    devices, ``gpu``: one ``{"uuid", "model", "cores", "memory_mib"}`` per device; when its
+    waiting claims are bound or provisioned there, ``volumes`` (``volume_bindings``)."""
     chosen = decision.node
     score = (
         decision.scores[chosen].total if chosen is not None and chosen in decision.scores else None
@@ -644,6 +652,19 @@ def placement(decision: Decision, preemption: Any = None) -> dict[str, Any]:
             {"uuid": g.uuid, "model": g.model, "cores": g.cores, "memory_mib": g.memory_mib}
             for g in decision.gpu_devices
         ]
+    if decision.volumes:
+        out["volumes"] = volume_bindings(decision.volumes, chosen)
+    return out
+
+
+def volume_bindings(volumes: Any, node: str | None) -> list[dict[str, Any]]:
+    """A placed pod's volume decisions: per waiting claim ``claim``, and ``volume`` (the
+    available PersistentVolume it binds to) or ``provision_on`` (the node whose
+    ``volume.kubernetes.io/selected-node`` asks for a new one)."""
+    out: list[dict[str, Any]] = [
+        {"claim": b.claim.name, "volume": b.pv.name} for b in volumes.static
+    ]
+    out.extend({"claim": c.name, "provision_on": node} for c in volumes.provision)
     return out
 
 
@@ -794,6 +815,8 @@ def explain_document(e: Explanation) -> dict[str, Any]:
             "lacks": [_shortage_document(s) for s in e.nearest.shortages],
             "equally_near": list(e.nearest.equally_near),
         }
+        if e.nearest.volumes:
+            document["nearest"]["volumes"] = list(e.nearest.volumes)
     if e.node is not None:
         r = e.node
         document["node_report"] = {
@@ -816,6 +839,8 @@ def explain_document(e: Explanation) -> dict[str, Any]:
             "weights": dict(r.weights),
             "lacks": [_shortage_document(s) for s in r.shortages],
         }
+        if r.volumes:
+            document["node_report"]["volumes"] = list(r.volumes)
     if e.preemption is not None:
         p = e.preemption
         document["preemption"] = {

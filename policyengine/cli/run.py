@@ -119,6 +119,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="a load reading older than this counts as missing, never as idle (default 300)",
     )
+    sched.add_argument(
+        "--volume-bind-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long a pod's waiting claims may take to be bound before the pod is tried "
+        "again (default 600, kube-scheduler's)",
+    )
     common.add_topology_option(sched)
     reload = parser.add_argument_group("policy reload")
     reload.add_argument(
@@ -681,6 +689,7 @@ def _work(
                 topology=args.topology_config,
                 load_poll_interval=args.load_poll_interval,
                 load_max_age=args.load_max_age,
+                volume_bind_timeout=args.volume_bind_timeout,
                 freeze_heap=True,
             ),
         )

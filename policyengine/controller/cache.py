@@ -36,6 +36,8 @@ from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Node, Pod
 from policyengine.model.podgroup import PodGroup
 from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.storage import StorageObjects
+from policyengine.model.workloads import Workload
 
 log = structlog.get_logger(__name__)
 
@@ -228,7 +230,24 @@ class ClusterCache:
         with self._lock:
             self._snapshot = self._snapshot.without_pod_group(key)
 
+    # ------------------------------------------------------------------ Services, controllers
+
+    def set_workload(self, workload: Workload) -> None:
+        """A Service or controller was added or changed (default spreading reads them)."""
+        with self._lock:
+            self._snapshot = self._snapshot.with_workload(workload)
+
+    def remove_workload(self, kind: str, namespace: str, name: str) -> None:
+        with self._lock:
+            self._snapshot = self._snapshot.without_workload(kind, namespace, name)
+
     # ------------------------------------------------------------------ assumptions
+
+    def set_storage(self, storage: StorageObjects) -> None:
+        """The storage objects the cycles read (``controller.storagecache``'s view)."""
+        with self._lock:
+            if self._snapshot.storage is not storage:
+                self._snapshot = self._snapshot.with_storage(storage)
 
     def assume(self, pod: Pod, node: str) -> None:
         """Place ``pod`` on ``node`` in the snapshot now, before its bind."""

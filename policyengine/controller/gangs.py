@@ -178,6 +178,7 @@ class GangCoordinator:
         clock: Callable[[], float] = time.monotonic,
         preempt: Callable[[Program, Gang, ClusterSnapshot, str], tuple[str | None, bool]]
         | None = None,
+        bind_volumes: Callable[[Pod, str, Any, Callable[[str | None], None]], bool] | None = None,
     ) -> None:
         self._cache = cache
         self._queue = queue
@@ -195,6 +196,9 @@ class GangCoordinator:
         # Gang preemption (controller/preemption.py): called for a gang that fits nowhere;
         # returns what it did (appended to the gang's reason) and whether a victim was refused.
         self._preempt = preempt
+        # A member's waiting claims are bound before it (the scheduler's ``bind_volumes``:
+        # assumed at once, the continuation called with None once bound, else the error).
+        self._bind_volumes = bind_volumes
         self._lock = threading.RLock()
         self._gangs: dict[str, _GangState] = {}
         self._gang_of: dict[str, str] = {}  # pod key -> gang key
@@ -526,8 +530,27 @@ class GangCoordinator:
             assert d.node is not None
             callback = functools.partial(self._bound, bind)
             devices = gpu_annotations(d.gpu_devices, d.node, now)
+            if d.volumes and self._bind_volumes is not None:
+                then = functools.partial(self._volumes_bound, pod, d.node, callback, devices)
+                if not self._bind_volumes(pod, d.node, d.volumes, then):
+                    then("the volume binder refused")
+                continue
             if not self._binder.bind(pod, d.node, callback, devices):
                 callback(BindResult(pod, d.node, BindOutcome.FAILED, None, "binder refused", 0.0))
+
+    def _volumes_bound(
+        self,
+        pod: Pod,
+        node: str,
+        callback: Callable[[BindResult], None],
+        devices: Mapping[str, str],
+        error: str | None,
+    ) -> None:
+        """A member's claims are bound (``error`` None): bind it; else it failed to bind."""
+        if error is not None:
+            callback(BindResult(pod, node, BindOutcome.FAILED, None, error, 0.0))
+        elif not self._binder.bind(pod, node, callback, devices):
+            callback(BindResult(pod, node, BindOutcome.FAILED, None, "binder refused", 0.0))
 
     def _end_attempt(self, gang: str) -> None:
         with self._lock:

@@ -37,6 +37,8 @@ class SchedulerHooks:
     on_attempt: Callable[[str, str, float], None] = _noop
     # stage: "filter_score" | "bind" | "e2e"; seconds
     on_stage: Callable[[str, float], None] = _noop
+    # CPU seconds the loop's thread spent in one scheduling cycle (filter, score, select)
+    on_cycle_cpu: Callable[[float], None] = _noop
     # {"active": n, "backoff": n, "unschedulable": n}
     on_queue: Callable[[dict[str, int]], None] = _noop
     # binds in flight

@@ -19,7 +19,9 @@ of what the server sends):
 
 Handlers run on the informer's thread, in event order; an exception in a handler is logged
 and does not stop the informer. ``has_synced()`` turns true once the first list has been
-delivered.
+delivered. A ``transform`` (client-go's ``SetTransform``) trims each object as it arrives,
+before it is stored or handed on, so a store of objects the scheduler reads little of (a
+ReplicaSet's whole pod template) does not hold what it never reads.
 """
 
 from __future__ import annotations
@@ -113,10 +115,12 @@ class Informer:
         field_selector: str | None = None,
         options: InformerOptions | None = None,
         rng: random.Random | None = None,
+        transform: Callable[[JSON], JSON] | None = None,
     ) -> None:
         self.resource = resource
         self._list_func = list_func
         self._handler = handler
+        self._transform = transform
         self._field_selector = field_selector
         self._options = options or InformerOptions()
         self._rng = rng or random.Random()
@@ -242,8 +246,9 @@ class Informer:
             )
             body = wirejson.loads(response.data)
             response.release_conn()
+            transform = self._transform
             for item in body.get("items") or ():
-                items[object_key(item)] = item
+                items[object_key(item)] = item if transform is None else transform(item)
             meta = body.get("metadata") or {}
             token = meta.get("continue")
             if not token:
@@ -320,6 +325,8 @@ class Informer:
             raise _StreamError(f"{code}: {obj.get('message', '')}")
         rv = _rv(obj)
         key = object_key(obj)
+        if self._transform is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
+            obj = self._transform(obj)
         if kind == "BOOKMARK":
             pass
         elif kind in ("ADDED", "MODIFIED"):

@@ -10,6 +10,7 @@ one) so that tests and several schedulers in one process do not share counts, an
 | ``policyengine_schedule_attempts_total`` | counter | result, profile | attempts by result (scheduled, unschedulable, error) |
 | ``policyengine_scheduling_attempt_duration_seconds`` | histogram | result, profile | one attempt, end to end (kube-scheduler's scheduling_attempt_duration_seconds) |
 | ``policyengine_scheduling_stage_duration_seconds`` | histogram | stage | one stage of an attempt (filter, score, select, bind, …) |
+| ``policyengine_scheduling_cycle_cpu_seconds_total`` | counter | | CPU time of the loop's thread in scheduling cycles (filter, score, select): beside the process's CPU time, what the loop spends outside them (watches, queue, binding, events) |
 | ``policyengine_preemption_attempts_total`` | counter | preemptor, result | preemption tried for a pod or gang (``preemptor``) that fits nowhere: preempted, unhelpful (no candidate, or not eligible), waiting (its earlier victims are still going) — kube-scheduler's preemption_attempts_total |
 | ``policyengine_preemption_victims`` | histogram | preemptor | pods evicted by one preemption (kube-scheduler's preemption_victims) |
 | ``policyengine_pending_pods`` | gauge | queue | pods waiting, by sub-queue (active, backoff, unschedulable, gated) |
@@ -74,6 +75,11 @@ class Metrics:
             "Duration of one stage of a scheduling attempt, in seconds.",
             ("stage",),
             buckets=STAGE_BUCKETS,
+            registry=self.registry,
+        )
+        self.cycle_cpu = Counter(
+            "policyengine_scheduling_cycle_cpu_seconds",
+            "CPU time of the scheduling loop's thread in scheduling cycles, in seconds.",
             registry=self.registry,
         )
         self.pending = Gauge(
@@ -191,6 +197,7 @@ class Metrics:
         return SchedulerHooks(
             on_attempt=self.observe_attempt,
             on_stage=self.observe_stage,
+            on_cycle_cpu=self.cycle_cpu.inc,
             on_queue=self.set_queue_depths,
             on_bind=self.set_binds_in_flight,
             on_gang_attempt=self.observe_gang_attempt,

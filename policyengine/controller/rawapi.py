@@ -7,7 +7,7 @@ conversion of the body and header negotiation before urllib3 sees it — about 4
 CPU, measured alone. kube-scheduler's client-go does none of that: it serialises the object
 and posts it.
 
-``RawAPI`` offers the calls of ``CoreV1Api``, ``EventsV1Api`` and ``PolicyV1Api`` that the
+``RawAPI`` offers the calls of ``CoreV1Api``, ``AppsV1Api``, ``EventsV1Api`` and ``PolicyV1Api`` that the
 loop uses, under the same names and arguments (so an ``Informer`` takes ``RawAPI.list_node``
 where it took ``CoreV1Api.list_node``), and answers the way the generated client answers with
 ``_preload_content=False``: the urllib3 response on 2xx (for the writes, a ``WireResponse``
@@ -112,11 +112,24 @@ class RawAPI:
         "list_node": "CoreV1Api",
         "list_pod_for_all_namespaces": "CoreV1Api",
         "list_pod_disruption_budget_for_all_namespaces": "PolicyV1Api",
+        "list_service_for_all_namespaces": "CoreV1Api",
+        "list_replication_controller_for_all_namespaces": "CoreV1Api",
+        "list_replica_set_for_all_namespaces": "AppsV1Api",
+        "list_stateful_set_for_all_namespaces": "AppsV1Api",
         "create_namespaced_pod_binding": "CoreV1Api",
         "patch_namespaced_pod": "CoreV1Api",
         "patch_namespaced_pod_status": "CoreV1Api",
         "delete_namespaced_pod": "CoreV1Api",
         "create_namespaced_event": "EventsV1Api",
+        # Storage: the objects VolumeBinding reads, and its binding of claims.
+        "list_persistent_volume": "CoreV1Api",
+        "list_persistent_volume_claim_for_all_namespaces": "CoreV1Api",
+        "list_storage_class": "StorageV1Api",
+        "list_csi_node": "StorageV1Api",
+        "list_csi_driver": "StorageV1Api",
+        "list_csi_storage_capacity_for_all_namespaces": "StorageV1Api",
+        "patch_persistent_volume": "CoreV1Api",
+        "patch_namespaced_persistent_volume_claim": "CoreV1Api",
     }
 
     def __init__(
@@ -210,7 +223,49 @@ class RawAPI:
             timeout=params.get("_request_timeout"),
         )
 
+    def list_persistent_volume(self, **params: Any) -> Any:
+        return self._list("/api/v1/persistentvolumes", params)
+
+    def list_persistent_volume_claim_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/api/v1/persistentvolumeclaims", params)
+
+    def list_storage_class(self, **params: Any) -> Any:
+        return self._list("/apis/storage.k8s.io/v1/storageclasses", params)
+
+    def list_csi_node(self, **params: Any) -> Any:
+        return self._list("/apis/storage.k8s.io/v1/csinodes", params)
+
+    def list_csi_driver(self, **params: Any) -> Any:
+        return self._list("/apis/storage.k8s.io/v1/csidrivers", params)
+
+    def list_csi_storage_capacity_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/apis/storage.k8s.io/v1/csistoragecapacities", params)
+
+    def list_service_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/api/v1/services", params)
+
+    def list_replication_controller_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/api/v1/replicationcontrollers", params)
+
+    def list_replica_set_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/apis/apps/v1/replicasets", params)
+
+    def list_stateful_set_for_all_namespaces(self, **params: Any) -> Any:
+        return self._list("/apis/apps/v1/statefulsets", params)
+
+    def _list(self, path: str, params: Mapping[str, Any]) -> Any:
+        return self._request("GET", path, params, timeout=params.get("_request_timeout"))
+
     # ------------------------------------------------------------------ writes
+
+    def patch_persistent_volume(self, name: str, body: Any, **params: Any) -> Any:
+        return self._write("PATCH", f"/api/v1/persistentvolumes/{_segment(name)}", body, params)
+
+    def patch_namespaced_persistent_volume_claim(
+        self, name: str, namespace: str, body: Any, **params: Any
+    ) -> Any:
+        path = f"/api/v1/namespaces/{_segment(namespace)}/persistentvolumeclaims/{_segment(name)}"
+        return self._write("PATCH", path, body, params)
 
     def create_namespaced_pod_binding(
         self, name: str, namespace: str, body: Mapping[str, Any], **params: Any

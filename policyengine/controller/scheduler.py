@@ -66,7 +66,10 @@ from policyengine.controller.queue import (
     SchedulingQueue,
 )
 from policyengine.controller.rawapi import RawAPI
+from policyengine.controller.storagecache import StorageCache
+from policyengine.controller.volumebinding import DEFAULT_BIND_TIMEOUT, VolumeBinder
 from policyengine.controller.wirejson import JSON
+from policyengine.controller.workloads import WorkloadWatch
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.fastpath.classes import ClassCache
@@ -84,6 +87,7 @@ from policyengine.model.load import DEFAULT_MAX_AGE
 from policyengine.model.objects import Pod
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.storage import StorageObjects
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
 log = structlog.get_logger(__name__)
@@ -95,6 +99,10 @@ POLICY_CHANGE = "PolicyChange"
 # kube-scheduler's pod informer leaves out pods that can never hold resources again.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+# The queue's event for a change of a storage object (a claim bound, a volume created, ...).
+STORAGE_CHANGE = "StorageChange"
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,9 @@ class SchedulerOptions:
     # 100 ms with 1,000 nodes, a stall of the sync or the loop each time). Reference
     # counting still frees them. Process-wide, so only ``policyengine run`` turns it on.
     freeze_heap: bool = False
+    # How long a pod's claims may take to be bound by the PV controller before the pod is
+    # tried again (kube-scheduler's VolumeBinding bindTimeoutSeconds).
+    volume_bind_timeout: float = DEFAULT_BIND_TIMEOUT
 
 
 class Scheduler:
@@ -211,6 +222,33 @@ class Scheduler:
             options=opts.informer,
             rng=informer_rng,
         )
+        # Storage (controller/storagecache.py, volumebinding.py): the six storage kinds, the
+        # volume decisions assumed with their pods, and the binding of claims before pods.
+        self.storage = StorageCache(on_change=self._storage_changed)
+        self.volume_binder = VolumeBinder(
+            api_client, self.storage, timeout=opts.volume_bind_timeout
+        )
+        self.storage_informers = [
+            Informer(
+                resource,
+                list_func,
+                self.storage.handler(resource),
+                options=opts.informer,
+                rng=informer_rng,
+            )
+            for resource, list_func in (
+                ("persistentvolumes", core.list_persistent_volume),
+                ("persistentvolumeclaims", core.list_persistent_volume_claim_for_all_namespaces),
+                ("storageclasses", core.list_storage_class),
+                ("csinodes", core.list_csi_node),
+                ("csidrivers", core.list_csi_driver),
+                ("csistoragecapacities", core.list_csi_storage_capacity_for_all_namespaces),
+            )
+        ]
+        # Services and controllers, which default topology spreading derives selectors from.
+        self.workloads = WorkloadWatch(
+            api_client, self.cache, options=opts.informer, rng=informer_rng
+        )
         # Gangs (controller/gangs.py): PodGroups, their status, and the members' queue entry.
         self.podgroup_status = PodGroupStatusWriter(api_client)
         self.gangs = GangCoordinator(
@@ -227,6 +265,7 @@ class Scheduler:
             topology=opts.topology,
             default_timeout=opts.gang_timeout,
             preempt=self._preempt_gang,
+            bind_volumes=self._bind_member_volumes,
         )
         self.podgroups = PodGroupSource(
             api_client,
@@ -250,10 +289,15 @@ class Scheduler:
         self.node_informer.start()
         self.pod_informer.start()
         self.pdb_informer.start()
+        for informer in self.storage_informers:
+            informer.start()
+        self.workloads.start()
         try:
             while not stop.is_set() and not self.has_synced():
                 stop.wait(0.05)
             if not stop.is_set():
+                # Listed, the storage is known, even when there is none.
+                self.cache.set_storage(self.storage.objects())
                 log.info("caches synced", **self.stats())
                 if self._options.freeze_heap:
                     gc.freeze()
@@ -283,6 +327,8 @@ class Scheduler:
             self.node_informer.has_synced()
             and self.pod_informer.has_synced()
             and self.pdb_informer.has_synced()
+            and all(informer.has_synced() for informer in self.storage_informers)
+            and self.workloads.has_synced()
             and self.podgroups.has_synced()
         )
 
@@ -313,7 +359,11 @@ class Scheduler:
         self.podgroup_status.stop(timeout=5.0)
         self.podgroups.stop()
         self.load.stop()
+        self.volume_binder.shutdown()
+        for informer in self.storage_informers:
+            informer.stop()
         self.pdb_informer.stop()
+        self.workloads.stop()
         self.pod_informer.stop()
         self.node_informer.stop()
         log.info("scheduler stopped")
@@ -329,6 +379,7 @@ class Scheduler:
 
     def _schedule_one(self, item: QueuedPod) -> None:
         start = time.perf_counter()
+        cpu_start = time.thread_time()
         pod = item.pod
         profile = pod.scheduler_name
         if self.cache.is_assumed(pod.key) or pod.key in self.cache.snapshot().pod_nodes:
@@ -354,6 +405,7 @@ class Scheduler:
             self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
             return
         self._call(self._hooks.on_stage, "filter_score", time.perf_counter() - start)
+        self._call(self._hooks.on_cycle_cpu, time.thread_time() - cpu_start)
         if decision.node is None:
             try:
                 outcome = self.preemptor.run(program, pod, cached, decision, profile, self._rng)
@@ -378,6 +430,27 @@ class Scheduler:
             self.queue.add_backoff(item)
             self._call(self._hooks.on_attempt, "error", profile, time.perf_counter() - start)
             return
+        if decision.volumes:
+            # The claims are bound first (kube-scheduler's PreBind); the pod after them.
+            node = decision.node
+            self.storage.assume(pod.key, node, decision.volumes)
+            if not self.volume_binder.bind(
+                pod,
+                node,
+                decision.volumes,
+                lambda error: self._volumes_bound(item, decision, start, devices, error),
+            ):
+                self.storage.forget(pod.key)
+                self.cache.forget(pod.key)
+                self.queue.add_backoff(item)
+            return
+        self._bind(item, decision, start, devices)
+
+    def _bind(
+        self, item: QueuedPod, decision: Decision, start: float, devices: Mapping[str, str]
+    ) -> None:
+        pod = item.pod
+        assert decision.node is not None
         started = self.binder.bind(
             pod,
             decision.node,
@@ -387,6 +460,35 @@ class Scheduler:
         if not started:
             self.cache.forget(pod.key)
             self.queue.add_backoff(item)
+
+    def _volumes_bound(
+        self,
+        item: QueuedPod,
+        decision: Decision,
+        start: float,
+        devices: Mapping[str, str],
+        error: str | None,
+    ) -> None:
+        """The pod's claims are bound (``error`` None): bind the pod. Otherwise forget what
+        was assumed and try the pod again after its backoff."""
+        pod = item.pod
+        # Bound or not, the watches now hold what the API server has: no assumption is left.
+        self.storage.forget(pod.key)
+        if error is None:
+            self._bind(item, decision, start, devices)
+            return
+        self.cache.forget(pod.key)
+        self.queue.add_backoff(item)
+        message = f'running PreBind plugin "VolumeBinding": {error}'
+        self.events.failed_scheduling(
+            pod,
+            pod.scheduler_name,
+            message,
+            decision.policy,
+            decision.version,
+            current_condition=_pod_scheduled_condition(self.pod_informer.get(pod.key)),
+        )
+        self._call(self._hooks.on_attempt, "error", pod.scheduler_name, time.perf_counter() - start)
 
     def _unschedulable(
         self, item: QueuedPod, decision: Decision, start: float, *, retry: bool = False
@@ -451,6 +553,27 @@ class Scheduler:
             self.queue.move_all(NODE_ADD)
         elif change == NODE_CHANGED:
             self.queue.move_all(NODE_UPDATE)
+
+    def _bind_member_volumes(
+        self, pod: Pod, node: str, volumes: Any, then: Callable[[str | None], None]
+    ) -> bool:
+        """A gang member's waiting claims: assumed, then bound; ``then`` gets the outcome
+        once the assumption is lifted."""
+        self.storage.assume(pod.key, node, volumes)
+
+        def done(error: str | None) -> None:
+            self.storage.forget(pod.key)
+            then(error)
+
+        started = self.volume_binder.bind(pod, node, volumes, done)
+        if not started:
+            self.storage.forget(pod.key)
+        return started
+
+    def _storage_changed(self, view: StorageObjects, from_api: bool) -> None:
+        self.cache.set_storage(view)
+        if from_api:  # a claim, volume, class ... changed: pods waiting on one may fit now
+            self.queue.move_all(STORAGE_CHANGE)
 
     def _node_deleted(self, obj: JSON) -> None:
         self.cache.remove_node(object_key(obj))

@@ -50,6 +50,7 @@ from policyengine.engine.histogram import histogram_line
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.profiles import profile_for
 from policyengine.engine.selection import pick_by_key, pick_by_values
+from policyengine.engine.volumes import pod_volumes
 from policyengine.lang.compiler import CompiledSelect, Program
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import Env
@@ -218,6 +219,7 @@ def schedule(
         message=message,
         errors=tuple(dict.fromkeys(errors)),
         gpu_devices=_devices(context, snapshot, chosen, pod),
+        volumes=pod_volumes(pod, snapshot, chosen, config, context) or None if chosen else None,
     )
 
 
@@ -314,6 +316,11 @@ class _FeasibleNodes(Sequence[NodeInfo]):
         if self._items is None:
             self._items = _pick(self._snapshot.nodes, np.flatnonzero(self._mask))
         return self._items
+
+    def rows_in(self, snapshot: ClusterSnapshot) -> np.ndarray | None:
+        """The rows of ``snapshot.nodes`` holding these nodes, in order (None: they are
+        another snapshot's): what a columnar PreScore gathers at, without looking them up."""
+        return np.flatnonzero(self._mask) if snapshot is self._snapshot else None
 
     def __len__(self) -> int:
         return self._count

@@ -44,6 +44,9 @@ class Decision:
     message: str = ""  # why the pod is unschedulable (the histogram line), or how it was placed
     errors: tuple[str, ...] = ()  # runtime errors of rules, each with its rule and position
     gpu_devices: tuple[Grant, ...] = ()  # the GPU device(s) the pod gets on ``node``
+    # What binding the pod's waiting claims on ``node`` takes (``engine.volumes``): a
+    # ``model.volume_binder.PodVolumes``, None when there is nothing to bind.
+    volumes: Any = None
 
     @property
     def scheduled(self) -> bool:

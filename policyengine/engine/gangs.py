@@ -27,6 +27,7 @@ from policyengine.engine.gang_domains import Domain, domain_view, free_sums, lay
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.normalize import normalize
 from policyengine.engine.profiles import profile_for
+from policyengine.engine.volumes import assume_volumes
 from policyengine.lang.compiler import CompiledGang, Program
 from policyengine.lang.runtime import Env
 from policyengine.model.frozen import EMPTY
@@ -370,6 +371,8 @@ def _try(
             # With the GPU devices it was granted, so that no later member gets the same ones.
             placed = with_devices(pod, decision.node, decision.gpu_devices)
             snap = snap.with_pod(placed, decision.node)
+            if decision.volumes:  # and with its volumes, which no later member may take
+                snap = assume_volumes(snap, decision.node, decision.volumes)
         else:
             spare -= 1
             if spare < 0:
@@ -423,8 +426,11 @@ def assume_gang(snapshot: ClusterSnapshot, gang: Gang, decision: GangDecision) -
         if last.base is snapshot and last.pending is gang.pending and last.placed == placed:
             return last.snapshot
     members = {pod.key: pod for pod in gang.pending}
+    volumes = {d.pod: d.volumes for d in decision.placements if d.volumes}
     for key, node, grants in placed:
         snapshot = snapshot.with_pod(with_devices(members[key], node, grants), node)
+        if key in volumes:
+            snapshot = assume_volumes(snapshot, node, volumes[key])
     return snapshot
 
 

@@ -2,8 +2,9 @@
 
 Pods are taken in kube-scheduler's queue order (higher priority first, then older first, then
 by name for a stable order). Each placement is assumed into the snapshot before the next pod is
-scheduled — its requests count as allocated and it counts for affinity and spread — exactly as
-kube-scheduler's assume step makes the next cycle see it. A pod with scheduling gates is not
+scheduled — its requests count as allocated and it counts for affinity and spread, the volumes
+its waiting claims bind to are taken and the claims it has provisioned name its node — exactly
+as kube-scheduler's assume step makes the next cycle see it. A pod with scheduling gates is not
 placed (kube-scheduler never takes it into its queue): it is reported after the others, unplaced,
 with kube-scheduler's ``waiting for scheduling gates: [...]``.
 """
@@ -23,6 +24,7 @@ from policyengine.engine.gangs import Gang, GangDecision, assume_gang, gangs_of,
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.engine.gpu_report import GpuReport, Shapes, gpu_report, shapes_of
 from policyengine.engine.preemption import PreemptionDecision, preempt_in_simulation
+from policyengine.engine.volumes import assume_volumes
 from policyengine.lang.compiler import Program
 from policyengine.model.fragmentation import Workload, shape_key
 from policyengine.model.objects import Pod
@@ -175,6 +177,8 @@ def simulate(
             if decision.node is not None:
                 placed = with_devices(unit, decision.node, decision.gpu_devices)
                 snapshot = snapshot.with_pod(placed, decision.node)
+                if decision.volumes:
+                    snapshot = assume_volumes(snapshot, decision.node, decision.volumes)
             done += 1
         if progress is not None:
             progress(done, len(ordered))

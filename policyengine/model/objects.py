@@ -17,6 +17,7 @@ from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.labels import LabelSelector
 from policyengine.model.node_selectors import NodeSelector, PreferredSchedulingTerm
 from policyengine.model.taints import Taint, Toleration
+from policyengine.model.volumes import STORAGE_SOURCES, Volume
 
 ResourceList = FrozenDict[str, Fraction]
 
@@ -191,6 +192,8 @@ class Pod:
     nominated_node_name: str = ""
     resource_version: str = ""
     creation_timestamp: str = ""  # RFC 3339, UTC: orders the scheduling queue among equals
+    # spec.volumes, as the storage plugins read them (``model.volumes``).
+    volumes: tuple[Volume, ...] = ()
 
     @property
     def key(self) -> str:
@@ -232,6 +235,12 @@ class Pod:
         """Going away because a scheduler preempted it (kube's ``podTerminatingByPreemption``):
         a preemptor nominated to its node waits for it rather than preempting again."""
         return self.deletion_timestamp is not None and self.preempted_by_scheduler
+
+    @cached_property
+    def uses_storage(self) -> bool:
+        """Whether a volume of the pod is one the storage plugins read (a claim, an in-tree
+        disk): for the others they do nothing."""
+        return any(v.kind in STORAGE_SOURCES for v in self.volumes)
 
     @cached_property
     def pod_affinity(self) -> PodAffinity | None:

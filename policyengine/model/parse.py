@@ -47,6 +47,7 @@ from policyengine.model.objects import (
     WeightedPodAffinityTerm,
 )
 from policyengine.model.taints import EFFECTS, Taint, Toleration
+from policyengine.model.volumes import KNOWN_SOURCES, RBD, Volume
 from policyengine.quantity import QuantityError, parse_quantity
 
 
@@ -592,6 +593,53 @@ def parse_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
         creation_timestamp=_timestamp(
             ctx, meta.get("creationTimestamp"), "metadata.creationTimestamp"
         ),
+        volumes=tuple(
+            _volume(ctx, v, f"spec.volumes[{i}]")
+            for i, v in enumerate(_list(ctx, spec.get("volumes"), "spec.volumes"))
+        ),
+    )
+
+
+# The field naming the disk of each volume source the storage plugins read.
+_VOLUME_HANDLES = {
+    "persistentVolumeClaim": "claimName",
+    "gcePersistentDisk": "pdName",
+    "awsElasticBlockStore": "volumeID",
+    "iscsi": "iqn",
+    "rbd": "image",
+    "azureDisk": "diskURI",
+    "cinder": "volumeID",
+    "csi": "driver",
+}
+
+
+def _volume(ctx: _Ctx, value: Any, path: str) -> Volume:
+    """One ``spec.volumes`` entry: its source's kind and what names its disk."""
+    raw = _map(ctx, value, path)
+    name = _str(ctx, raw.get("name"), f"{path}.name")
+    kind = next((k for k in KNOWN_SOURCES if raw.get(k) is not None), "")
+    if not kind:
+        kind = next((k for k in raw if k != "name" and raw.get(k) is not None), "")
+        return Volume(name, str(kind))
+    src_path = f"{path}.{kind}"
+    source = _map(ctx, raw.get(kind), src_path)
+    handle_field = _VOLUME_HANDLES.get(kind)
+    handle = ""
+    if handle_field is not None:
+        handle = _str(ctx, source.get(handle_field), f"{src_path}.{handle_field}")
+        if not handle and kind == "persistentVolumeClaim":
+            raise ctx.fail(f"{src_path}.claimName", "is required")
+    pool = monitors = None
+    if kind == RBD:
+        pool = _str(ctx, source.get("pool"), f"{src_path}.pool") or "rbd"
+        monitors = _strings(ctx, source.get("monitors"), f"{src_path}.monitors")
+    return Volume(
+        name,
+        kind,
+        handle,
+        _bool(ctx, source.get("readOnly"), f"{src_path}.readOnly"),
+        pool or "",
+        monitors or (),
     )
 
 

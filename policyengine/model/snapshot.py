@@ -46,6 +46,8 @@ from policyengine.model.resources import (
     to_units,
 )
 from policyengine.model.shared_map import SharedMap
+from policyengine.model.storage import NO_STORAGE, StorageObjects
+from policyengine.model.workloads import NO_WORKLOADS, Workload, WorkloadIndex
 
 _generation = itertools.count(1)
 _new_object = object.__new__
@@ -409,6 +411,10 @@ class ClusterSnapshot:
     generation: int = 0
     pod_groups: FrozenDict[str, PodGroup] = field(default=EMPTY)  # "ns/name" -> PodGroup
     pdbs: FrozenDict[str, PodDisruptionBudget] = field(default=EMPTY)  # "ns/name" -> budget
+    # PVs, PVCs, classes, CSINodes, CSIDrivers, capacities (``model.storage``).
+    storage: StorageObjects = NO_STORAGE
+    # Services and controllers, which default topology spreading derives selectors from.
+    workloads: WorkloadIndex = field(default=NO_WORKLOADS)
 
     # -- construction ----------------------------------------------------------------
 
@@ -419,6 +425,8 @@ class ClusterSnapshot:
         namespaces: Iterable[Namespace] = (),
         pod_groups: Iterable[PodGroup] = (),
         pdbs: Iterable[PodDisruptionBudget] = (),
+        workloads: Iterable[Workload] = (),
+        storage: StorageObjects = NO_STORAGE,
     ) -> ClusterSnapshot:
         """A snapshot from nodes and *assigned* pods; raises ``ModelError`` on bad input."""
         by_node: dict[str, list[Pod]] = {}
@@ -459,6 +467,8 @@ class ClusterSnapshot:
             generation=next(_generation),
             pod_groups=FrozenDict({g.key: g for g in pod_groups}),
             pdbs=FrozenDict({b.key: b for b in pdbs}),
+            storage=storage,
+            workloads=WorkloadIndex.build(workloads),
         )
 
     # -- reading ---------------------------------------------------------------------
@@ -579,6 +589,8 @@ class ClusterSnapshot:
                 "generation": next(_generation),
                 "pod_groups": self.pod_groups,
                 "pdbs": self.pdbs,
+                "storage": self.storage,
+                "workloads": self.workloads,
             },
         )
         if old is not None:
@@ -657,6 +669,8 @@ class ClusterSnapshot:
             generation=next(_generation),
             pod_groups=self.pod_groups,
             pdbs=self.pdbs,
+            storage=self.storage,
+            workloads=self.workloads,
         )
 
     def with_loads(self, loads: Mapping[str, NodeLoad]) -> ClusterSnapshot:
@@ -704,6 +718,28 @@ class ClusterSnapshot:
             return self
         return replace(self, pdbs=self.pdbs.without(key), generation=next(_generation))
 
+    def with_storage(self, storage: StorageObjects) -> ClusterSnapshot:
+        """The same nodes and pods with other storage objects (a watch event on a PV, a PVC,
+        ...; an assumed pod's volume decisions). Nodes keep their ``NodeInfo``s."""
+        if storage is self.storage:
+            return self
+        return replace(self, storage=storage, generation=next(_generation))
+
+    def with_workload(self, workload: Workload) -> ClusterSnapshot:
+        """Add or replace a Service or controller (a watch ADDED/MODIFIED event); the snapshot
+        itself when nothing default spreading reads of it changed."""
+        index = self.workloads.with_workload(workload)
+        if index is self.workloads:
+            return self
+        return replace(self, workloads=index, generation=next(_generation))
+
+    def without_workload(self, kind: str, namespace: str, name: str) -> ClusterSnapshot:
+        """Forget a Service or controller (deleted); unknown ones leave the snapshot as it is."""
+        index = self.workloads.without(kind, namespace, name)
+        if index is self.workloads:
+            return self
+        return replace(self, workloads=index, generation=next(_generation))
+
     def requested_total(self) -> ResourceList:
         total: dict[str, Fraction] = {}
         for info in self.node_infos.values():
@@ -721,6 +757,8 @@ def snapshot_from_objects(
     now: datetime | None = None,
     load_max_age: timedelta = DEFAULT_MAX_AGE,
     pdbs: Iterable[PodDisruptionBudget] = (),
+    workloads: Iterable[Workload] = (),
+    storage: StorageObjects = NO_STORAGE,
 ) -> tuple[ClusterSnapshot, tuple[Pod, ...], tuple[str, ...]]:
     """Split pods into the snapshot (assigned) and the pending ones; warn about strays.
 
@@ -748,7 +786,18 @@ def snapshot_from_objects(
                 f"{object_ref('Pod', p.namespace, p.name)}: spec.nodeName {p.node_name!r} is not a node "
                 "in the snapshot; the pod is ignored"
             )
-    snapshot = ClusterSnapshot.build(node_list, assigned, namespaces, pod_groups, pdbs)
+    if not storage.known:
+        claiming = sum(1 for p in pending if p.uses_storage)
+        if claiming:
+            warnings.append(
+                f"{claiming} pending pod{'s' if claiming != 1 else ''} use{'' if claiming != 1 else 's'} "
+                "PersistentVolumeClaims or in-tree disks, but the snapshot holds no storage "
+                "objects: the storage filters pass them (add pv,pvc,storageclass,csinode,"
+                "csidriver,csistoragecapacity to kubectl get)"
+            )
+    snapshot = ClusterSnapshot.build(
+        node_list, assigned, namespaces, pod_groups, pdbs, workloads, storage=storage
+    )
     # Load is judged fresh against ``now``, by default the snapshot's own newest reading.
     loads, load_warnings = resolve_loads(node_list, node_metrics, now, load_max_age)
     snapshot = snapshot.with_loads(loads)

@@ -3,7 +3,8 @@
 Accepted: a ``kind: List`` (or ``NodeList``/``PodList``), multi-document YAML, JSON (one object,
 a list, or a List), and a directory of such files (``.yaml``, ``.yml``, ``.json``, read in name
 order). Pods with ``spec.nodeName`` are running, the others pending. Namespaces are kept for
-namespace selectors; ``metrics.k8s.io`` NodeMetrics (``kubectl get --raw
+namespace selectors; the storage kinds (PersistentVolumes, claims, StorageClasses, CSINodes,
+CSIDrivers, CSIStorageCapacities: ``model.storage``) for the storage plugins; ``metrics.k8s.io`` NodeMetrics (``kubectl get --raw
 /apis/metrics.k8s.io/v1beta1/nodes``) give measured load (``model.load``); kinds the engine does
 not use are skipped with a warning. Warnings are
 returned as values, never printed: the caller decides where they go.
@@ -23,6 +24,18 @@ from policyengine.model.objects import Namespace, Node, Pod
 from policyengine.model.parse import parse_namespace, parse_node, parse_pod, type_name
 from policyengine.model.pdb import PodDisruptionBudget, is_pdb_object, parse_pdb
 from policyengine.model.podgroup import PodGroup, is_pod_group_object, parse_pod_group
+from policyengine.model.storage import (
+    NO_STORAGE,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    StorageObjects,
+)
+from policyengine.model.storage_parse import STORAGE_KINDS, parse_storage_object
+from policyengine.model.workloads import Workload, is_workload_object, parse_workload
 
 SNAPSHOT_SUFFIXES = (".yaml", ".yml", ".json")
 _LIST_KINDS = {
@@ -33,6 +46,11 @@ _LIST_KINDS = {
     "PodGroupList",
     "NodeMetricsList",
     "PodDisruptionBudgetList",
+    *(f"{kind}List" for kind in STORAGE_KINDS),
+    "ServiceList",
+    "ReplicaSetList",
+    "StatefulSetList",
+    "ReplicationControllerList",
 }
 _ITEM_KIND = {
     "NodeList": "Node",
@@ -41,6 +59,11 @@ _ITEM_KIND = {
     "PodGroupList": "PodGroup",
     "NodeMetricsList": "NodeMetrics",
     "PodDisruptionBudgetList": "PodDisruptionBudget",
+    **{f"{kind}List": kind for kind in STORAGE_KINDS},
+    "ServiceList": "Service",
+    "ReplicaSetList": "ReplicaSet",
+    "StatefulSetList": "StatefulSet",
+    "ReplicationControllerList": "ReplicationController",
 }
 _LIST_KIND_SET = frozenset(_LIST_KINDS)
 _TERMINAL_PHASES = {"Succeeded", "Failed"}
@@ -60,6 +83,25 @@ class LoadedObjects:
     # The pods left out because they have finished (one warning counts them): "ns/name (phase)".
     finished: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()  # the kind of every object read ("" for none), used or not
+    # PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities.
+    storage_objects: tuple[Any, ...] = ()
+    # Services and controllers (default topology spreading derives selectors from them).
+    workloads: tuple[Workload, ...] = ()
+
+    @property
+    def storage(self) -> StorageObjects:
+        """The storage objects indexed for the snapshot (``model.storage``)."""
+        objs = self.storage_objects
+        if not objs:
+            return NO_STORAGE
+        return StorageObjects.build(
+            (o for o in objs if isinstance(o, PersistentVolume)),
+            (o for o in objs if isinstance(o, PersistentVolumeClaim)),
+            (o for o in objs if isinstance(o, StorageClass)),
+            (o for o in objs if isinstance(o, CSINode)),
+            (o for o in objs if isinstance(o, CSIDriver)),
+            (o for o in objs if isinstance(o, CSIStorageCapacity)),
+        )
 
     @property
     def running_pods(self) -> tuple[Pod, ...]:
@@ -149,12 +191,24 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
     pod_groups: list[PodGroup] = []
     node_metrics: list[NodeMetrics] = []
     pdbs: list[PodDisruptionBudget] = []
+    storage: list[Any] = []
+    workloads: list[Workload] = []
     finished: list[str] = []
     kinds: list[str] = []
     list_kind: str | None = None
     for doc in documents:
         if doc is decode.RESTART:
-            for kept in (nodes, pods, namespaces, warnings, pod_groups, node_metrics, pdbs):
+            for kept in (
+                nodes,
+                pods,
+                namespaces,
+                warnings,
+                pod_groups,
+                node_metrics,
+                pdbs,
+                storage,
+                workloads,
+            ):
                 kept.clear()
             finished.clear()
             kinds.clear()
@@ -186,6 +240,10 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
                 node_metrics.append(parse_node_metrics(obj, source))
             elif is_pdb_object(obj):
                 pdbs.append(parse_pdb(obj, source))
+            elif kind in STORAGE_KINDS:
+                storage.append(parse_storage_object(obj, source))
+            elif is_workload_object(obj):
+                workloads.append(parse_workload(obj, source))
             elif not kind:
                 warnings.append(f"{source}: an object without a kind was ignored")
             else:
@@ -209,6 +267,8 @@ def parse_objects(documents: Iterable[Any], source: str = "<input>") -> LoadedOb
         tuple(pdbs),
         tuple(finished),
         tuple(kinds),
+        tuple(storage),
+        workloads=tuple(workloads),
     )
 
 

@@ -44,7 +44,9 @@ class CycleContext:
         self.config = config
         self.topology = topology
         self._prepared: dict[Any, Any] = {}
-        # Set by the engine between filtering and scoring (a sequence gathered when read).
+        # Set by the engine between filtering and scoring (a sequence gathered when read; the
+        # engine's also says where its nodes are: ``rows_in(snapshot)``, the rows of
+        # ``snapshot.nodes``, or None).
         self.feasible: Sequence[Any] = ()
         # States kept for every pod alike to this one under this config (set by the engine):
         # where ``prepared(..., pod_only=True)`` states live between cycles.

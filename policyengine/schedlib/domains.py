@@ -549,6 +549,47 @@ _ROWS: list[tuple[int, tuple[NodeInfo, ...], dict[int, int]]] = []
 _ROWS_LOCK = threading.Lock()
 
 
+def rows_of(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> list[int] | None:
+    """The rows of ``snapshot.nodes`` holding ``infos`` (None: one is not there). The
+    snapshot holds its ``NodeInfo`` objects alive, so their ids name them."""
+    nodes = snapshot.nodes
+    if len(infos) == len(nodes) and all(map(operator.is_, infos, nodes)):
+        return list(range(len(nodes)))
+    by_id = rows_by_id(snapshot)
+    try:
+        rows = list(map(by_id.__getitem__, map(id, infos)))
+        picked = operator.itemgetter(*rows)(nodes) if len(rows) > 1 else (nodes[rows[0]],)
+    except (KeyError, IndexError):
+        return None
+    # Checked: the map may have moved on to a later snapshot meanwhile.
+    return rows if all(map(operator.is_, picked, infos)) else None
+
+
+_last_rows = threading.local()
+
+
+def rows_at(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> np.ndarray | None:
+    """The rows of ``snapshot.nodes`` holding ``infos`` (``rows_of``), kept for the last list
+    asked about: a cycle's PreScores and scores ask about the same feasible nodes, in lists of
+    their own. A sequence that knows its rows (the engine's feasible nodes: ``rows_in``)
+    says them."""
+    last = getattr(_last_rows, "last", None)
+    if (
+        last is not None
+        and last[0] is snapshot
+        and len(last[1]) == len(infos)
+        and all(map(operator.is_, last[1], infos))
+    ):
+        return last[2]
+    told = getattr(infos, "rows_in", None)
+    rows = told(snapshot) if told is not None else None
+    if rows is None:
+        found = rows_of(snapshot, infos)
+        rows = None if found is None else np.asarray(found, np.int64)
+    _last_rows.last = (snapshot, tuple(infos), rows)
+    return rows
+
+
 def rows_by_id(snapshot: ClusterSnapshot) -> dict[int, int]:
     """``{id(node info): row}`` over ``snapshot.nodes`` (the snapshot keeps them alive, so an
     id names one node info), kept from one snapshot to the next."""

@@ -14,6 +14,7 @@ do the same.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ from policyengine.model.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.taints import Taint, Toleration
-from policyengine.schedlib import topology_filters
+from policyengine.schedlib import spread_score, topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.domain_counts import (
@@ -35,6 +36,7 @@ from policyengine.schedlib.domain_counts import (
 )
 from policyengine.schedlib.gpu import GPU_FUNCTIONS
 from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
+from policyengine.schedlib.storage import STORAGE_FUNCTIONS, pod_rejection
 from policyengine.schedlib.views import NodeView, PodView
 
 REASONS = ListType(STRING, bound=16)
@@ -61,6 +63,7 @@ _POD_ONLY = frozenset(
 
 
 _INFOS = object()  # the prepared key of the node lists' NodeInfos
+_INFO_OF = operator.attrgetter("info")
 
 
 def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
@@ -70,7 +73,7 @@ def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
     found = kept.get(id(nodes))
     if found is not None and found[0] is nodes:
         return found[1]
-    infos = [view.info for view in nodes]
+    infos = list(map(_INFO_OF, nodes))
     kept[id(nodes)] = (nodes, infos)  # holding ``nodes`` keeps its id from being reused
     return infos
 
@@ -122,7 +125,10 @@ def _image_state(ctx: CycleContext) -> Any:
 
 
 def _considered_names(ctx: CycleContext) -> frozenset[str] | None:
-    """The only nodes kube-scheduler filters for this pod (None: all of them)."""
+    """The only nodes kube-scheduler filters for this pod (None: all of them); none when a
+    storage plugin's PreFilter rejects the pod (``schedlib.storage``)."""
+    if pod_rejection(ctx) is not None:
+        return frozenset()
     state = _filter_state(ctx, PLUGINS_BY_NAME["NodeAffinity"])
     result = PLUGINS_BY_NAME["NodeAffinity"].prefilter_result(state)  # type: ignore[misc]
     if result is None or result.node_names is None:
@@ -148,7 +154,7 @@ def _filter_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeVi
     restricts = plugin_name == "NodeAffinity"
 
     def impl(ctx: CycleContext, pod: PodView, node: NodeView) -> list[str]:
-        if not restricts and not considered(ctx, pod, node):
+        if not considered(ctx, pod, node) and (not restricts or pod_rejection(ctx)):
             return []
         assert plugin.filter is not None
         return plugin.filter(_filter_state(ctx, plugin), node.info)
@@ -174,7 +180,7 @@ def _filter_batch(
             reasons = columnar(state, infos, ctx)
         else:
             reasons = [run(state, info) for info in infos]
-        names = None if restricts else _considered_names(ctx)
+        names = None if restricts and not pod_rejection(ctx) else _considered_names(ctx)
         if names is not None:
             reasons = [
                 r if info.node.name in names else [] for r, info in zip(reasons, infos, strict=True)
@@ -200,13 +206,14 @@ def _score_batch(
         run = plugin.score
         assert run is not None
         if ignored_nodes:
-            return spread.score_rows(state, infos)
-        if columnar is not None:
-            scores = columnar(state, infos, ctx)
-            # A numpy-backed column (``vector.Numbers``) stays one: the scores' conversion
-            # reads its array.
-            return scores if isinstance(scores, list | Numbers) else list(scores)
-        return [run(state, info) for info in infos]
+            found: Sequence[Any] = spread_score.scores(state, infos, ctx)
+        elif columnar is not None:
+            found = columnar(state, infos, ctx)
+        else:
+            return [run(state, info) for info in infos]
+        # A numpy-backed column (``vector.Numbers``) stays one: the scores' conversion reads
+        # its array.
+        return found if isinstance(found, list | Numbers) else list(found)  # type: ignore[return-value]
 
     return batch
 
@@ -269,11 +276,14 @@ def _node_only(ctx: CycleContext) -> Hashable:
 
 
 def _constraints(ctx: CycleContext, action: str) -> bool:
-    """Whether the pod has spread constraints with ``action`` (its own or the defaults)."""
+    """Whether the pod has spread constraints with ``action`` (its own or the defaults). The
+    defaults' selector comes from the snapshot's Services and controllers and the pod's owner
+    (which pods alike need not share): only a pod's own constraints are kept per class."""
+    pod = ctx.pod.pod
     return ctx.prepared(
         ("spread_constraints", action),
-        lambda: bool(spread.pod_constraints(ctx.pod.pod, action, ctx.config)),
-        pod_only=True,
+        lambda: bool(spread.pod_constraints(pod, action, ctx.config, ctx.snapshot.workloads)),
+        pod_only=bool(pod.topology_spread_constraints),
     )
 
 
@@ -399,7 +409,9 @@ def _filter_pod_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
         else:
             state = _filter_state(ctx, plugin)
             part = _IDLE if idle is not None and idle(state) else _hashed(state)
-        return part if restricts else (part, _considered_names(ctx))
+        if restricts:
+            return part if not ctx.pod.pod.uses_storage else (part, pod_rejection(ctx))
+        return part, _considered_names(ctx)
 
     return key
 
@@ -707,3 +719,4 @@ FUNCTIONS: tuple[Function, ...] = (
 )
 
 FUNCTIONS += GPU_FUNCTIONS
+FUNCTIONS += STORAGE_FUNCTIONS

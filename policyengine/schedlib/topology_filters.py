@@ -21,7 +21,6 @@ verdict is recomputed only where one of those can have changed.
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -37,6 +36,8 @@ from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import SchedulerConfig
 from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affinity, matches_all
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
+from policyengine.model.workloads import WorkloadIndex
+from policyengine.schedlib import spread_score
 from policyengine.schedlib.domains import (
     ANTI_AFFINITY,
     POD_AFFINITY,
@@ -44,7 +45,7 @@ from policyengine.schedlib.domains import (
     add_nested,
     label_column,
     relevant_changes,
-    rows_by_id,
+    rows_of,
 )
 from policyengine.schedlib.rowkeys import RowKeyed
 
@@ -134,12 +135,12 @@ def _presence(node: NodeInfo, key: spread.CountKey) -> dict[Any, int]:
     """``spread.node_counts`` of ``node`` were it to hold no matching pod: the domains it
     counts for (it reads only the node object, the keys, policies and the pod's required
     node affinity and tolerations)."""
-    constraints, required, tolerations, _ = key
+    constraints, required, tolerations, _, require_all = key
     labels = node.node.labels
-    if not spread.has_all_keys(labels, constraints):
+    if require_all and not spread.has_all_keys(labels, constraints):
         return {}
     return {
-        (c.topology_key, labels[c.topology_key]): 0
+        (c.topology_key, labels.get(c.topology_key, "")): 0
         for c in constraints
         if c.includes_node(node, required, tolerations)
     }
@@ -151,8 +152,10 @@ class _SpreadInputs:
 
     __slots__ = ("base", "constraints", "counts", "key", "marks", "part")
 
-    def __init__(self, pod: Pod, constraints: tuple[spread.Constraint, ...]):
-        key = spread.count_key(pod, constraints)
+    def __init__(
+        self, pod: Pod, constraints: tuple[spread.Constraint, ...], require_all: bool = True
+    ):
+        key = spread.count_key(pod, constraints, require_all)
         self.constraints = constraints
         self.key = HashedKey(key)
 
@@ -182,6 +185,7 @@ class _SpreadInputs:
             ),
             key[1],
             key[2],
+            require_all,
         )
         self.part = part
         self.counts = counts
@@ -195,23 +199,41 @@ _SPREAD_INPUTS_KEPT = 1024
 
 
 def _spread_inputs(
-    pod: Pod, config: SchedulerConfig, action: str = DO_NOT_SCHEDULE
+    pod: Pod,
+    config: SchedulerConfig,
+    workloads: WorkloadIndex,
+    action: str = DO_NOT_SCHEDULE,
+    require_all: bool = True,
 ) -> _SpreadInputs | None:
-    """The pod's ``_SpreadInputs`` for its constraints of ``action``; None when it has no
-    constraints of its own (the defaults of ``config`` apply, rarely met) or they cannot be
-    hashed."""
-    if not pod.topology_spread_constraints:
-        return None
-    # Everything ``pod_constraints`` (the pod's own) and ``count_key`` read of the pod.
-    alike = (
-        action,
-        pod.namespace,
-        pod.topology_spread_constraints,
-        pod.labels,
-        pod.node_selector,
-        pod.affinity,
-        pod.tolerations,
-    )
+    """The pod's ``_SpreadInputs`` for its constraints of ``action`` (its own, or the defaults
+    with their derived selector); None when it has none or they cannot be hashed."""
+    if pod.topology_spread_constraints:
+        # Everything ``pod_constraints`` (the pod's own) and ``count_key`` read of the pod.
+        alike: Hashable = (
+            action,
+            pod.namespace,
+            pod.topology_spread_constraints,
+            pod.labels,
+            pod.node_selector,
+            pod.affinity,
+            pod.tolerations,
+            require_all,
+        )
+        constraints: tuple[spread.Constraint, ...] | None = None
+    else:
+        # The defaults read the pod through their derived selector alone.
+        constraints = spread.pod_constraints(pod, action, config, workloads)
+        if not constraints:
+            return None
+        alike = (
+            action,
+            pod.namespace,
+            constraints,
+            pod.node_selector,
+            pod.affinity,
+            pod.tolerations,
+            require_all,
+        )
     if not _hashable(alike):
         return None
     with _LOCK:
@@ -219,10 +241,11 @@ def _spread_inputs(
         if found is not None:
             _SPREAD_INPUTS.move_to_end(alike)
             return found
-    constraints = spread.pod_constraints(pod, action, config)
-    if not constraints or not _hashable(spread.count_key(pod, constraints)):
+    if constraints is None:
+        constraints = spread.pod_constraints(pod, action, config, workloads)
+    if not constraints or not _hashable(spread.count_key(pod, constraints, require_all)):
         return None
-    found = _SpreadInputs(pod, constraints)
+    found = _SpreadInputs(pod, constraints, require_all)
     with _LOCK:
         _SPREAD_INPUTS[alike] = found
         while len(_SPREAD_INPUTS) > _SPREAD_INPUTS_KEPT:
@@ -234,9 +257,9 @@ def prepare_spread_filter(
     pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig
 ) -> spread.FilterState:
     """``pod_topology_spread.prepare_filter``, from sums kept per ``count_key``."""
-    inputs = _spread_inputs(pod, config)
+    inputs = _spread_inputs(pod, config, snapshot.workloads)
     if inputs is None:
-        constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config)
+        constraints = spread.pod_constraints(pod, DO_NOT_SCHEDULE, config, snapshot.workloads)
         if not constraints:
             return spread.filter_state((), pod, {})
         key = spread.count_key(pod, constraints)
@@ -264,7 +287,8 @@ def prepare_spread_score(
     share a topology key takes the plugin's own walk."""
     if not feasible or not snapshot.num_nodes:
         return None
-    inputs = _spread_inputs(pod, config, SCHEDULE_ANYWAY)
+    require_all = spread.requires_all_keys(pod, config)
+    inputs = _spread_inputs(pod, config, snapshot.workloads, SCHEDULE_ANYWAY, require_all)
     keys = [c.topology_key for c in inputs.constraints] if inputs is not None else []
     if inputs is None or len(set(keys)) != len(keys):
         return spread.prepare_score(pod, snapshot, feasible, config)
@@ -275,7 +299,9 @@ def prepare_spread_score(
     def counted(pairs: set[spread.Pair]) -> dict[spread.Pair, int]:
         return {pair: sums.get(pair, 0) for pair in pairs}
 
-    return spread.score_state(pod, inputs.constraints, feasible, True, counted)
+    return spread_score.score_state(
+        pod, snapshot, inputs.constraints, feasible, require_all, counted
+    )
 
 
 # Existing pods' terms, each interned as a small integer so the sums' keys hash fast.
@@ -519,18 +545,87 @@ def prepare_affinity_score(
     feasible: Sequence[NodeInfo],
     config: SchedulerConfig,
 ) -> affinity.ScoreState | None:
-    """``inter_pod_affinity.prepare_score``; for a pod without preferred terms of its own
-    (only existing pods' terms can score it) from one sum over every node shared by all
-    pods."""
+    """``inter_pod_affinity.prepare_score`` from sums kept between cycles: existing pods'
+    terms from one sum over every node shared by all pods, the pod's own preferred terms from
+    sums kept per terms (``TERM_SUMS``), each corrected for the nodes replaced since."""
     if not feasible:
         return None
     terms = pod_terms(pod)
-    if terms.preferred_affinity or terms.preferred_anti_affinity:
-        return affinity.prepare_score(pod, snapshot, feasible, config)
-    if config.ignore_preferred_terms_of_existing_pods:
+    own = terms.preferred_affinity or terms.preferred_anti_affinity
+    if not own:
+        if config.ignore_preferred_terms_of_existing_pods:
+            return None
+        if not snapshot.nodes_with_affinity_pods:
+            return None  # no pod anywhere has (anti-)affinity terms that could score this one
+    scores: dict[str, dict[str, int]] = {}
+    if own:
+        own_key = (
+            "preferred",
+            terms.preferred_affinity,
+            terms.preferred_anti_affinity,
+            snapshot.namespaces,  # namespace selectors read these
+        )
+        if not _hashable(own_key):
+            return affinity.prepare_score(pod, snapshot, feasible, config)
+        _add_own_preferred(scores, terms, own_key, snapshot)
+    if snapshot.nodes_with_affinity_pods:
+        _add_existing_terms(scores, pod, snapshot, config)
+    if not scores:
         return None
-    if not snapshot.nodes_with_affinity_pods:
-        return None  # no pod anywhere has (anti-)affinity terms that could score this one
+    return affinity.ScoreState(scores)
+
+
+def _add_own_preferred(
+    scores: dict[str, dict[str, int]],
+    terms: PodAffinityTerms,
+    own_key: Hashable,
+    snapshot: ClusterSnapshot,
+) -> None:
+    """The pod's preferred terms: +/- each term's weight per pod it matches, at the domain
+    of the pod's node."""
+    weighted = [(1, w) for w in terms.preferred_affinity]
+    weighted += [(-1, w) for w in terms.preferred_anti_affinity]
+
+    def part(node: NodeInfo) -> dict[Any, int]:
+        out: dict[Any, int] = {}
+        labels = node.node.labels
+        if not labels:
+            return out
+        for info in node.pods:
+            other = info.pod
+            ns_labels = snapshot.namespace_labels(other.namespace)
+            for index, (_, w) in enumerate(weighted):
+                key = w.term.topology_key
+                if key in labels and w.term.matches(other, ns_labels):
+                    entry = (index, key, labels[key])
+                    out[entry] = out.get(entry, 0) + 1
+        return out
+
+    selectors = [w.term.selector for _, w in weighted]
+    gate = _label_gate(selectors)
+
+    def matched(info: PodInfo) -> bool:
+        other = info.pod
+        if gate is not None and not gate(other.labels):
+            return False
+        ns_labels = snapshot.namespace_labels(other.namespace)
+        return any(w.term.matches(other, ns_labels) for _, w in weighted)
+
+    sums = TERM_SUMS.sums(
+        own_key, snapshot, part, matched, base=((), _nothing), marks=_label_marks(selectors)
+    )
+    for (index, key, value), n in sums.items():
+        if n:
+            sign, w = weighted[index]
+            by_value = scores.setdefault(key, {})
+            by_value[value] = by_value.get(value, 0) + sign * w.weight * n
+
+
+def _add_existing_terms(
+    scores: dict[str, dict[str, int]], pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig
+) -> None:
+    """Existing pods' terms matching the pod: required affinity at hardPodAffinityWeight,
+    preferred at +/- their weight, per domain of their node."""
     own_ns = snapshot.namespace_labels(pod.namespace)
     hard_weight = config.hard_pod_affinity_weight
     with _LOCK:
@@ -540,7 +635,6 @@ def prepare_affinity_score(
         )
         known = list(_TERM_LIST)
     matched: dict[int, bool] = {}
-    scores: dict[str, dict[str, int]] = {}
     for (tag, index, weight, key, value), n in sums.items():
         if tag == 0 and hard_weight <= 0:
             continue
@@ -551,9 +645,6 @@ def prepare_affinity_score(
             amount = hard_weight if tag == 0 else weight * tag
             by_value = scores.setdefault(key, {})
             by_value[value] = by_value.get(value, 0) + amount * n
-    if not scores:
-        return None
-    return affinity.ScoreState(scores)
 
 
 # --- the filters' row keys ----------------------------------------------------------------
@@ -636,22 +727,6 @@ _MAX_COLUMNS = 39  # 3**39 < 2**63
 _FEW_ROWS = 32  # up to this many rows are grouped in a dict rather than by ``np.unique``
 
 
-def _rows_of(ctx: Any, infos: Sequence[NodeInfo]) -> list[int] | None:
-    """The rows of the cycle's snapshot holding ``infos`` (None: one is not there). The
-    snapshot holds its ``NodeInfo`` objects alive, so their ids name them."""
-    nodes = ctx.snapshot.nodes
-    if len(infos) == len(nodes) and all(map(operator.is_, infos, nodes)):
-        return list(range(len(nodes)))
-    by_id = rows_by_id(ctx.snapshot)
-    try:
-        rows = list(map(by_id.__getitem__, map(id, infos)))
-        picked = operator.itemgetter(*rows)(nodes) if len(rows) > 1 else (nodes[rows[0]],)
-    except (KeyError, IndexError):
-        return None
-    # Checked: the map may have moved on to a later snapshot meanwhile.
-    return rows if all(map(operator.is_, picked, infos)) else None
-
-
 def by_pattern(
     ctx: Any, plugin_name: str, state: Any, infos: Sequence[NodeInfo], run: Any
 ) -> list[Any] | None:
@@ -664,7 +739,7 @@ def by_pattern(
     rows_key = filter_key(ctx, plugin_name, state).rows
     if rows_key.shape[1] > _MAX_COLUMNS or len(rows_key) != ctx.snapshot.num_nodes:
         return None
-    rows = _rows_of(ctx, infos)
+    rows = rows_of(ctx.snapshot, infos)
     if rows is None:
         return None
     # Only the rows asked about are folded (the engine mostly asks about a few changed ones).

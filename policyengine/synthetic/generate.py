@@ -12,13 +12,22 @@ from policyengine.synthetic.nodes import NodeState, image_entry, make_nodes
 from policyengine.synthetic.placement import Placer
 from policyengine.synthetic.pods import Names, Shape, Unit, make_pod, pod_shape, units_for
 from policyengine.synthetic.randomness import Clock, Rand
-from policyengine.synthetic.spec import NVIDIA_GPU, POD_GROUP_API, ClusterSpec, PodTemplate
+from policyengine.synthetic.spec import (
+    INFERENCE,
+    NVIDIA_GPU,
+    POD_GROUP_API,
+    SERVICE,
+    ClusterSpec,
+    PodTemplate,
+)
 
 # ------------------------------------------------------------------------- generation
 
 
 def generate(spec: ClusterSpec, seed: int = 0) -> list[dict[str, Any]]:
-    """The cluster as API objects: nodes, then running pods, then pending pods, then PodGroups.
+    """The cluster as API objects: nodes, then running pods, then pending pods, then PodGroups;
+    with ``spec.workload_objects``, the PriorityClasses the pods name first and the
+    Deployments' ReplicaSets and Services last.
 
     The same ``spec`` and ``seed`` always give the same objects, in any process. Raises
     ``ValueError`` when ``spec.running_pods`` cannot all be placed without over-committing.
@@ -86,7 +95,96 @@ def generate(spec: ClusterSpec, seed: int = 0) -> list[dict[str, Any]]:
             pod_groups.append(_pod_group(unit, shape, rand, clock, "Pending"))
         for k in range(unit.size):
             pending.append(make_pod(shape, unit, k, spec, rand, names, clock, None))
-    return [*(n.obj for n in nodes), *running, *pending, *pod_groups]
+    if not spec.workload_objects:
+        return [*(n.obj for n in nodes), *running, *pending, *pod_groups]
+    apps = _deployments(running_units, pending_units)
+    workloads = [
+        obj for app, t in apps.items() for obj in _deployment_objects(app, t, names, rand, clock)
+    ]
+    classes = _priority_classes((*spec.running_mix, *spec.pending_mix), rand, clock)
+    return [*classes, *(n.obj for n in nodes), *running, *pending, *pod_groups, *workloads]
+
+
+def _priority_classes(
+    templates: tuple[PodTemplate, ...], rand: Rand, clock: Clock
+) -> list[dict[str, Any]]:
+    """The PriorityClasses the templates name (admission resolves a pod's priority from
+    them), created before anything else."""
+    named = {t.priority_class: t.priority for t in templates if t.priority_class}
+    out = []
+    for name, value in sorted(named.items()):
+        stamp, version = clock.tick(0)
+        out.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {
+                    "creationTimestamp": stamp,
+                    "name": name,
+                    "resourceVersion": version,
+                    "uid": rand.uuid(),
+                },
+                "preemptionPolicy": "PreemptLowerPriority",
+                "value": value,
+            }
+        )
+    return out
+
+
+def _deployments(*units: list[Unit]) -> dict[str, PodTemplate]:
+    """The apps made by a Deployment (pods of no job), with their template, in name order."""
+    found = {u.app: u.template for group in units for u in group if not u.group}
+    return dict(sorted(found.items()))
+
+
+def _deployment_objects(
+    app: str, t: PodTemplate, names: Names, rand: Rand, clock: Clock
+) -> list[dict[str, Any]]:
+    """The ReplicaSet that owns an app's pods (selecting them by app and template hash, as a
+    Deployment's does) and, for services and inference, the Service in front of them."""
+    rs_hash, rs_uid = names.replica_set(app)
+    stamp, version = clock.tick(1)
+    selector = {"app": app, "pod-template-hash": rs_hash}
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "creationTimestamp": stamp,
+                "labels": selector,
+                "name": f"{app}-{rs_hash}",
+                "namespace": t.namespace,
+                "resourceVersion": version,
+                "uid": rs_uid,
+            },
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": selector},
+                "template": {"metadata": {"labels": selector}, "spec": {"containers": []}},
+            },
+        }
+    ]
+    if t.kind in (SERVICE, INFERENCE):
+        stamp, version = clock.tick(1)
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "creationTimestamp": stamp,
+                    "name": app,
+                    "namespace": t.namespace,
+                    "resourceVersion": version,
+                    "uid": rand.uuid(),
+                },
+                "spec": {
+                    "ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}],
+                    "selector": {"app": app},
+                    "type": "ClusterIP",
+                },
+            }
+        )
+    return out
 
 
 def _pod_group(unit: Unit, shape: Shape, rand: Rand, clock: Clock, phase: str) -> dict[str, Any]:

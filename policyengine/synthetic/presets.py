@@ -465,7 +465,8 @@ def mixed(
 ) -> ClusterSpec:
     """The mixed benchmark: the basic cluster with its GPU nodes tainted ``dedicated=gpu``,
     running pods of the mix's CPU templates (default: 0.6 per node, 3,000 on 5,000 nodes), and
-    pending pods of all 24 templates, interleaved."""
+    pending pods of all 24 templates, interleaved; Deployments behind Services (so default
+    spreading applies to their pods)."""
     if running_pods is None:
         running_pods = round(num_nodes * 0.6)
     templates = _mixed_templates()
@@ -475,6 +476,7 @@ def mixed(
         gpu_taint_fraction=1.0,
         running_mix=cpu_only,
         pending_mix=templates,
+        workload_objects=True,
     )
 
 

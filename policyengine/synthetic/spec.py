@@ -204,6 +204,11 @@ class ClusterSpec:
     scheduler_name: str = DEFAULT_SCHEDULER
     start: str = "2025-01-06T08:00:00Z"  # creation time of the first node
     kubelet_version: str = "v1.28.7"
+    # The objects a cluster holds beside its nodes and pods: the PriorityClasses the pods
+    # name, a ReplicaSet for every Deployment's pods and a Service in front of each one of
+    # kind service or inference (kube-scheduler's default spreading derives its selectors
+    # from those two).
+    workload_objects: bool = False
 
     def __post_init__(self) -> None:
         if self.cpu_nodes < 0 or self.gpu_nodes < 0:

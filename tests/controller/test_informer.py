@@ -65,12 +65,21 @@ def start_informer(
         kind: str = "pods",
         options: InformerOptions = FAST_INFORMER,
         field_selector: str | None = None,
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        recorder: Recorder | None = None,
     ) -> tuple[Informer, Recorder]:
         api = apiserver.api_client()
         core = client.CoreV1Api(api)
         lister = core.list_node if kind == "nodes" else core.list_pod_for_all_namespaces
-        recorder = Recorder()
-        informer = Informer(kind, lister, recorder, options=options, field_selector=field_selector)
+        recorder = recorder or Recorder()
+        informer = Informer(
+            kind,
+            lister,
+            recorder,
+            options=options,
+            field_selector=field_selector,
+            transform=transform,
+        )
         informer.start()
         started.append((informer, api))
         assert informer.wait_for_sync(5)
@@ -200,3 +209,37 @@ def test_stop_interrupts_a_blocked_watch(
     informer.stop(timeout=5)
     assert informer._thread is not None and not informer._thread.is_alive()
     api.close()
+
+
+class Shapes(Recorder):
+    """A recorder that also keeps the objects' top-level keys it was handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: list[tuple[str, ...]] = []
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        self.keys.append(tuple(sorted(obj)))
+        super().on_add(obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.keys.append(tuple(sorted(new)))
+        super().on_update(old, new)
+
+
+def test_a_transform_trims_listed_and_watched_objects_before_store_and_handler(
+    apiserver: LoopbackAPIServer, start_informer: Callable[..., tuple[Informer, Recorder]]
+) -> None:
+    def keep_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": obj["metadata"]}
+
+    apiserver.create(pod_obj("listed"))
+    shapes = Shapes()
+    informer, rec = start_informer(transform=keep_metadata, recorder=shapes)
+    apiserver.create(pod_obj("watched"))
+    apiserver.set_status("pods", "default", "listed", {"phase": "Running"})
+    apiserver.wait_for(lambda: rec.seen == server_view(apiserver, "pods"))
+    assert set(shapes.keys) == {("metadata",)}
+    assert informer.get("default/watched") == {
+        "metadata": informer.get("default/watched")["metadata"]
+    }

@@ -33,6 +33,9 @@ def test_every_metric_is_exposed_with_its_type(metrics: Metrics) -> None:
         "policyengine_schedule_attempts": "counter",
         "policyengine_scheduling_attempt_duration_seconds": "histogram",
         "policyengine_scheduling_stage_duration_seconds": "histogram",
+        "policyengine_scheduling_cycle_cpu_seconds": "counter",
+        # An unlabelled counter's creation time, which the client library always exposes.
+        "policyengine_scheduling_cycle_cpu_seconds_created": "gauge",
         "policyengine_pending_pods": "gauge",
         "policyengine_binds_in_flight": "gauge",
         "policyengine_policy_info": "gauge",
@@ -68,6 +71,8 @@ def test_hooks_feed_the_collectors(metrics: Metrics) -> None:
     hooks.on_attempt("scheduled", "policyengine", 0.2)
     hooks.on_attempt("unschedulable", "gpu", 0.01)
     hooks.on_stage("bind", 0.02)
+    hooks.on_cycle_cpu(0.004)
+    hooks.on_cycle_cpu(0.001)
     hooks.on_queue({"active": 3, "backoff": 1, "unschedulable": 2})
     hooks.on_bind(4)
 
@@ -81,6 +86,7 @@ def test_hooks_feed_the_collectors(metrics: Metrics) -> None:
     assert value(metrics, f"{e2e}_bucket", le="0.004", **labels) == 1
     stage = "policyengine_scheduling_stage_duration_seconds"
     assert value(metrics, f"{stage}_count", stage="bind") == 1
+    assert value(metrics, "policyengine_scheduling_cycle_cpu_seconds_total") == pytest.approx(0.005)
     assert value(metrics, "policyengine_pending_pods", queue="active") == 3
     assert value(metrics, "policyengine_pending_pods", queue="unschedulable") == 2
     assert value(metrics, "policyengine_binds_in_flight") == 4

@@ -12,6 +12,7 @@ none, and sends a body as given where the generated client first passes it throu
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -78,6 +79,14 @@ CALLS: list[tuple[str, str, Call]] = [
         lambda s, n: ((), {"limit": 2, "field_selector": "status.phase!=Succeeded"}),
     ),
     ("list_pod_disruption_budget_for_all_namespaces", "PolicyV1Api", lambda s, n: ((), {})),
+    ("list_service_for_all_namespaces", "CoreV1Api", lambda s, n: ((), {"limit": 500})),
+    ("list_replication_controller_for_all_namespaces", "CoreV1Api", lambda s, n: ((), {})),
+    ("list_replica_set_for_all_namespaces", "AppsV1Api", lambda s, n: ((), {"limit": 500})),
+    (
+        "list_stateful_set_for_all_namespaces",
+        "AppsV1Api",
+        lambda s, n: ((), {"watch": True, "resource_version": "1", "timeout_seconds": 1}),
+    ),
     (
         "create_namespaced_pod_binding",
         "CoreV1Api",
@@ -119,7 +128,7 @@ def _comparable(record: Any, name: str) -> dict[str, Any]:
     headers = {k: v for k, v in record.headers.items() if k not in ("host", "content-length")}
     return {
         "method": record.method,
-        "path": record.path.replace(f"/{name}", "/NAME"),
+        "path": re.sub(f"/{re.escape(name)}(?=/|$)", "/NAME", record.path),
         "query": record.query,
         "headers": headers,
         "status": record.status,
@@ -134,6 +143,10 @@ def _comparable(record: Any, name: str) -> dict[str, Any]:
         "watch-nodes",
         "list-pods",
         "list-pdbs",
+        "list-services",
+        "list-rcs",
+        "list-replicasets",
+        "watch-statefulsets",
         "create-binding",
         "patch-pod-merge",
         "patch-pod-json",

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.schedlib import default_schema
+from tests.engine.storage_strategies import volumes
 from tests.model.builders import container, make_node, make_pod
 
 KUBE_DEFAULT = (Path(__file__).parents[2] / "policies" / "kube-default.sched").read_text()
@@ -111,6 +112,8 @@ def nodes(draw: st.DrawFn, count: int) -> list:
         zone = draw(st.sampled_from([None, *ZONES]))
         if zone is not None:
             labels["zone"] = zone
+            if draw(st.booleans()):  # read by VolumeZone
+                labels["topology.kubernetes.io/zone"] = zone
         if draw(st.booleans()):
             labels["disk"] = draw(st.sampled_from(["ssd", "hdd"]))
         out.append(
@@ -129,7 +132,9 @@ def nodes(draw: st.DrawFn, count: int) -> list:
 
 
 @st.composite
-def pods(draw: st.DrawFn, name: str, node_names: list[str], on: str = "") -> object:
+def pods(
+    draw: st.DrawFn, name: str, node_names: list[str], on: str = "", with_volumes: bool = False
+) -> object:
     requests = {
         "cpu": draw(st.sampled_from(["0", "100m", "500m", "1", "3"])),
         "memory": draw(st.sampled_from(["0", "256Mi", "2Gi", "6Gi"])),
@@ -138,6 +143,8 @@ def pods(draw: st.DrawFn, name: str, node_names: list[str], on: str = "") -> obj
     kwargs: dict = {"labels": {"app": draw(st.sampled_from(["web", "db"]))}}
     ports = [{"containerPort": 80, "hostPort": 8080}] if draw(st.integers(0, 5)) == 0 else []
     kwargs["containers"] = [container("c", requests, ports=ports)]
+    if with_volumes:
+        kwargs["volumes"] = draw(volumes())
     if on:
         return make_pod(name, node_name=on, **kwargs)
     if draw(st.booleans()):

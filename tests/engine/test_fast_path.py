@@ -4,7 +4,8 @@ The engine evaluates each rule over all the nodes of a cycle at once (``NodeBatc
 the batch forms of the kube builtins (``schedlib.batch``) and reuses node views between
 cycles. Hypothesis generates small clusters (nodes with random labels, taints, resources and
 running pods), pending pods (requests, tolerations, node selectors, host ports, preferred
-affinity, node names) and policies (``kube-default.sched`` plus random simple filter and score
+affinity, node names, volumes of claims that may be missing, bound, waiting or being deleted,
+over random volumes, classes and CSINode limits) and policies (``kube-default.sched`` plus random simple filter and score
 rules over node attributes, node load included, some guarded so that pods leave them idle, and
 maybe an ``overcommit``), places a few pods one after another (so views and caches are
 reused across changed snapshots), and asserts every decision equals one made by the
@@ -24,6 +25,7 @@ from policyengine.engine.decision import Rejection, RejectionGroup, first_reject
 from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.model.load import NodeLoad
+from tests.engine.storage_strategies import storage
 from tests.engine.strategies import compiled, nodes, pods, policies
 from tests.model.builders import snapshot
 
@@ -35,7 +37,7 @@ def test_fast_path_decides_as_the_reference(data: st.DataObject) -> None:
     cluster_nodes = data.draw(nodes(data.draw(st.integers(1, 6))))
     names = [n.name for n in cluster_nodes]
     running = [
-        data.draw(pods(f"run{i}", names, on=data.draw(st.sampled_from(names))))
+        data.draw(pods(f"run{i}", names, on=data.draw(st.sampled_from(names)), with_volumes=True))
         for i in range(data.draw(st.integers(0, 4)))
     ]
     load = st.one_of(
@@ -43,11 +45,12 @@ def test_fast_path_decides_as_the_reference(data: st.DataObject) -> None:
     )
     loads = {name: found for name in names if (found := data.draw(load)) is not None}
     snap = snapshot(cluster_nodes, running).with_loads(loads)
+    snap = snap.with_storage(data.draw(storage(names)))
     all_filters = data.draw(st.booleans())
     rng = random.Random(data.draw(st.integers(0, 5)))
     options = CycleOptions(all_filters=all_filters, cache=ClassCache())
     for index in range(data.draw(st.integers(1, 3))):
-        pod = data.draw(pods(f"pending{index}", names))
+        pod = data.draw(pods(f"pending{index}", names, with_volumes=True))
         state = rng.getstate()
         decision = schedule(program, pod, snap, rng, options)
         replay = random.Random()

@@ -508,3 +508,59 @@ def test_run_policy_tests_without_tests_is_ok_and_a_bad_file_is_not(tmp_path: Pa
     write(tmp_path, "- a\n")
     report = pt.run_policy_tests(program, [tmp_path])
     assert not report.ok and report.errors
+
+
+def test_inline_services_and_controllers_spread_pods_by_default(tmp_path: Path) -> None:
+    # Equal nodes, one running pod of app web on t1; spreading alone decides (ties go to the
+    # first name). A Service or the pod's ReplicaSet selecting app web sends it to t2.
+    policy = write(
+        tmp_path,
+        'policy "spread" {\n'
+        "  score spread weight 2 normalize pod_topology_spread { topology_spread_score(pod, node) }\n"
+        "  select lowest { node.name }\n}\n",
+        "spread.sched",
+    )
+    twin = {"status": {"allocatable": {"cpu": "4", "memory": "1Gi", "pods": "10"}}}
+    web = {"app": "web"}
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "rs",
+        "uid": "u",
+        "controller": True,
+    }
+    running = {
+        "metadata": {"name": "r", "labels": web},
+        "spec": {"nodeName": "t1", "containers": [{"name": "c", "image": "x"}]},
+    }
+    pod = {
+        "metadata": {"name": "p", "labels": web, "ownerReferences": [owner]},
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
+    nodes = [
+        {"metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}}, **twin}
+        for n in ("t1", "t2")
+    ]
+    base = {"nodes": nodes, "pods": [running]}
+    service = {"metadata": {"name": "web"}, "spec": {"selector": web}}
+    replica_set = {"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": web}}}
+    cases = [
+        {"name": "nothing selects it", "pod": pod, "cluster": base, "chosen": "t1"},
+        {
+            "name": "a service",
+            "pod": pod,
+            "cluster": {**base, "services": [service]},
+            "chosen": "t2",
+        },
+        {
+            "name": "its replica set",
+            "pod": pod,
+            "cluster": {**base, "replica_sets": [replica_set]},
+            "chosen": "t2",
+        },
+    ]
+    report = pt.run_paths([write(tmp_path, {"policy": str(policy), "cases": cases})])
+    assert report.errors == ()
+    assert [(case.case, case.error, case.failures) for case in report.cases] == [
+        (case["name"], None, ()) for case in cases
+    ]

@@ -6,7 +6,9 @@ from typing import Any
 import pytest
 
 from policyengine.model.plugins import pod_topology_spread as pts
-from tests.model.builders import ZONE, make_node, make_pod, snapshot, spread
+from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.workloads import parse_workload
+from tests.model.builders import HOSTNAME, ZONE, make_node, make_pod, snapshot, spread
 
 WEB = {"app": "web"}
 MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
@@ -126,3 +128,68 @@ def test_score_hostname_counts_on_the_node() -> None:
     # hostname domains: 2 feasible nodes -> weight ln(4); a: 1*ln 4 + (2-1) = 2.39, b: 0 + 1
     assert raw == [2, 1]
     assert pts.normalize(state, list(snap.node_names), raw) == [50, 100]
+
+
+def _with_service(nodes: list[Any], pods: list[Any], selector: dict[str, str]) -> Any:
+    svc = parse_workload(
+        {
+            "kind": "Service",
+            "metadata": {"name": "svc", "namespace": "default"},
+            "spec": {"selector": selector},
+        }
+    )
+    return ClusterSnapshot.build(nodes, pods, workloads=[svc])
+
+
+def test_system_defaults_spread_a_pod_its_service_selects() -> None:
+    # No constraints of its own: hostname (maxSkew 3) and zone (maxSkew 5), ScheduleAnyway,
+    # over the pods the Service selects. A node without a zone label is scored by hostname
+    # alone, not ignored, and "" is one more zone domain.
+    nodes = [*BASE_NODES, zone_node("d", None)]
+    snap = _with_service(nodes, [web_on("a", 1), web_on("a", 2), web_on("c", 1)], WEB)
+    pod = make_pod(labels=WEB)
+    assert pts.prepare_filter(pod, snap).constraints == ()
+    state = pts.prepare_score(pod, snap, snap.nodes)
+    assert state is not None and state.ignored == frozenset()
+    assert [c.topology_key for c in state.constraints] == [HOSTNAME, ZONE]
+    raw = [pts.score(state, n) for n in snap.nodes]
+    # a: 2 ln 6 + 2 + 2 ln 5 + 4 = 12.8; b: 2 + 7.2; c: ln 6 + 2 + ln 5 + 4 = 9.4; d: 2
+    assert raw == [13, 9, 9, 2]
+    assert pts.normalize(state, list(snap.node_names), raw) == [15, 46, 46, 100]
+
+
+@pytest.mark.parametrize(
+    ("labels", "own", "expected"),
+    [
+        ({"app": "other"}, False, None),  # no Service selects it: no default constraints
+        (WEB, True, [ZONE]),  # its own constraints replace the defaults
+    ],
+    ids=["unselected", "own-constraints"],
+)
+def test_system_defaults_apply_only_to_selected_pods_without_constraints(
+    labels: dict[str, str], own: bool, expected: list[str] | None
+) -> None:
+    snap = _with_service(BASE_NODES, [web_on("a", 1)], WEB)
+    extra = [spread(1, ZONE, "ScheduleAnyway", labels=WEB)] if own else []
+    state = pts.prepare_score(make_pod(labels=labels, spread=extra), snap, snap.nodes)
+    if expected is None:
+        assert state is None
+    else:
+        assert state is not None and [c.topology_key for c in state.constraints] == expected
+
+
+def test_an_empty_selector_counts_no_pod() -> None:
+    # labelSelector: {} selects every label set, yet kube-scheduler counts no pod with it.
+    pod = make_pod(
+        labels=WEB,
+        spread=[
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {},
+            }
+        ],
+    )
+    result = filter_all(pod, BASE_NODES, [web_on("a", 1), web_on("a", 2)])
+    assert result == {"a": [], "b": [], "c": []}

@@ -33,14 +33,16 @@ def test_multi_document_yaml_json_and_unknown_kinds() -> None:
         [
             json.dumps(node_dict("a")),
             "kind: Service\nmetadata: {name: svc, namespace: default}\n",
+            "kind: ConfigMap\nmetadata: {name: cm, namespace: default}\n",
             json.dumps({"kind": "PodList", "items": [pod_dict("p", node_name="a"), pod_dict("q")]}),
         ]
     )
     loaded = parse_snapshot_text(text, "snap.yaml")
     assert [n.name for n in loaded.nodes] == ["a"]
     assert [p.key for p in loaded.pods] == ["default/p", "default/q"]
+    assert [w.key for w in loaded.workloads] == [("Service", "default", "svc")]
     assert loaded.warnings == (
-        "snap.yaml: Service default/svc: kind Service is not used by the engine; ignored",
+        "snap.yaml: ConfigMap default/cm: kind ConfigMap is not used by the engine; ignored",
     )
     as_json = parse_snapshot_text(json.dumps({"kind": "List", "items": [node_dict("b")]}), "s.json")
     assert [n.name for n in as_json.nodes] == ["b"]

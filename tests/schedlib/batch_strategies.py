@@ -10,10 +10,12 @@ generated clusters; they draw them from here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from hypothesis import strategies as st
 
+from policyengine.model.objects import Pod
+from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import batch
 from tests.model.builders import container, make_node, make_pod, snapshot, term
 
@@ -138,3 +140,24 @@ def every_path() -> Iterator[str]:
             yield path
     finally:
         batch._SMALL, batch._FEW = small, few
+
+
+def assume_and_forget(
+    data: st.DataObject,
+    cluster: ClusterSnapshot,
+    new_pod: Callable[[str], Pod],
+    steps: int,
+    forget_odds: int,
+) -> Iterator[ClusterSnapshot]:
+    """The cluster after each of up to ``steps`` steps, as the scheduler makes them: a new pod
+    assumed onto a drawn node, or (one time in ``forget_odds``) a placed pod forgotten."""
+    names = [info.name for info in cluster.nodes]
+    placed: list[str] = []
+    for step in range(data.draw(st.integers(1, steps))):
+        if placed and data.draw(st.integers(0, forget_odds - 1)) == 0:
+            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        else:
+            pod = new_pod(f"s{step}")
+            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
+            placed.append(pod.key)
+        yield cluster

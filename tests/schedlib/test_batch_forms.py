@@ -13,7 +13,7 @@ and ``SCORES`` with ``plugin.filter``/``plugin.score`` on every node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 from policyengine.model.objects import Pod
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
-from policyengine.model.snapshot import ClusterSnapshot
-from policyengine.schedlib import topology_filters
+from policyengine.schedlib import batch, domain_counts, topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.domain_counts import (
@@ -38,6 +37,7 @@ from tests.schedlib.batch_strategies import (
     HUGE,
     SELECTORS,
     TOPOLOGY_KEYS,
+    assume_and_forget,
     clusters,
     every_path,
     placement,
@@ -106,6 +106,11 @@ def _batch_forms_equal_the_plugins(cluster, data, config, path) -> None:  # type
             name,
             path,
         )
+        # With a cycle's context, forms may read the snapshot's kept columns instead.
+        with mock.patch.object(batch, "_FEW_AFFINITY", 0):
+            got = list(form(state, infos, CycleContext(cluster, PodView(pod))))
+        assert got == expected_scores, (name, path, "context")
+        assert all(type(v) is type(e) for v, e in zip(got, expected_scores, strict=True))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -130,27 +135,6 @@ def test_incremental_spread_prefilter_equals_the_plugin(cluster, data) -> None: 
             expected.minimum,
         )
         assert got.constraints == expected.constraints
-
-
-def assume_and_forget(
-    data: st.DataObject,
-    cluster: ClusterSnapshot,
-    new_pod: Callable[[str], Pod],
-    steps: int,
-    forget_odds: int,
-) -> Iterator[ClusterSnapshot]:
-    """The cluster after each of up to ``steps`` steps, as the scheduler makes them: a new pod
-    assumed onto a drawn node, or (one time in ``forget_odds``) a placed pod forgotten."""
-    names = [info.name for info in cluster.nodes]
-    placed: list[str] = []
-    for step in range(data.draw(st.integers(1, steps))):
-        if placed and data.draw(st.integers(0, forget_odds - 1)) == 0:
-            cluster = cluster.without_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
-        else:
-            pod = new_pod(f"s{step}")
-            cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
-            placed.append(pod.key)
-        yield cluster
 
 
 @st.composite
@@ -378,7 +362,10 @@ def test_domain_pod_count_kept_and_batched_equal_a_fresh_count(cluster, data) ->
             assert {value: counts.get(value, 0) for value in by_value} == by_value
             assert all(value in by_value for value, n in counts.items() if n)
             assert [domain_pod_count(ctx, ctx.pod, v, key, labels) for v in views] == expected
-            assert domain_pod_count_batch(ctx, ctx.pod, views, key, labels) == expected
+            for few in (domain_counts._FEW, 0):  # node by node, and the label's column
+                with mock.patch.object(domain_counts, "_FEW", few):
+                    got = domain_pod_count_batch(ctx, ctx.pod, views, key, labels)
+                assert list(got) == expected, few
             some = data.draw(st.lists(st.integers(0, len(views) - 1), max_size=4))
             fresh_ctx = CycleContext(now, PodView(pod))
             assert domain_pod_count_batch(

@@ -259,9 +259,13 @@ def test_the_plugins_kube_skips_per_pod_are_told_idle() -> None:
         "inter_pod_affinity_weight",
         "node_affinity_reasons",
         "node_ports_reasons",
+        "node_volume_limits_reasons",
         "preferred_node_affinity_weight",
         "topology_spread_reasons",
         "topology_spread_score",
+        "volume_binding_reasons",
+        "volume_restrictions_reasons",
+        "volume_zone_reasons",
     ]
 
 

@@ -563,3 +563,28 @@ def test_gang_sizes() -> None:
     assert syn.gang_sizes(4, 4) == (4,)
     with pytest.raises(ValueError):
         syn.gang_sizes(5, 4)
+
+
+def test_workload_objects_select_the_deployments_pods() -> None:
+    # The mixed preset holds what a cluster holds beside nodes and pods: the PriorityClasses
+    # its pods name, each Deployment's ReplicaSet (its pods' controller) and, for services
+    # and inference, a Service selecting them, so default spreading applies to those pods.
+    from policyengine.model.snapshot_io import parse_objects
+
+    objects = syn.generate(syn.mixed(60, 120, running_pods=30), seed=3)
+    kinds = Counter(o["kind"] for o in objects)
+    assert kinds["PriorityClass"] == 1 and kinds["ReplicaSet"] and kinds["Service"]
+    loaded = parse_objects(objects, "mixed")
+    snapshot, pending, _ = snapshot_from_objects(
+        loaded.nodes, loaded.pods, loaded.namespaces, workloads=loaded.workloads
+    )
+    index = snapshot.workloads
+    deployments = [p for p in pending if p.owner_references[0]["kind"] == "ReplicaSet"]
+    assert deployments
+    for pod in deployments:
+        owner = pod.owner_references[0]
+        assert index.get("ReplicaSet", pod.namespace, str(owner["name"])) is not None
+        selector = index.default_selector(pod)
+        assert selector is not None and selector.matches(pod.labels)
+    jobs = [p for p in pending if p.owner_references[0]["kind"] == "Job"]
+    assert jobs and all(index.default_selector(p) is None for p in jobs)

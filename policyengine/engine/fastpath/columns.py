@@ -50,7 +50,9 @@ _BORROWERS = 8
 class Column:
     """Rows valid for a node while ``ids`` holds its current ``NodeInfo``'s identity (0: not
     computed), or, for results that read only the Node object, while ``oids`` holds its Node
-    object's; ``infos`` keeps those objects alive so an identity is never reused meanwhile.
+    object's; ``infos`` keeps those objects alive so an identity is never reused meanwhile:
+    the views of the frames rows were stored from (a few lists sharing most of their items,
+    not an item per row; ``_mark``).
 
     What a cache of whole cycles (``engine.cycle``) needs to trust rows it does not look at:
     ``epoch`` counts invalidations of every row, ``drops`` logs the rows ``by_row`` dropped
@@ -125,17 +127,23 @@ class Column:
         if len(rows) == len(self.ids):
             self.ids = frame.ids.copy()
             self.oids = frame.oids.copy()
-            self.infos = list(frame.nodes)
+            self.infos = [frame.views]
             self.stamps[:] = stamp
             return
         self.ids[rows] = frame.ids[rows]
         self.oids[rows] = frame.oids[rows]
-        infos = self.infos
-        at = rows.tolist()
-        # The views' infos: the frame's ``nodes`` may not be built.
-        for row, view in zip(at, frame.views.pick(at), strict=True):
-            infos[row] = view.info
         self.stamps[rows] = stamp
+        infos = self.infos
+        if infos and infos[-1] is frame.views:
+            return
+        if len(infos) < _FRAMES_KEPT:
+            infos.append(frame.views)
+            return
+        # The identities rows hold other than the frame's are already stale for it (and only
+        # as new as an older frame's): forgotten, so only this frame's objects need keeping.
+        self.ids[self.ids != frame.ids] = 0
+        self.oids[self.oids != frame.oids] = 0
+        self.infos = [frame.views]
 
     def lend(self, borrower: object = None) -> None:
         """The result arrays are read by ``borrower`` (a decision's table; None: by anything)
@@ -164,7 +172,11 @@ _NO_ROWS = np.zeros(0, np.int64)
 
 
 def _ids(size: int) -> tuple[np.ndarray, list[Any]]:
-    return np.zeros(size, np.int64), [None] * size
+    return np.zeros(size, np.int64), []
+
+
+# Frames whose views a column keeps alive before it forgets the rows only they hold.
+_FRAMES_KEPT = 16
 
 
 @dataclass(eq=False)

@@ -56,6 +56,10 @@ def pod_class(pod: Pod) -> Hashable | None:
     timestamps and owner names (compared whole); None when that cannot be hashed. Its hash is
     computed once (``ColumnKey``), of a few cheap fields only: equal classes have equal fields,
     and hashing every container's quantities cost more than the lookups."""
+    if pod.uses_storage:
+        # The storage plugins read claims and volumes, which change as pods are placed: what
+        # keys hold for such a pod is worked out anew every cycle, never kept per class.
+        return None
     owners = tuple(
         FrozenDict({k: v for k, v in ref.items() if k not in _OWNER_UNIQUE})
         for ref in pod.owner_references

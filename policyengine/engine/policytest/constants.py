@@ -17,8 +17,18 @@ EXPECTATIONS = (
 DEFAULT_NAMESPACE = "default"
 FILE_KEYS = ("policy", "cluster", "cases")
 CASE_KEYS = ("name", "pod", "scheduler_name", "seed", "cluster", *EXPECTATIONS)
-CLUSTER_KEYS = ("snapshot", "nodes", "pods", "namespaces", "pod_groups")
-KIND_OF = {"nodes": "Node", "pods": "Pod", "namespaces": "Namespace", "pod_groups": "PodGroup"}
+KIND_OF = {
+    "nodes": "Node",
+    "pods": "Pod",
+    "namespaces": "Namespace",
+    "pod_groups": "PodGroup",
+    # What default topology spreading derives a pod's selector from.
+    "services": "Service",
+    "replica_sets": "ReplicaSet",
+    "stateful_sets": "StatefulSet",
+    "replication_controllers": "ReplicationController",
+}
+CLUSTER_KEYS = ("snapshot", *KIND_OF)
 # Inline objects may leave these out (a PodGroup is known by its API group too).
 DEFAULT_FIELDS = {"pod_groups": {"apiVersion": "scheduling.x-k8s.io/v1alpha1"}}
 GANG_KEYS = ("placed", "domain", "message")

@@ -271,8 +271,18 @@ def _build_cluster(loaded: Sequence[LoadedObjects], where: Where) -> TestCluster
             raise where.error("cluster", f"node {node.name} is defined twice")
         seen.add(node.name)
     try:
+        storage = LoadedObjects(
+            (), (), storage_objects=tuple(o for part in loaded for o in part.storage_objects)
+        ).storage
         snapshot, pending, warnings = snapshot_from_objects(
-            nodes, pods, namespaces, pod_groups, node_metrics
+            nodes,
+            pods,
+            namespaces,
+            pod_groups,
+            node_metrics,
+            pdbs=[b for part in loaded for b in part.pdbs],
+            workloads=[w for part in loaded for w in part.workloads],
+            storage=storage,
         )
     except ModelError as error:
         raise where.error("cluster", str(error)) from None

@@ -16,8 +16,12 @@ from policyengine.model.plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 from policyengine.model.plugins.base import (
     UNSCHEDULABLE,
@@ -34,6 +38,10 @@ FILTER_PLUGINS: tuple[Plugin, ...] = (
     node_affinity.PLUGIN,
     node_ports.PLUGIN,
     node_resources_fit.PLUGIN,
+    volume_restrictions.PLUGIN,
+    node_volume_limits.PLUGIN,
+    volume_binding.PLUGIN,
+    volume_zone.PLUGIN,
     pod_topology_spread.PLUGIN,
     inter_pod_affinity.PLUGIN,
 )

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from policyengine.model.objects import TopologySpreadConstraint
+from policyengine.model.objects import SCHEDULE_ANYWAY, TopologySpreadConstraint
 from policyengine.model.overcommit import Overcommits
+
+# PodTopologySpread's system defaults (``defaultingType: System``), for pods that declare no
+# constraints: spread by node and by zone, never a reason to reject a node.
+SYSTEM_DEFAULT_CONSTRAINTS = (
+    TopologySpreadConstraint(3, "kubernetes.io/hostname", SCHEDULE_ANYWAY),
+    TopologySpreadConstraint(5, "topology.kubernetes.io/zone", SCHEDULE_ANYWAY),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +34,12 @@ class SchedulerConfig:
     # InterPodAffinity args.
     hard_pod_affinity_weight: int = 1
     ignore_preferred_terms_of_existing_pods: bool = False
-    # PodTopologySpread: constraints applied to pods that declare none. kube derives their
-    # selector from the Services/ReplicaSets/StatefulSets selecting the pod; the model has no
-    # such objects, so a default constraint applies only when it carries its own labelSelector.
-    # Empty = off (kube's "List" defaulting with no constraints).
-    spread_default_constraints: tuple[TopologySpreadConstraint, ...] = ()
-    spread_system_defaulted: bool = False
+    # PodTopologySpread: constraints applied to pods that declare none, with the selector
+    # derived from the Services and controllers selecting the pod (``model.workloads``; their
+    # own selectors are not read). System defaulting also scores nodes missing a zone label by
+    # the hostname constraint alone. Empty constraints = off (``List`` defaulting, none given).
+    spread_default_constraints: tuple[TopologySpreadConstraint, ...] = SYSTEM_DEFAULT_CONSTRAINTS
+    spread_system_defaulted: bool = True
     # Since 1.31 nodes left out by a PreFilter node-name result count as
     # UnschedulableAndUnresolvable for preemption; v1.28 treated them as candidates.
     prefilter_absent_nodes_unresolvable: bool = True

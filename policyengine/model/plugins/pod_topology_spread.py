@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from policyengine.model.frozen import FrozenDict
 from policyengine.model.labels import Selector, compile_selector_or_nothing, label_set_requirements
 from policyengine.model.node_selectors import RequiredNodeAffinity
 from policyengine.model.normalize import spread_normalize
@@ -36,6 +37,7 @@ from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.plugins.node_affinity import pod_required_affinity
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.model.taints import Toleration, first_untolerated
+from policyengine.model.workloads import WorkloadIndex
 
 NAME = "PodTopologySpread"
 WEIGHT = 2
@@ -98,15 +100,36 @@ def compile_constraints(
     return tuple(out)
 
 
-def pod_constraints(pod: Pod, action: str, config: SchedulerConfig) -> tuple[Constraint, ...]:
+def pod_constraints(
+    pod: Pod, action: str, config: SchedulerConfig, workloads: WorkloadIndex
+) -> tuple[Constraint, ...]:
+    """The pod's own constraints of ``action``; for a pod with none, the configuration's
+    defaults with the selector derived from what selects the pod (``model.workloads``), or
+    none when nothing does."""
     if pod.topology_spread_constraints:
         return compile_constraints(pod.topology_spread_constraints, pod.labels, action)
-    defaults = [c for c in config.spread_default_constraints if c.label_selector is not None]
-    return compile_constraints(defaults, pod.labels, action)
+    defaults = [c for c in config.spread_default_constraints if c.when_unsatisfiable == action]
+    if not defaults:
+        return ()
+    selector = workloads.default_selector(pod)
+    if selector is None:
+        return ()
+    return tuple(
+        replace(c, selector=selector) for c in compile_constraints(defaults, pod.labels, action)
+    )
+
+
+def requires_all_keys(pod: Pod, config: SchedulerConfig) -> bool:
+    """Whether scoring ignores nodes missing one of the constraints' keys: always but for the
+    system defaults, which score a node without a zone label by hostname alone."""
+    return bool(pod.topology_spread_constraints) or not config.spread_system_defaulted
 
 
 def count_matching(pods: Iterable[PodInfo], selector: Selector, namespace: str) -> int:
-    """Pods in ``namespace`` matching ``selector``; terminating pods do not count."""
+    """Pods in ``namespace`` matching ``selector``; terminating pods do not count, and an
+    empty selector (``labelSelector: {}``) counts none, as kube-scheduler's counting does."""
+    if selector.is_everything:
+        return 0
     n = 0
     for info in pods:
         p = info.pod
@@ -134,7 +157,7 @@ class FilterState:
 def prepare_filter(
     pod: Pod, snapshot: ClusterSnapshot, config: SchedulerConfig = DEFAULT_CONFIG
 ) -> FilterState:
-    constraints = pod_constraints(pod, DO_NOT_SCHEDULE, config)
+    constraints = pod_constraints(pod, DO_NOT_SCHEDULE, config, snapshot.workloads)
     if not constraints:
         return FilterState((), dict(pod.labels), {}, {}, {})
     key = count_key(pod, constraints)
@@ -146,27 +169,35 @@ def prepare_filter(
 
 
 # What a node's counts depend on besides the node: the constraints, the pod's required node
-# affinity, tolerations and namespace (``count_key``), so an incremental caller can keep each
-# node's counts while its ``NodeInfo`` lives.
-CountKey = tuple[tuple[Constraint, ...], RequiredNodeAffinity, tuple[Toleration, ...], str]
+# affinity, tolerations and namespace, and whether a node must carry every key to count
+# (``count_key``), so an incremental caller can keep each node's counts while its
+# ``NodeInfo`` lives.
+CountKey = tuple[tuple[Constraint, ...], RequiredNodeAffinity, tuple[Toleration, ...], str, bool]
 
 
-def count_key(pod: Pod, constraints: tuple[Constraint, ...]) -> CountKey:
-    return constraints, pod_required_affinity(pod), tuple(pod.tolerations), pod.namespace
+def count_key(pod: Pod, constraints: tuple[Constraint, ...], require_all: bool = True) -> CountKey:
+    return (
+        constraints,
+        pod_required_affinity(pod),
+        tuple(pod.tolerations),
+        pod.namespace,
+        require_all,
+    )
 
 
 def node_counts(node: NodeInfo, key: CountKey) -> dict[Pair, int]:
-    """The matching pods ``node`` adds to each of its domains (none: the node does not count)."""
-    constraints, required, tolerations, namespace = key
+    """The matching pods ``node`` adds to each of its domains (none: the node does not count).
+    A node missing a key counts, where it may, in that key's domain "" (kube's empty value)."""
+    constraints, required, tolerations, namespace, require_all = key
     labels = node.node.labels
-    if not has_all_keys(labels, constraints):
+    if require_all and not has_all_keys(labels, constraints):
         return {}
     out: dict[Pair, int] = {}
     for c in constraints:
         if not c.includes_node(node, required, tolerations):
             continue
         # Two constraints on one key share the pair: the later one wins, as in kube.
-        out[(c.topology_key, labels[c.topology_key])] = count_matching(
+        out[(c.topology_key, labels.get(c.topology_key, ""))] = count_matching(
             node.pods, c.selector, namespace
         )
     return out
@@ -216,10 +247,14 @@ def filter(state: FilterState, node: NodeInfo) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class ScoreState:
+    """PreScore's result. Hashable: it is the score's whole reading of the pod, so pods with
+    equal states share per-node scores and pods alike with different ones (a default
+    selector derived from their owners) do not."""
+
     constraints: tuple[Constraint, ...]
     namespace: str
     ignored: frozenset[str]
-    pair_counts: dict[Pair, int]
+    pair_counts: FrozenDict[Pair, int]
     weights: tuple[float, ...]
 
 
@@ -244,10 +279,10 @@ def prepare_score(
 ) -> ScoreState | None:
     if not feasible or not snapshot.num_nodes:
         return None
-    constraints = pod_constraints(pod, SCHEDULE_ANYWAY, config)
+    constraints = pod_constraints(pod, SCHEDULE_ANYWAY, config, snapshot.workloads)
     if not constraints:
         return None
-    require_all = bool(pod.topology_spread_constraints) or not config.spread_system_defaulted
+    require_all = requires_all_keys(pod, config)
     required = pod_required_affinity(pod)
 
     def counted(pairs: set[Pair]) -> dict[Pair, int]:
@@ -305,7 +340,7 @@ def score_state(
             size = len(feasible) - len(ignored)
         weights.append(topology_normalizing_weight(size))
     return ScoreState(
-        constraints, pod.namespace, frozenset(ignored), counted(pairs), tuple(weights)
+        constraints, pod.namespace, frozenset(ignored), FrozenDict(counted(pairs)), tuple(weights)
     )
 
 

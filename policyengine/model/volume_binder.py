@@ -1,0 +1,454 @@
+"""kube-scheduler's volume binder: which claims of a pod are bound, and what binding the rest
+on a node would take.
+
+VolumeBinding (``model.plugins.volume_binding``) asks it, per pod, how the pod's claims
+stand (bound, waiting for their first consumer, or bound only by the PV controller), and, per
+node, whether every bound claim's volume reaches the node and every waiting claim finds an
+available volume there (the smallest that fits, as the PV controller's matcher picks) or can
+be provisioned there (the class has a provisioner, its allowed topologies hold the node, and
+storage capacity, where the driver tracks it, suffices). The answer per node is a
+``PodVolumes``: the decisions the scheduler assumes with the pod when it picks that node
+(``assume``) and the binding step carries out.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from policyengine.model.labels import SelectorError
+from policyengine.model.objects import Pod
+from policyengine.model.storage import (
+    ANN_SELECTED_NODE,
+    CLAIM_LOST,
+    HOSTNAME_LABEL,
+    VOLUME_AVAILABLE,
+    ClaimRef,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageObjects,
+    quantity_value,
+)
+from policyengine.model.volumes import EPHEMERAL, claim_name
+
+# Per-node reasons, in the order kube-scheduler lists them.
+NODE_CONFLICT = "node(s) had volume node affinity conflict"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+
+UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+
+
+def not_found(name: str) -> str:
+    return f'persistentvolumeclaim "{name}" not found'
+
+
+def claim_problem(pod: Pod, storage: StorageObjects) -> str | None:
+    """Why no node can take the pod because of one of its claims (kube's ``podHasPVCs``),
+    checked volume by volume: a claim missing (an ephemeral one not created yet), lost, being
+    deleted, or an ephemeral claim the pod does not own. None: every claim is usable."""
+    for volume in pod.volumes:
+        if not volume.uses_claim:
+            continue
+        name = claim_name(pod.name, volume)
+        claim = storage.claim(pod.namespace, name)
+        if claim is None:
+            if volume.kind == EPHEMERAL:
+                return (
+                    "waiting for ephemeral volume controller to create the "
+                    f'persistentvolumeclaim "{name}"'
+                )
+            return not_found(name)
+        if claim.phase == CLAIM_LOST:
+            return (
+                f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume '
+                f'"{claim.volume_name}"'
+            )
+        if claim.deletion_timestamp is not None:
+            return f'persistentvolumeclaim "{name}" is being deleted'
+        if volume.kind == EPHEMERAL and not owned(pod, claim):
+            return not_owned(pod, claim)
+    return None
+
+
+def owned(pod: Pod, claim: PersistentVolumeClaim) -> bool:
+    """Whether the pod controls the claim (its controller owner reference names the pod's
+    uid), as an ephemeral volume's claim must be."""
+    return bool(claim.controller_uid) and claim.controller_uid == pod.uid
+
+
+def not_owned(pod: Pod, claim: PersistentVolumeClaim) -> str:
+    return (
+        f"PVC {claim.namespace}/{claim.name} was not created for pod "
+        f"{pod.namespace}/{pod.name} (pod is not owner)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PodClaims:
+    """A pod's claims sorted as kube's ``GetPodVolumeClaims`` sorts them."""
+
+    bound: tuple[PersistentVolumeClaim, ...] = ()
+    delayed: tuple[PersistentVolumeClaim, ...] = ()  # WaitForFirstConsumer, no volume named
+    immediate: tuple[PersistentVolumeClaim, ...] = ()  # left to the PV controller, unbound
+    # What the nodes' checks read, worked out once: each bound claim's volume (None when
+    # missing); the waiting claims with a selected node (in volume order) and the others,
+    # smallest request first (kube's ``FindPodVolumes`` splits and sorts them per node).
+    bound_volumes: tuple[PersistentVolume | None, ...] = ()
+    selected: tuple[PersistentVolumeClaim, ...] = ()
+    to_match: tuple[PersistentVolumeClaim, ...] = ()
+
+
+NO_CLAIMS = PodClaims()
+
+
+def pod_claims(pod: Pod, storage: StorageObjects) -> PodClaims:
+    """The pod's existing claims by how they stand (``claim_problem`` reports the others)."""
+    bound: list[PersistentVolumeClaim] = []
+    delayed: list[PersistentVolumeClaim] = []
+    immediate: list[PersistentVolumeClaim] = []
+    for volume in pod.volumes:
+        if not volume.uses_claim:
+            continue
+        claim = storage.claim(pod.namespace, claim_name(pod.name, volume))
+        if claim is None:
+            continue
+        if claim.fully_bound:
+            bound.append(claim)
+        elif storage.is_delay_binding(claim) and not claim.volume_name:
+            delayed.append(claim)
+        else:
+            # A claim naming its volume but not bound yet is the PV controller's to finish.
+            immediate.append(claim)
+    return PodClaims(
+        tuple(bound),
+        tuple(delayed),
+        tuple(immediate),
+        tuple(storage.pvs.get(c.volume_name) for c in bound),
+        tuple(c for c in delayed if c.selected_node is not None),
+        tuple(
+            sorted(
+                (c for c in delayed if c.selected_node is None),
+                key=lambda c: quantity_value(c.request),
+            )
+        ),
+    )
+
+
+def eligible_nodes(
+    claims: Sequence[PersistentVolumeClaim], storage: StorageObjects
+) -> frozenset[str] | None:
+    """The only nodes bound local volumes allow (kube's ``GetEligibleNodes``): the
+    intersection of each bound volume's hostnames; None when no volume pins the pod, or
+    when a bound volume is missing (then every node is looked at)."""
+    eligible: frozenset[str] | None = None
+    for claim in claims:
+        pv = storage.pvs.get(claim.volume_name)
+        if pv is None:
+            return None
+        names = pv.local_node_names
+        if names:
+            eligible = frozenset(names) if eligible is None else eligible & frozenset(names)
+    return eligible
+
+
+@dataclass(frozen=True, slots=True)
+class StaticBinding:
+    claim: PersistentVolumeClaim
+    pv: PersistentVolume
+
+
+@dataclass(frozen=True, slots=True)
+class PodVolumes:
+    """What binding the pod's waiting claims on one node takes."""
+
+    static: tuple[StaticBinding, ...] = ()  # claims matched to available volumes
+    provision: tuple[PersistentVolumeClaim, ...] = ()  # claims to provision on the node
+
+    def __bool__(self) -> bool:
+        return bool(self.static or self.provision)
+
+
+NO_VOLUMES = PodVolumes()
+
+
+def _volume_mode_mismatch(claim: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
+    return claim.volume_mode != pv.volume_mode
+
+
+def _access_modes_fit(claim: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
+    return set(claim.access_modes) <= set(pv.access_modes)
+
+
+def find_matching_volume(
+    claim: PersistentVolumeClaim,
+    volumes: Sequence[PersistentVolume],
+    node_labels: Mapping[str, str],
+    excluded: frozenset[str] | set[str],
+) -> PersistentVolume | None:
+    """The volume a waiting claim gets on a node (kube's ``FindMatchingVolume`` on the
+    scheduler's path): a volume already naming the claim if it reaches the node (if it does not,
+    none); otherwise the smallest available volume of the claim's class that is large enough,
+    of the claim's volume mode, not being deleted, matching the claim's selector and access
+    modes, and reaching the node. Equal sizes go to the first by name."""
+    requested = quantity_value(claim.request)
+    selector = None
+    if claim.selector is not None:
+        try:
+            selector = claim.selector.compile()
+        except SelectorError:
+            return None
+    best: PersistentVolume | None = None
+    best_size = 0
+    for pv in volumes:
+        if pv.name in excluded:
+            continue
+        if pv.claim_ref is not None and not pv.bound_to(claim):
+            continue
+        size = quantity_value(pv.capacity)
+        if size < requested or _volume_mode_mismatch(claim, pv):
+            continue
+        if pv.deletion_timestamp is not None:
+            continue
+        reaches = pv.reaches(node_labels)
+        if pv.bound_to(claim):
+            return pv if reaches else None
+        if pv.phase != VOLUME_AVAILABLE:
+            continue
+        if selector is not None and not selector.matches(pv.labels):
+            continue
+        if pv.storage_class != claim.storage_class or not reaches:
+            continue
+        if not _access_modes_fit(claim, pv):
+            continue
+        if best is None or best_size > size:
+            best, best_size = pv, size
+    return best
+
+
+@dataclass(frozen=True)
+class ClaimMatcher:
+    """``find_matching_volume`` for one claim over many nodes, its node-free part done once.
+
+    The checks that read no node (class, size, volume mode, deletion, phase, selector, access
+    modes, claimRef) leave the volumes that can match at all; those naming the claim are kept
+    apart (the first reaching the node is the answer), and the available ones are indexed by
+    the hostnames their node affinity pins them to, so that a node looks only at the volumes
+    pinned to it and those pinned to none. The answer is ``find_matching_volume``'s."""
+
+    prebound: tuple[PersistentVolume, ...] = ()
+    pinned: Mapping[str, tuple[tuple[str, int, PersistentVolume], ...]] = field(
+        default_factory=dict
+    )
+    anywhere: tuple[tuple[str, int, PersistentVolume], ...] = ()
+
+    @staticmethod
+    def of(
+        claim: PersistentVolumeClaim, volumes: Sequence[PersistentVolume]
+    ) -> ClaimMatcher | None:
+        """None when the claim's selector is invalid (then nothing matches)."""
+        requested = quantity_value(claim.request)
+        selector = None
+        if claim.selector is not None:
+            try:
+                selector = claim.selector.compile()
+            except SelectorError:
+                return None
+        wanted = frozenset(claim.access_modes)
+        prebound: list[PersistentVolume] = []
+        pinned: dict[str, list[tuple[str, int, PersistentVolume]]] = {}
+        anywhere: list[tuple[str, int, PersistentVolume]] = []
+        for pv in volumes:
+            if pv.claim_ref is not None and not pv.bound_to(claim):
+                continue
+            size = pv.size
+            if size < requested or pv.volume_mode != claim.volume_mode:
+                continue
+            if pv.deletion_timestamp is not None:
+                continue
+            if pv.claim_ref is not None:  # naming this claim (the others were passed over)
+                prebound.append(pv)
+                continue
+            if pv.phase != VOLUME_AVAILABLE:
+                continue
+            if selector is not None and not selector.matches(pv.labels):
+                continue
+            if pv.storage_class != claim.storage_class or not wanted <= pv.access_mode_set:
+                continue
+            hosts = pv.pinned_hosts
+            entry = (pv.name, size, pv)
+            if hosts is None:
+                anywhere.append(entry)
+            else:
+                for host in hosts:
+                    pinned.setdefault(host, []).append(entry)
+        return ClaimMatcher(
+            tuple(prebound), {h: tuple(v) for h, v in pinned.items()}, tuple(anywhere)
+        )
+
+    def match(
+        self, node_labels: Mapping[str, str], excluded: frozenset[str] | set[str]
+    ) -> PersistentVolume | None:
+        for pv in self.prebound:
+            if pv.name not in excluded:
+                return pv if pv.reaches(node_labels) else None
+        host = node_labels.get(HOSTNAME_LABEL)
+        here = self.pinned.get(host, ()) if host is not None else ()
+        candidates = heapq.merge(self.anywhere, here) if here else iter(self.anywhere)
+        best: PersistentVolume | None = None
+        best_size = 0
+        for name, size, pv in candidates:
+            if name in excluded or (best is not None and best_size <= size):
+                continue
+            if pv.reaches(node_labels):
+                best, best_size = pv, size
+        return best
+
+
+def has_capacity(
+    storage: StorageObjects, claim: PersistentVolumeClaim, node_labels: Mapping[str, str]
+) -> bool:
+    """kube's ``hasEnoughCapacity``: only drivers that track capacity are checked."""
+    if claim.request is None:
+        return True
+    cls = storage.classes[claim.storage_class]
+    driver = storage.csi_drivers.get(cls.provisioner)
+    if driver is None or not driver.storage_capacity:
+        return True
+    size = quantity_value(claim.request)
+    return any(
+        c.storage_class == cls.name and c.fits(size) and c.reaches(node_labels)
+        for c in storage.capacities
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVolumes:
+    """One node's answer: the reasons it cannot take the pod (empty: it can), the decisions
+    it takes otherwise, and an error kube-scheduler would stop the cycle with."""
+
+    reasons: tuple[str, ...] = ()
+    volumes: PodVolumes = NO_VOLUMES
+    error: str | None = None
+
+
+def claim_matchers(claims: PodClaims, storage: StorageObjects) -> Mapping[str, ClaimMatcher | None]:
+    """A matcher for each waiting claim without a selected node, by its key."""
+    return {
+        c.key: ClaimMatcher.of(c, storage.pvs_by_class.get(c.storage_class, ()))
+        for c in claims.delayed
+        if c.selected_node is None
+    }
+
+
+def find_pod_volumes(
+    claims: PodClaims,
+    storage: StorageObjects,
+    node_name: str,
+    node_labels: Mapping[str, str],
+    matchers: Mapping[str, ClaimMatcher | None] | None = None,
+) -> NodeVolumes:
+    """kube's ``FindPodVolumes`` for one node (``matchers``: ``claim_matchers``' answer,
+    which finds the same volumes faster over many nodes)."""
+    bound_ok = True
+    bound_found = True
+    for pv in claims.bound_volumes:
+        if pv is None:
+            bound_found = False
+            break
+        if not pv.reaches(node_labels):
+            bound_ok = False
+            break
+    unbound_ok = True
+    enough_space = True
+    static: list[StaticBinding] = []
+    provision: list[PersistentVolumeClaim] = []
+    if claims.delayed:
+        to_provision: list[PersistentVolumeClaim] = []
+        for claim in claims.selected:
+            if claim.selected_node != node_name:
+                return NodeVolumes(_reasons(bound_ok, False, True, bound_found))
+            to_provision.append(claim)
+        if claims.to_match:
+            chosen: set[str] = set()
+            # The smallest claims first, so each gets the smallest volume that fits it.
+            for claim in claims.to_match:
+                if matchers is not None and claim.key in matchers:
+                    matcher = matchers[claim.key]
+                    pv = matcher.match(node_labels, chosen) if matcher is not None else None
+                else:
+                    pv = find_matching_volume(
+                        claim,
+                        storage.pvs_by_class.get(claim.storage_class, ()),
+                        node_labels,
+                        chosen,
+                    )
+                if pv is None:
+                    to_provision.append(claim)
+                    unbound_ok = False
+                    continue
+                chosen.add(pv.name)
+                static.append(StaticBinding(claim, pv))
+        if to_provision:
+            unbound_ok, enough_space, provision, error = _provisions(
+                storage, to_provision, node_labels
+            )
+            if error is not None:
+                return NodeVolumes(error=error)
+    return NodeVolumes(
+        _reasons(bound_ok, unbound_ok, enough_space, bound_found),
+        PodVolumes(tuple(static), tuple(provision)),
+    )
+
+
+def _provisions(
+    storage: StorageObjects, claims: Sequence[PersistentVolumeClaim], node_labels: Mapping[str, str]
+) -> tuple[bool, bool, list[PersistentVolumeClaim], str | None]:
+    """kube's ``checkVolumeProvisions``: (provisionable, enough space, the claims, error)."""
+    out: list[PersistentVolumeClaim] = []
+    for claim in claims:
+        if not claim.storage_class:
+            return False, False, [], f'no class for claim "{claim.key}"'
+        cls = storage.classes.get(claim.storage_class)
+        if cls is None:
+            return False, False, [], f'failed to find storage class "{claim.storage_class}"'
+        if not cls.can_provision or not cls.allows(node_labels):
+            return False, True, [], None
+        if not has_capacity(storage, claim, node_labels):
+            return True, False, [], None
+        out.append(claim)
+    return True, True, out, None
+
+
+def _reasons(
+    bound_ok: bool, unbound_ok: bool, enough_space: bool, bound_found: bool
+) -> tuple[str, ...]:
+    out = []
+    if not bound_ok:
+        out.append(NODE_CONFLICT)
+    if not unbound_ok:
+        out.append(BIND_CONFLICT)
+    if not enough_space:
+        out.append(NOT_ENOUGH_SPACE)
+    if not bound_found:
+        out.append(PV_NOT_EXIST)
+    return tuple(out)
+
+
+def assume(storage: StorageObjects, node_name: str, volumes: PodVolumes) -> StorageObjects:
+    """The storage objects once the decisions are assumed (kube's ``AssumePodVolumes``): each
+    matched volume names its claim, each claim to provision names the node."""
+    for binding in volumes.static:
+        claim = binding.claim
+        pv = storage.pvs.get(binding.pv.name, binding.pv)
+        ref = ClaimRef(claim.namespace, claim.name, claim.uid)
+        if pv.claim_ref != ref:
+            storage = storage.with_pv(replace(pv, claim_ref=ref))
+    for claim in volumes.provision:
+        current = storage.pvcs.get(claim.key, claim)
+        if current.annotations.get(ANN_SELECTED_NODE) != node_name:
+            annotations = current.annotations.with_item(ANN_SELECTED_NODE, node_name)
+            storage = storage.with_pvc(replace(current, annotations=annotations))
+    return storage

@@ -1,0 +1,195 @@
+"""PodTopologySpread's PreScore and score over thousands of nodes at once.
+
+The plugin's own steps (``model.plugins.pod_topology_spread``) walk the feasible nodes in
+Python: PreScore reads each node's labels to find the ignored nodes and the domains, and the
+score reads each node's labels again and, for a hostname constraint, counts the matching
+pods on the node. Every Deployment behind a Service is spread that way by default (by
+hostname and zone), so on 5,000 nodes those walks were most of a pod's cycle.
+
+Here the same answers come from columns over the snapshot's rows that outlive the cycle:
+each label's value per row (``domains.label_column``, kept across assume steps) and, per
+selector and namespace, each row's count of matching pods (``host_counts``), corrected only
+at the rows whose node gained or lost a pod the selector can match since it was last read.
+A cycle then gathers and adds numpy columns. The arithmetic is the plugin's, in the same
+floating-point order, so every score is exactly the plugin's; ``tests/schedlib/
+test_spread_score.py`` holds them equal node for node and the fast-path property tests whole
+decisions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from policyengine.lang.vector import ints
+from policyengine.model.frozen import FrozenDict
+from policyengine.model.labels import Selector
+from policyengine.model.plugins import pod_topology_spread as spread
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
+from policyengine.schedlib.domains import (
+    changed_rows,
+    label_column,
+    marked_changes,
+    rows_at,
+)
+
+HOSTNAME = spread.HOSTNAME
+
+# --- matching pods per row ------------------------------------------------------------------
+
+_KEPT = 256  # (selector, namespace) pairs: about one per Deployment being scheduled
+_counts: OrderedDict[Hashable, tuple[int, tuple[NodeInfo, ...], np.ndarray]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _marks(selector: Selector) -> tuple[tuple[str, str], ...] | None:
+    """The label pairs one of which a pod must carry to match (its first ``In``
+    requirement's), which the step log indexes; None when there is no such requirement."""
+    for r in selector.requirements:
+        if r.operator == "In":
+            return tuple((r.key, value) for value in sorted(r.values))
+    return None
+
+
+def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -> np.ndarray:
+    """Per row of ``snapshot.nodes``: ``pod_topology_spread.count_matching`` of the row's
+    pods (read only; the array is shared with later calls)."""
+    nodes = snapshot.nodes
+    key = (selector, namespace)
+    with _lock:
+        known = _counts.pop(key, None)
+    counts: np.ndarray | None = None
+    if known is not None:
+        generation, old, counts = known
+        if old is not nodes:
+            marks = _marks(selector)
+            rows = None if marks is None else marked_changes(snapshot, generation, old, marks)
+            if rows is None:
+                rows = changed_rows(snapshot, generation, old)
+            if rows is None:
+                counts = None
+            elif rows:
+                counts = counts.copy()  # a cycle on an older snapshot may still read it
+                for row in rows:
+                    counts[row] = spread.count_matching(nodes[row].pods, selector, namespace)
+    if counts is None:
+        counts = np.fromiter(
+            (spread.count_matching(info.pods, selector, namespace) for info in nodes),
+            np.int64,
+            len(nodes),
+        )
+    with _lock:
+        _counts[key] = (snapshot.generation, nodes, counts)
+        while len(_counts) > _KEPT:
+            _counts.popitem(last=False)
+    return counts
+
+
+# --- PreScore -------------------------------------------------------------------------------
+
+
+def score_state(
+    pod: Any,
+    snapshot: ClusterSnapshot,
+    constraints: tuple[spread.Constraint, ...],
+    feasible: Sequence[NodeInfo],
+    require_all: bool,
+    counted: Callable[[set[spread.Pair]], dict[spread.Pair, int]],
+) -> spread.ScoreState:
+    """``pod_topology_spread.score_state`` read from the label columns: equal to it."""
+    picked = rows_at(snapshot, feasible)
+    if picked is None or not len(picked):
+        return spread.score_state(pod, constraints, feasible, require_all, counted)
+    columns = [label_column(snapshot, c.topology_key) for c in constraints]
+    codes = [column.codes[picked] for column in columns]
+    ignored: frozenset[str] = frozenset()
+    keep = None
+    if require_all:
+        missing = np.zeros(len(picked), bool)
+        for column_codes in codes:
+            missing |= column_codes < 0
+        if missing.any():
+            ignored = frozenset(feasible[i].node.name for i in np.flatnonzero(missing).tolist())
+            keep = ~missing
+    pairs: set[spread.Pair] = set()
+    weights = []
+    for c, column, column_codes in zip(constraints, columns, codes, strict=True):
+        kept = column_codes if keep is None else column_codes[keep]
+        if c.topology_key == HOSTNAME:
+            size = len(feasible) - len(ignored)
+        else:
+            names = _value_names(column.values)
+            # A missing label reads as "", as kube's map lookup does: one domain with "".
+            values = {names[code] if code >= 0 else "" for code in np.unique(kept).tolist()}
+            pairs.update((c.topology_key, value) for value in values)
+            size = len(values)
+        weights.append(spread.topology_normalizing_weight(size))
+    return spread.ScoreState(
+        constraints, pod.namespace, ignored, FrozenDict(counted(pairs)), tuple(weights)
+    )
+
+
+_names_lock = threading.Lock()
+_names: dict[int, tuple[dict[str, int], int, list[str]]] = {}
+
+
+def _value_names(values: dict[str, int]) -> list[str]:
+    """code -> value of a label column's ``values`` (which only ever grows)."""
+    with _names_lock:
+        known = _names.get(id(values))
+        if known is not None and known[0] is values and known[1] == len(values):
+            return known[2]
+    names = [""] * len(values)
+    for value, code in list(values.items()):
+        names[code] = value
+    with _names_lock:
+        if len(_names) > 64:
+            _names.clear()
+        _names[id(values)] = (values, len(values), names)
+    return names
+
+
+# --- Score ----------------------------------------------------------------------------------
+
+
+def scores(state: spread.ScoreState, infos: Sequence[NodeInfo], ctx: Any) -> Sequence[Any]:
+    """``pod_topology_spread.score_rows(state, infos)``: each node's raw score, None for the
+    nodes it ignores."""
+    if ctx is None or len(infos) < _FEW:
+        return spread.score_rows(state, infos)
+    snapshot: ClusterSnapshot = ctx.snapshot
+    picked = rows_at(snapshot, infos)
+    if picked is None:
+        return spread.score_rows(state, infos)
+    total = np.zeros(len(picked), np.float64)
+    for c, weight in zip(state.constraints, state.weights, strict=True):
+        column = label_column(snapshot, c.topology_key)
+        present = column.codes[picked] >= 0
+        if c.topology_key == HOSTNAME:
+            counts = host_counts(snapshot, c.selector, state.namespace)[picked]
+        else:
+            by_value = {
+                value: n for (key, value), n in state.pair_counts.items() if key == c.topology_key
+            }
+            counts = column.gather(by_value)[picked]
+        # The plugin's order of operations: count * weight, + (maxSkew - 1), added to the sum.
+        part = counts.astype(np.float64) * weight + float(c.max_skew - 1)
+        total = np.where(present, total + part, total)
+    # Go's math.Round (half away from zero) of a sum that is never negative.
+    whole = np.floor(total)
+    rounded = whole.astype(np.int64) + (total - whole >= 0.5)
+    if not state.ignored:
+        return ints(rounded)
+    out: list[Any] = rounded.tolist()
+    ignored = state.ignored
+    for i, info in enumerate(infos):
+        if info.node.name in ignored:
+            out[i] = None
+    return out
+
+
+_FEW = 8  # fewer rows are scored by the plugin's own loop: numpy's fixed costs are higher

@@ -1,0 +1,205 @@
+"""The storage builtins: kube-scheduler's four storage plugins as filter functions.
+
+``volume_restrictions_reasons``, ``node_volume_limits_reasons``, ``volume_binding_reasons`` and
+``volume_zone_reasons`` run the model's plugins (``model.plugins.volume_*``,
+``node_volume_limits``) over one pod's cycle. Three of them may reject the pod outright in
+their PreFilter (a claim missing or being deleted, an unbound Immediate claim, ...): then no
+node is filtered at all, and the rejecting builtin gives its message at every node while every
+other filter builtin, and ``considered(pod, node)``, steps aside (``pod_rejection``), so that
+each node's first rejection is that message, as kube-scheduler reports it.
+
+A pod without volumes pays nothing: each builtin is idle for it (its rule leaves the cycle),
+and its keys are constants; so is every pod when the snapshot does not know the cluster's
+storage (``StorageObjects.known``). For a pod with volumes the results hold for the one snapshot only
+(claims and volumes change with every assumed pod), so they are never carried to another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from policyengine.lang.schema import Function, Param
+from policyengine.lang.types import STRING, ListType
+from policyengine.model.objects import Pod
+from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
+from policyengine.model.plugins import node_volume_limits as limits
+from policyengine.model.plugins import volume_binding as binding
+from policyengine.model.plugins import volume_restrictions as restrictions
+from policyengine.model.plugins import volume_zone as zone
+from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.records import NODE, POD
+from policyengine.schedlib.views import NodeView, PodView
+
+REASONS = ListType(STRING, bound=16)
+
+# kube-scheduler's order: a PreFilter rejection by the first of them is the one reported.
+VOLUME_PLUGINS = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone")
+
+_NEEDS: dict[str, Callable[[Pod], bool]] = {
+    "VolumeRestrictions": restrictions.needs_check,
+    "NodeVolumeLimits": limits.needs_check,
+    "VolumeBinding": binding.needs_check,
+    "VolumeZone": lambda pod: any(v.kind == "persistentVolumeClaim" for v in pod.volumes),
+}
+_IDLE = "idle"
+# The plugins that can tell from their state alone that they pass every node.
+_PASSES_EVERYWHERE: dict[str, Callable[[Any], bool]] = {
+    "VolumeRestrictions": restrictions.passes_everywhere,
+    "VolumeZone": zone.passes_everywhere,
+}
+_REJECTION = object()  # the prepared key of the pod's PreFilter rejection
+
+
+def _state(ctx: CycleContext, plugin: Plugin) -> Any:
+    """The plugin's PreFilter state for this cycle (it reads the snapshot's storage)."""
+    prepare = plugin.prepare_filter
+    assert prepare is not None
+    return ctx.prepared(
+        (plugin.name, "filter"), lambda: prepare(ctx.pod.pod, ctx.snapshot, ctx.config)
+    )
+
+
+def _find_rejection(ctx: CycleContext) -> tuple[str, str] | None:
+    pod = ctx.pod.pod
+    for name in VOLUME_PLUGINS:
+        if not _NEEDS[name](pod):
+            continue
+        plugin = PLUGINS_BY_NAME[name]
+        if plugin.prefilter_result is None:
+            continue
+        result = plugin.prefilter_result(_state(ctx, plugin))
+        if result is not None and result.rejection is not None:
+            return name, result.rejection
+    return None
+
+
+def pod_rejection(ctx: CycleContext) -> tuple[str, str] | None:
+    """``(plugin, message)`` when a storage plugin's PreFilter rejects the pod outright (no
+    node is then filtered); None otherwise, at once for a pod without volumes."""
+    if not ctx.pod.pod.uses_storage or not ctx.snapshot.storage.known:
+        return None
+    return ctx.prepared(_REJECTION, lambda: _find_rejection(ctx))
+
+
+def _outside(ctx: CycleContext) -> frozenset[str] | None:
+    """The nodes NodeAffinity's PreFilter keeps (None: all), which the other filters step
+    aside for (as ``schedlib.functions`` does)."""
+    affinity = PLUGINS_BY_NAME["NodeAffinity"]
+    assert affinity.prepare_filter is not None and affinity.prefilter_result is not None
+    state = ctx.prepared(
+        ("NodeAffinity", "filter"),
+        lambda: affinity.prepare_filter(ctx.pod.pod, ctx.snapshot, ctx.config),  # type: ignore[misc]
+        True,
+    )
+    result = affinity.prefilter_result(state)
+    return None if result is None else result.node_names
+
+
+def _idle_test(plugin_name: str) -> Callable[[CycleContext], bool]:
+    needs = _NEEDS[plugin_name]
+
+    def idle(ctx: CycleContext) -> bool:
+        pod = ctx.pod.pod
+        return not pod.uses_storage or not needs(pod) or not ctx.snapshot.storage.known
+
+    return idle
+
+
+class _Same:
+    """A cluster key equal only to one of the very same snapshot."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Same and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+def _builtin(plugin_name: str, doc: str, name: str) -> Function:
+    plugin = PLUGINS_BY_NAME[plugin_name]
+    run = plugin.filter
+    assert run is not None
+    idle = _idle_test(plugin_name)
+    everywhere = _PASSES_EVERYWHERE.get(plugin_name)
+
+    def reasons(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[list[str]]:
+        if idle(ctx):
+            return [[] for _ in nodes]
+        rejection = pod_rejection(ctx)
+        if rejection is not None:
+            found = rejection[0] == plugin_name
+            return [[rejection[1]] if found else [] for _ in nodes]
+        state = _state(ctx, plugin)
+        if everywhere is not None and everywhere(state):
+            return [[] for _ in nodes]
+        kept = _outside(ctx)
+        return [
+            [] if kept is not None and view.node.name not in kept else run(state, view.info)
+            for view in nodes
+        ]
+
+    def impl(ctx: CycleContext, pod: PodView, node: NodeView) -> list[str]:
+        return reasons(ctx, (node,))[0]
+
+    def batch(ctx: CycleContext, pod: PodView, nodes: Sequence[NodeView]) -> list[list[str]]:
+        return reasons(ctx, nodes)
+
+    def cluster_key(ctx: CycleContext) -> Hashable:
+        return _IDLE if idle(ctx) else _Same(ctx.snapshot)
+
+    def pod_key(ctx: CycleContext) -> Hashable:
+        if idle(ctx):
+            return _IDLE
+        pod = ctx.pod.pod
+        return pod.namespace, pod.name, pod.uid, pod.volumes, _outside(ctx)
+
+    return Function(
+        name,
+        (Param("pod", POD), Param("node", NODE)),
+        REASONS,
+        impl,
+        doc,
+        cost=50,
+        needs_context=True,
+        varies_per_node=True,
+        batch=batch,
+        cluster_key=cluster_key,
+        pod_key=pod_key,
+        stable_only=idle,
+        idle=idle,
+    )
+
+
+STORAGE_FUNCTIONS: tuple[Function, ...] = (
+    _builtin(
+        "VolumeRestrictions",
+        "kube-scheduler's VolumeRestrictions filter: in-tree disks (GCE PD, EBS, RBD, iSCSI) "
+        "already mounted on the node, and ReadWriteOncePod claims in use.",
+        "volume_restrictions_reasons",
+    ),
+    _builtin(
+        "NodeVolumeLimits",
+        "kube-scheduler's NodeVolumeLimits (CSI) filter: each driver's attach limit, from the "
+        "CSINode or the node's allocatable, against the node's and the pod's unique volumes.",
+        "node_volume_limits_reasons",
+    ),
+    _builtin(
+        "VolumeBinding",
+        "kube-scheduler's VolumeBinding filter: bound volumes' node affinity, waiting claims "
+        "matched to available volumes or provisioned where the class allows; rejects the pod "
+        "whose claims are missing, being deleted or unbound Immediate.",
+        "volume_binding_reasons",
+    ),
+    _builtin(
+        "VolumeZone",
+        "kube-scheduler's VolumeZone filter: zone and region labels of bound volumes against "
+        "the node's.",
+        "volume_zone_reasons",
+    ),
+)

@@ -1,0 +1,88 @@
+"""``schedlib.spread_score`` gives exactly the plugin's PreScore state and raw scores.
+
+Hypothesis draws clusters (zones, racks, nodes missing labels), a pending pod with soft
+constraints of its own on any key or none (so the system defaults apply, over a selector a
+Service derives), and steps the scheduler makes (pods assumed and forgotten); after each,
+the kept columns' state and scores equal the plugin's walk over every node, and over a
+random subset of the nodes as a feasible set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policyengine.model.plugins import PLUGINS_BY_NAME
+from policyengine.model.plugins import pod_topology_spread as spread
+from policyengine.model.plugins.config import DEFAULT_CONFIG
+from policyengine.model.workloads import WorkloadIndex, parse_workload
+from policyengine.schedlib import spread_score
+from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.topology_filters import PREPARE_SCORES
+from tests.model.builders import make_pod
+from tests.schedlib.batch_strategies import (
+    SELECTORS,
+    TOPOLOGY_KEYS,
+    assume_and_forget,
+    clusters,
+    placement,
+)
+
+PLUGIN = PLUGINS_BY_NAME["PodTopologySpread"]
+SERVICES = WorkloadIndex.build(
+    parse_workload(
+        {
+            "kind": "Service",
+            "metadata": {"name": f"s-{labels['app']}", "namespace": "default"},
+            "spec": {"selector": labels},
+        }
+    )
+    for labels in SELECTORS
+)
+
+
+@st.composite
+def soft_constraints(draw: st.DrawFn) -> list[dict[str, Any]]:
+    keys = draw(st.lists(st.sampled_from(TOPOLOGY_KEYS), max_size=2, unique=True))
+    return [
+        {
+            "maxSkew": draw(st.integers(1, 5)),
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": draw(st.sampled_from(SELECTORS))},
+        }
+        for key in keys
+    ]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), data=st.data())
+def test_kept_columns_score_as_the_plugin(cluster: Any, data: st.DataObject) -> None:
+    assert PLUGIN.prepare_score is not None
+    pod = make_pod(
+        "p", labels=data.draw(st.sampled_from(SELECTORS)), spread=data.draw(soft_constraints())
+    )
+
+    def new_pod(name: str) -> Any:
+        return make_pod(name, **data.draw(placement()))
+
+    for service in SERVICES.objects.values():
+        cluster = cluster.with_workload(service)
+    few = spread_score._FEW
+    spread_score._FEW = 0  # the clusters are small: score them through the columns
+    try:
+        for now in assume_and_forget(data, cluster, new_pod, steps=6, forget_odds=2):
+            for feasible in (now.nodes, [i for i in now.nodes if data.draw(st.booleans())]):
+                expected = PLUGIN.prepare_score(pod, now, feasible, DEFAULT_CONFIG)
+                got = PREPARE_SCORES["PodTopologySpread"](pod, now, feasible, DEFAULT_CONFIG)
+                assert got == expected
+                if expected is None:
+                    continue
+                ctx = CycleContext(now, None)
+                assert list(spread_score.scores(expected, feasible, ctx)) == (
+                    spread.score_rows(expected, feasible)
+                )
+    finally:
+        spread_score._FEW = few
