@@ -99,7 +99,12 @@ from policyengine.controller.wirejson import JSON
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection
 from policyengine.engine.fastpath.classes import ClassCache
-from policyengine.engine.gpu_placement import choose_devices, gpu_annotations, with_devices
+from policyengine.engine.gpu_placement import (
+    choose_devices,
+    governing_device_choice,
+    gpu_annotations,
+    with_devices,
+)
 from policyengine.engine.preemption import review_victims
 from policyengine.lang.compiler import Program
 from policyengine.model.errors import ModelError
@@ -430,7 +435,10 @@ class Extender:
             snapshot = cache.snapshot()
             if args.node not in snapshot:
                 return {"Error": f"node {args.node} is not in the extender's node cache"}
-            grants = choose_devices(snapshot, args.node, pod)
+            choice = governing_device_choice(
+                self._program_source(), pod, snapshot, self._scheduler_name
+            )
+            grants = choose_devices(snapshot, args.node, pod, choice=choice)
             try:
                 cache.cache.assume(with_devices(pod, args.node, grants, now), args.node)
             except AssumeError as error:

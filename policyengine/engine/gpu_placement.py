@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from policyengine.lang.compiler import CompiledPolicy
+from policyengine.engine.profiles import profile_for
+from policyengine.lang.compiler import CompiledPolicy, Program
 from policyengine.lang.runtime import Env
 from policyengine.model.fragmentation import (
     LEAST_FRAGMENTATION,
@@ -31,7 +32,9 @@ from policyengine.model.gpu_share import pod_demand
 from policyengine.model.hami import GPU_POLICY, assignment_annotations
 from policyengine.model.objects import Pod
 from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.gpu import DEFAULT_CHOICE, parse_host_shapes
+from policyengine.schedlib.views import PodView
 
 
 def choose_devices(
@@ -85,6 +88,20 @@ def device_choice_for(policy: CompiledPolicy | None, pod: Pod, env: Env) -> tupl
     except Exception:  # an evaluation error or a bad shape: the default, never a crash
         return DEFAULT_CHOICE
     return rule, shapes
+
+
+def governing_device_choice(
+    program: Program, pod: Pod, snapshot: ClusterSnapshot, scheduler_name: str | None = None
+) -> tuple[str, Shapes]:
+    """``device_choice_for`` outside a cycle — where preemption places a pod, or an extender
+    binds one kube-scheduler placed: the choice of the policy governing ``pod`` (its profile
+    as a cycle picks it), its shapes evaluated on ``snapshot`` (learned shapes: from the GPU
+    pods running there). So a pod gets the device its policy would give it however it was
+    placed."""
+    view = PodView(pod)
+    env = Env({"pod": view}, CycleContext(snapshot, view))
+    policy = program.governing_policy(profile_for(program, pod, scheduler_name), env)
+    return device_choice_for(policy, pod, env)
 
 
 def device_rule(pod: Pod) -> str:

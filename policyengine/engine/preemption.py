@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, replace
 
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision, Rejection, first_rejection_groups
-from policyengine.engine.gpu_placement import choose_devices
+from policyengine.engine.gpu_placement import choose_devices, governing_device_choice
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.profiles import profile_for
 from policyengine.lang.compiler import CompiledPolicy, Program
@@ -653,6 +653,11 @@ def preempt_in_simulation(
         decision,
         node=outcome.node,
         message=f"scheduled on {outcome.node} by policy {decision.policy} {after}",
-        gpu_devices=choose_devices(snapshot, outcome.node, pod),
+        gpu_devices=choose_devices(
+            snapshot,
+            outcome.node,
+            pod,
+            choice=governing_device_choice(program, pod, snapshot, scheduler_name),
+        ),
     )
     return placed, snapshot, outcome

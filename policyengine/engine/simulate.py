@@ -26,6 +26,7 @@ from policyengine.engine.gpu_report import GpuReport, Shapes, gpu_report, shapes
 from policyengine.engine.preemption import PreemptionDecision, preempt_in_simulation
 from policyengine.engine.volumes import assume_volumes
 from policyengine.lang.compiler import Program
+from policyengine.model.fragmentation import Workload, shape_key
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.resources import NVIDIA_GPU, PODS, pod_requests
@@ -140,7 +141,12 @@ def simulate(
     ordered = queue_order(p for p in pending if not p.scheduling_gates)
     gated = queue_order(p for p in pending if p.scheduling_gates)
     decisions: list[Decision] = []
-    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name, cache=ClassCache())
+    options = CycleOptions(
+        all_filters=False,
+        scheduler_name=scheduler_name,
+        cache=ClassCache(),
+        workload=workload_of(snapshot, pending),
+    )
     gangs: list[GangDecision] = []
     preemptions: list[PreemptionDecision] = []
     done = 0
@@ -193,6 +199,19 @@ def simulate(
         gpu=gpu_result(snapshot, ordered, gpu_shapes),
         gated=tuple(pod.key for pod in gated),
     )
+
+
+def workload_of(snapshot: ClusterSnapshot, pending: Sequence[Pod]) -> Workload | None:
+    """What learned GPU shapes are drawn from in a simulation: the running GPU pods and the
+    pending ones alike (FGD's typical pods are the workload's, placed or not), fixed for the
+    run — placing a pending pod moves it, the workload stays the same. None on a cluster
+    without GPUs, where no shape is asked for."""
+    if not any(info.gpus.total_gpus for info in snapshot.nodes):
+        return None
+    workload = Workload(refresh=0.0)
+    workload.extend(shape_key(p.pod) for info in snapshot.nodes for p in info.pods)
+    workload.extend(shape_key(pod) for pod in pending)
+    return workload
 
 
 def _whole(decision: Decision) -> Decision:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.lang.compiler import Program
 from policyengine.model.fragmentation import Workload, shape_key
@@ -92,9 +93,13 @@ def replay_trace(
     ``step`` percent."""
     started = time.perf_counter()
     rng = random.Random(seed)
-    # Learned shapes are drawn from the pods seen so far, the arriving one included.
+    # Learned shapes are drawn from the pods seen so far, the arriving one included. The class
+    # cache is the replay's own: each cycle starts from the last of its pod's class and
+    # re-examines only the nodes placed on since (without one every cycle is a full pass).
     workload = Workload()
-    options = CycleOptions(all_filters=False, scheduler_name=scheduler_name, workload=workload)
+    options = CycleOptions(
+        all_filters=False, scheduler_name=scheduler_name, workload=workload, cache=ClassCache()
+    )
     total = sum(info.gpus.total_gpus for info in snapshot.nodes)
     allocated = sum(info.gpus.allocated_gpus for info in snapshot.nodes)
     arrived_gpus = 0.0

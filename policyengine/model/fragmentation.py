@@ -117,10 +117,13 @@ def _lost(sig: Signature, d: GpuDemand, everything: float) -> float:
 
 
 class _Tokens:
-    """Small integers for shape sets, kept with the sets (a key part hashed in O(1))."""
+    """Small integers for shape sets, kept with the sets (a key part hashed in O(1)). A token
+    is never given twice, even once the sets it was kept with are forgotten: memoised values
+    keyed by it must not be read back for another set."""
 
     def __init__(self) -> None:
         self.by_id: dict[int, tuple[Sequence[Shape], int]] = {}
+        self.issued = 0
 
     def __call__(self, shapes: Sequence[Shape]) -> int:
         kept = self.by_id.get(id(shapes))
@@ -128,9 +131,9 @@ class _Tokens:
             return kept[1]
         if len(self.by_id) > 256:
             self.by_id.clear()
-        token = len(self.by_id) + 1 + 1000 * _MEMO_GENERATION[0]
-        self.by_id[id(shapes)] = (shapes, token)
-        return token
+        self.issued += 1
+        self.by_id[id(shapes)] = (shapes, self.issued)
+        return self.issued
 
 
 _token = _Tokens()
@@ -355,6 +358,148 @@ def placement_growth(
     return value
 
 
+# --- GPUs the host strands ------------------------------------------------------------------
+#
+# FGD looks one pod ahead: a node is not fragmented while a typical pod still fits it. A node
+# whose free CPU covers one more typical pod but not the GPUs it has left is already losing
+# them: the pods that would use those GPUs bring CPU with them, about as much per GPU as the
+# workload asks on average. So a node's *stranded* GPUs are its free GPUs beyond what its free
+# CPU (and memory) can accompany at the workload's CPU (memory) per GPU — the ratio learned
+# from the same shapes, nothing picked by hand. A CPU-only pod on a GPU node whose CPU is just
+# enough for its GPUs strands them; the same pod on a node with CPU to spare strands nothing.
+
+
+def host_per_gpu(shapes: Sequence[Shape]) -> tuple[float, float]:
+    """The shapes' CPU (millicores) and memory (MiB) per GPU of compute they ask, weighted
+    by how common each is: (Σ w·cpu / Σ w·gpus, Σ w·memory / Σ w·gpus); (0, 0) when the
+    shapes ask no GPU."""
+    key = ("per-gpu", _token(shapes))
+    kept = _PER_GPU.get(key)
+    if kept is not None:
+        return kept
+    gpus = sum(s.weight * s.demand.gpus for s in shapes if s.weight > 0)
+    if gpus <= 0:
+        found = (0.0, 0.0)
+    else:
+        cpu = sum(s.weight * s.cpu_milli for s in shapes if s.weight > 0)
+        memory = sum(s.weight * s.memory_mib for s in shapes if s.weight > 0)
+        found = (cpu / gpus, memory / gpus)
+    if len(_PER_GPU) > 256:
+        _PER_GPU.clear()
+    _PER_GPU[key] = found
+    return found
+
+
+_PER_GPU: dict[tuple[object, ...], tuple[float, float]] = {}
+
+
+def stranded_gpus(
+    free_gpus: float, free_cpu_milli: int, free_memory_mib: int, per_gpu: tuple[float, float]
+) -> float:
+    """The free GPUs (compute, in GPUs) beyond what the free CPU and memory can accompany at
+    ``per_gpu`` (CPU millicores, memory MiB per GPU; 0: that resource is not counted)."""
+    cpu, memory = per_gpu
+    out = 0.0
+    if cpu > 0:
+        out = max(out, free_gpus - max(free_cpu_milli, 0) / cpu)
+    if memory > 0:
+        out = max(out, free_gpus - max(free_memory_mib, 0) / memory)
+    return out
+
+
+_FREE_GPUS: dict[int, tuple[NodeGpus, float]] = {}
+
+
+def free_gpus(gpus: NodeGpus) -> float:
+    """The node's free compute on healthy devices, in GPUs (kept per immutable ``NodeGpus``:
+    every cycle asks it of every node)."""
+    kept = _FREE_GPUS.get(id(gpus))
+    if kept is not None and kept[0] is gpus:
+        return kept[1]
+    found = sum(_free(e) for e in signature(gpus))
+    if len(_FREE_GPUS) >= 50_000:
+        _FREE_GPUS.clear()
+    _FREE_GPUS[id(gpus)] = (gpus, found)
+    return found
+
+
+def stranded(
+    gpus: NodeGpus, free_cpu_milli: int, free_memory_mib: int, shapes: Sequence[Shape]
+) -> float:
+    """The node's GPUs stranded by its host: free GPUs its free CPU and memory cannot
+    accompany at the shapes' CPU and memory per GPU."""
+    return stranded_gpus(free_gpus(gpus), free_cpu_milli, free_memory_mib, host_per_gpu(shapes))
+
+
+def stranding_growth(
+    gpus: NodeGpus,
+    free_cpu_milli: int,
+    free_memory_mib: int,
+    demand: GpuDemand,
+    cpu_milli: int,
+    memory_mib: int,
+    shapes: Sequence[Shape],
+) -> float:
+    """How ``stranded`` changes when a pod asking ``demand``, ``cpu_milli`` and ``memory_mib``
+    is placed on the node (which devices it gets does not matter: only how much)."""
+    per_gpu = host_per_gpu(shapes)
+    free = free_gpus(gpus)
+    before = stranded_gpus(free, free_cpu_milli, free_memory_mib, per_gpu)
+    after = stranded_gpus(
+        max(free - demand.gpus, 0.0),
+        free_cpu_milli - cpu_milli,
+        free_memory_mib - memory_mib,
+        per_gpu,
+    )
+    return after - before
+
+
+def stranding_growths(
+    infos: Sequence[NodeInfo],
+    demand: GpuDemand,
+    cpu_milli: int,
+    memory_mib: int,
+    shapes: Sequence[Shape],
+) -> list[float]:
+    """``stranding_growth`` on each node of ``infos`` (the batch form: one call per cycle)."""
+    per_cpu, per_memory = host_per_gpu(shapes)
+    if per_cpu <= 0 and per_memory <= 0:
+        return [0.0] * len(infos)
+    # ``stranded_gpus`` before and after, written out: this runs for every node in every cycle.
+    gpus = demand.gpus
+    out: list[float] = []
+    append = out.append
+    for info in infos:
+        free, cpu, memory = _node_state(info)
+        left = free - gpus if free > gpus else 0.0
+        cpu_after, memory_after = cpu - cpu_milli, memory - memory_mib
+        before = after = 0.0
+        if per_cpu > 0:
+            before = free - (cpu if cpu > 0 else 0) / per_cpu
+            after = left - (cpu_after if cpu_after > 0 else 0) / per_cpu
+        if per_memory > 0:
+            before = max(before, free - (memory if memory > 0 else 0) / per_memory)
+            after = max(after, left - (memory_after if memory_after > 0 else 0) / per_memory)
+        append((after if after > 0 else 0.0) - (before if before > 0 else 0.0))
+    return out
+
+
+_STATES: dict[int, tuple[NodeInfo, tuple[float, int, int]]] = {}
+
+
+def _node_state(info: NodeInfo) -> tuple[float, int, int]:
+    """The node's free GPUs, CPU and memory, kept per immutable ``NodeInfo``."""
+    kept = _STATES.get(id(info))
+    if kept is not None and kept[0] is info:
+        return kept[1]
+    cpu, memory = host_free(info)
+    found = (free_gpus(info.gpus), cpu, memory)
+    if len(_STATES) >= 20_000:
+        _STATES.clear()
+    _STATES[id(info)] = (info, found)
+    return found
+
+
 # --- learned shapes --------------------------------------------------------------------------
 
 # A shape's key: GPU demand, CPU millicores, memory MiB.
@@ -436,12 +581,22 @@ class Workload:
 _MIB = 1024 * 1024
 
 
+_HOST_FREE: dict[int, tuple[NodeInfo, tuple[int, int]]] = {}
+
+
 def host_free(info: NodeInfo) -> tuple[int, int]:
-    """The node's free CPU (millicores) and memory (MiB): allocatable minus requested."""
+    """The node's free CPU (millicores) and memory (MiB): allocatable minus requested (kept
+    per immutable ``NodeInfo``: the GPU builtins ask it of every node in every cycle)."""
+    kept = _HOST_FREE.get(id(info))
+    if kept is not None and kept[0] is info:
+        return kept[1]
     alloc = info.allocatable_units
     used = info.requested_units
     cpu = alloc.get("cpu", 0) - used.get("cpu", 0)
     memory = (alloc.get("memory", 0) - used.get("memory", 0)) // _MIB
+    if len(_HOST_FREE) >= 20_000:
+        _HOST_FREE.clear()
+    _HOST_FREE[id(info)] = (info, (cpu, memory))
     return cpu, memory
 
 

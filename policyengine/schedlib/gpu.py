@@ -235,6 +235,40 @@ def gpu_fragmentation_growth_batch(
     )
 
 
+def gpu_stranded(node: NodeView, shapes: Sequence[Mapping[str, Any]]) -> float:
+    info = node.info
+    cpu, memory = fgd.host_free(info)
+    return fgd.stranded(info.gpus, cpu, memory, parse_host_shapes(shapes))
+
+
+def gpu_stranding_growth(
+    ctx: Any, pod: PodView, node: NodeView, shapes: Sequence[Mapping[str, Any]]
+) -> float:
+    info = node.info
+    cpu, memory = fgd.host_free(info)
+    pod_cpu, pod_memory = _pod_host(ctx, pod)
+    return fgd.stranding_growth(
+        info.gpus, cpu, memory, pod.gpu_demand, pod_cpu, pod_memory, parse_host_shapes(shapes)
+    )
+
+
+def gpu_stranding_growth_batch(ctx: Any, pod: Any, nodes: Any, shapes: Any) -> list[float]:
+    """``gpu_stranding_growth`` over many nodes; the pod and the shapes must be the same for
+    all of them (anything else raises: the engine then calls it node by node)."""
+    if not isinstance(shapes, list) or (shapes and not isinstance(shapes[0], Mapping)):
+        raise TypeError("shapes vary per node")
+    if isinstance(pod, Sequence):
+        raise TypeError("the pod varies per node")
+    pod_cpu, pod_memory = _pod_host(ctx, pod)
+    return fgd.stranding_growths(
+        [view.info for view in nodes],
+        pod.gpu_demand,
+        pod_cpu,
+        pod_memory,
+        parse_host_shapes(shapes),
+    )
+
+
 def gpu_device(ctx: Any, pod: PodView, node: NodeView) -> int | None:
     if pod.gpu_demand.empty:
         return None
@@ -439,6 +473,29 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         pod_key=_host_demand_key,
     ),
     Function(
+        "gpu_stranded",
+        (Param("node", NODE), Param("shapes", SHAPES)),
+        FLOAT,
+        gpu_stranded,
+        "The node's free GPU compute, in GPUs, beyond what its free CPU and memory can "
+        "accompany at the shapes' CPU and host memory per GPU (their weighted sums over the "
+        "GPUs they ask): GPUs the pods that would use them could not bring their CPU to. 0 "
+        "when the shapes give no cpu or host_memory.",
+        cost=20,
+    ),
+    Function(
+        "gpu_stranding_growth",
+        (*_POD_NODE, Param("shapes", SHAPES)),
+        FLOAT,
+        gpu_stranding_growth,
+        "How gpu_stranded(node, shapes) changes when the pod is placed on the node: its CPU, "
+        "memory and GPU compute taken. Lower is better.",
+        cost=30,
+        needs_context=True,
+        batch=gpu_stranding_growth_batch,
+        pod_key=_host_demand_key,
+    ),
+    Function(
         "gpu_device",
         _POD_NODE,
         Nullable(INT),
@@ -457,7 +514,8 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         SHAPES,
         learned_gpu_shapes,
         "The cluster's typical GPU pods, learned from its own workload (the GPU pods of a "
-        "replay so far, else those running): the most common (GPU, cpu) request "
+        "replay so far; in a simulation, the running and pending ones; else those running): "
+        "the most common (GPU, cpu) request "
         "shapes that together cover this share of the pods (0–1), at most 64, each weighted by "
         "its count. Shape maps as gpu_fragmentation takes them.",
         cost=40,

@@ -49,6 +49,8 @@ policy "p" {{
   score growth weight 3 normalize minmax {{ 0 - (gpu_fragmentation_growth(pod, node, shapes) ?? 0) }}
   score level weight 1 normalize minmax {{ 0 - gpu_fragmentation_fgd(node, shapes) }}
   score device weight 1 {{ gpu_device(pod, node) ?? 0 }}
+  score stranding weight 2 normalize minmax {{ 0 - gpu_stranding_growth(pod, node, shapes) }}
+  score stranded weight 1 normalize minmax {{ 0 - gpu_stranded(node, shapes) }}
 }}
 """
     result = compile_texts({"p.sched": source}, default_schema())

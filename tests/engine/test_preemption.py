@@ -756,3 +756,35 @@ def test_no_victims_told_from_counts_is_what_the_search_tells(
     assert dict(quick.statuses) == dict(search.statuses)
     assert list(quick.statuses) == list(search.statuses)
     assert quick_rng.getstate() == search_rng.getstate()
+
+
+@pytest.mark.parametrize(("device", "expected"), [("best_fit", "g-gpu0"), ("spread", "g-gpu1")])
+def test_a_pod_placed_by_preemption_gets_its_policys_device(device: str, expected: str) -> None:
+    from policyengine.engine.preemption import preempt_in_simulation
+    from policyengine.model.hami import ALLOCATED
+    from tests.model.gpu_builders import gpu_node, gpu_pod
+
+    # g: gpu0 holds a 30% share (kept: it outranks the preemptor), gpu1 is free; a low-priority
+    # pod holds all of the CPU. The preemptor, a 50% share, fits once that pod is gone: on gpu0
+    # by best fit (20% left), on gpu1 spread (50% left), as its policy says.
+    kept = replace(
+        gpu_pod(
+            "kept",
+            share="cores=30",
+            node="g",
+            annotations={ALLOCATED: "g-gpu0,NVIDIA,0,30:;"},
+        ),
+        priority=1000,
+    )
+    victim = replace(gpu_pod("victim", resources={"cpu": "64"}, node="g"), priority=0)
+    snap = ClusterSnapshot.build([gpu_node("g", count=2)], [kept, victim])
+    preemptor = replace(gpu_pod("new", share="cores=50", resources={"cpu": "1"}), priority=100)
+    program = with_kube(
+        f'policy "p" {{\n  use kube\n  device {device}\n'
+        '  filter fits { gpu_fits(pod, node) } reason "no device"\n}\n'
+    )
+    decision = schedule(program, preemptor, snap, random.Random(0))
+    assert decision.node is None
+    placed, _, outcome = preempt_in_simulation(program, preemptor, snap, decision)
+    assert outcome is not None and [v.key for v in outcome.victims] == ["default/victim"]
+    assert [g.uuid for g in placed.gpu_devices] == [expected]

@@ -130,3 +130,33 @@ def test_settled_decisions_report_what_the_whole_ones_do() -> None:
     assert settled.decisions[-1].message == (
         "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu."
     )
+
+
+def test_learned_gpu_shapes_count_the_pending_pods_with_the_running_ones() -> None:
+    from policyengine.engine.simulate import workload_of
+    from policyengine.lang.compiler import compile_texts
+    from policyengine.model.fragmentation import shape_key
+    from policyengine.model.snapshot import ClusterSnapshot
+    from tests.model.gpu_builders import gpu_node, gpu_pod
+
+    running = gpu_pod("r", gpus=1, node="n1")
+    pending = [gpu_pod(f"p{i}", share="cores=50") for i in range(3)]
+    snap = ClusterSnapshot.build([gpu_node("n1"), gpu_node("n2")], [running])
+    counted = workload_of(snap, pending)
+    assert counted is not None
+    assert counted.total == 4
+    assert counted.counts[shape_key(running)] == 1
+    assert counted.counts[shape_key(pending[0])] == 3
+    assert workload_of(snapshot([make_node("cpu-only")]), pending) is None
+    # The pending shares are the commonest shape from the first pod on: a policy reading the
+    # learned shapes sees them before any share runs.
+    source = """
+policy "p" {
+  let first = learned_gpu_shapes(0.5)[0] ?? {}
+  filter share_first { (first["cores"] ?? 0) == 50 } reason "learned {first}"
+}
+"""
+    compiled = compile_texts({"p.sched": source}, default_schema())
+    assert compiled.program is not None, compiled.diagnostics
+    result = simulate(compiled.program, snap, pending)
+    assert all(d.node is not None for d in result.decisions)

@@ -159,3 +159,73 @@ def test_a_workload_refreshes_its_shapes_as_it_grows() -> None:
     workload.add(other)  # 4 pods: refreshed
     assert [(s.demand, s.weight) for s in workload.shapes(1.0, 8)] == [(HALF, 2.0), (whole(1), 2.0)]
     assert workload.state_key(8) == ((1.0, workload.shapes(1.0, 8)),)
+
+
+def test_host_per_gpu_weighs_the_shapes() -> None:
+    # GPUs asked: 3 x 0.5 + 5 x 1 + 2 x 0.25 = 7; CPU: 3 x 4 + 5 x 8 + 2 x 2 = 56 cores
+    assert f.host_per_gpu(SHAPES) == pytest.approx((8000.0, 0.0))
+    with_memory = (f.Shape(whole(1), 1.0, 0, 16384), f.Shape(whole(2), 1.0, 0, 16384))
+    assert f.host_per_gpu(with_memory) == pytest.approx((0.0, 32768 / 3))
+    assert f.host_per_gpu(()) == (0.0, 0.0)
+    assert f.host_per_gpu((f.Shape(share(), 1.0, 4000),)) == (0.0, 0.0)  # asks no GPU
+
+
+@pytest.mark.parametrize(
+    ("free", "cpu", "memory", "expected"),
+    [
+        # 32 CPUs accompany 4 GPUs at 8 per GPU: both free GPUs are served
+        ((100, 100), 32000, 0, 0.0),
+        # 8 CPUs accompany one of the two
+        ((100, 100), 8000, 0, 1.0),
+        # 1.5 free, 4 CPUs accompany 0.5
+        ((50, 100), 4000, 0, 1.0),
+        # no CPU left (or less than none): every free GPU is stranded
+        ((100, 50), -1000, 0, 1.5),
+        # nothing free: nothing stranded
+        ((0, 0), 0, 0, 0.0),
+    ],
+    ids=["cpu-to-spare", "cpu-for-one", "partial", "no-cpu", "full"],
+)
+def test_stranded(free, cpu, memory, expected) -> None:
+    assert f.stranded(node(*free), cpu, memory, SHAPES) == pytest.approx(expected)
+
+
+def test_memory_strands_too() -> None:
+    shapes = (f.Shape(whole(1), 1.0, 0, 16384),)  # 16 GiB of host memory per GPU
+    assert f.stranded(node(100, 100), 0, 16384, shapes) == pytest.approx(1.0)
+    assert f.stranded(node(100, 100), 0, 40000, shapes) == 0.0
+
+
+def test_stranding_growth() -> None:
+    gpus = node(100, 100)  # 12 CPUs accompany 1.5 of the 2 free GPUs: 0.5 stranded
+    # a quarter share with 4 CPUs: 1.75 free, 8 CPUs accompany 1: 0.75 stranded
+    assert f.stranding_growth(gpus, 12000, 0, QUARTER, 4000, 0, SHAPES) == pytest.approx(0.25)
+    # a pod asking no GPU and 8 CPUs: 2 free, 4 CPUs accompany 0.5: 1.5 stranded
+    assert f.stranding_growth(gpus, 12000, 0, share(), 8000, 0, SHAPES) == pytest.approx(1.0)
+    # a whole GPU with 8 CPUs: 1 free, 4 CPUs accompany 0.5: 0.5 stranded, as before
+    assert f.stranding_growth(gpus, 12000, 0, whole(1), 8000, 0, SHAPES) == pytest.approx(0.0)
+    # with CPU to spare nothing changes
+    assert f.stranding_growth(gpus, 64000, 0, share(), 8000, 0, SHAPES) == 0.0
+
+
+def test_the_batch_of_stranding_growths_is_each_nodes() -> None:
+    from policyengine.model.openb import node_object
+    from policyengine.model.parse import parse_node
+    from policyengine.model.snapshot import ClusterSnapshot
+
+    snap = ClusterSnapshot.build(
+        [
+            parse_node(node_object(f"n{cpu}", cpu, memory, gpus, "T4"))
+            for cpu, memory, gpus in [(8000, 1024, 2), (12000, 65536, 2), (64000, 8192, 4)]
+        ]
+    )
+    infos = snap.nodes
+    with_memory = (*SHAPES, f.Shape(whole(1), 1.0, 0, 4096))
+    for shapes in (SHAPES, with_memory):
+        for demand, cpu, memory in [(QUARTER, 4000, 512), (share(), 8000, 0), (whole(2), 1000, 0)]:
+            batch = f.stranding_growths(infos, demand, cpu, memory, shapes)
+            each = [
+                f.stranding_growth(i.gpus, *f.host_free(i), demand, cpu, memory, shapes)
+                for i in infos
+            ]
+            assert batch == pytest.approx(each)

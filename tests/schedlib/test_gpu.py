@@ -18,6 +18,8 @@ from policyengine.schedlib.gpu import (
     gpu_fits,
     gpu_fragmentation,
     gpu_fragmentation_delta,
+    gpu_stranded,
+    gpu_stranding_growth,
     shape_demand,
 )
 from policyengine.schedlib.views import NodeView, PodView
@@ -102,6 +104,20 @@ def test_fragmentation_builtins() -> None:
     assert gpu_fragmentation_delta(quarter, view(snap, "n2"), SHAPES) == pytest.approx(0.375)
     assert gpu_fragmentation_delta(PodView(gpu_pod("w", gpus=1)), view(snap, "n1"), SHAPES) is None
     assert gpu_allocated_after(quarter, view(snap, "n1")) == pytest.approx((0.8 + 0.25) / 2)
+
+
+def test_stranding_builtins() -> None:
+    snap = cluster()  # both nodes have 64 CPUs free; n1 1.2 GPUs free, n2 2
+    shapes = [{"gpus": 1, "cpu": 48}]  # 48 CPUs per GPU: 64 CPUs accompany 4/3 of a GPU
+    assert gpu_stranded(view(snap, "n1"), shapes) == 0.0
+    assert gpu_stranded(view(snap, "n2"), shapes) == pytest.approx(2 - 4 / 3)
+    cpu_pod = PodView(gpu_pod("c", resources={"cpu": "32"}))
+    # 32 CPUs left on n2 accompany 2/3 of a GPU: 4/3 stranded, 2/3 more than before
+    assert gpu_stranding_growth(None, cpu_pod, view(snap, "n2"), shapes) == pytest.approx(2 / 3)
+    # on n1 the 32 CPUs left still accompany 2/3 of its 1.2 free GPUs: 0.533 stranded
+    assert gpu_stranding_growth(None, cpu_pod, view(snap, "n1"), shapes) == pytest.approx(
+        1.2 - 2 / 3
+    )
 
 
 @pytest.mark.parametrize(
