@@ -186,6 +186,12 @@ class NodeInfo:
         return tuple(p for p in self.pods if p.pod.has_pod_affinity_constraints)
 
     @cached_property
+    def pods_with_volumes(self) -> tuple[PodInfo, ...]:
+        """The pods that name volumes: the only ones whose volumes NodeVolumeLimits counts
+        (a node without any is judged by its limits alone, ``schedlib.storage_batch``)."""
+        return tuple(p for p in self.pods if p.pod.volumes)
+
+    @cached_property
     def pods_with_required_anti_affinity(self) -> tuple[PodInfo, ...]:
         return tuple(p for p in self.pods if p.pod.has_required_anti_affinity)
 

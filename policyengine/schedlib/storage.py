@@ -29,6 +29,7 @@ from policyengine.model.plugins import volume_restrictions as restrictions
 from policyengine.model.plugins import volume_zone as zone
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.records import NODE, POD
+from policyengine.schedlib.storage_batch import FORMS
 from policyengine.schedlib.views import NodeView, PodView
 
 REASONS = ListType(STRING, bound=16)
@@ -127,22 +128,29 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
     assert run is not None
     idle = _idle_test(plugin_name)
     everywhere = _PASSES_EVERYWHERE.get(plugin_name)
+    form = FORMS.get(plugin_name)
 
-    def reasons(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[list[str]]:
+    def reasons(ctx: CycleContext, everything: Sequence[NodeView]) -> list[list[str]]:
+        nodes = everything
         if idle(ctx):
             return [[] for _ in nodes]
         rejection = pod_rejection(ctx)
         if rejection is not None:
-            found = rejection[0] == plugin_name
-            return [[rejection[1]] if found else [] for _ in nodes]
+            rejects = rejection[0] == plugin_name
+            return [[rejection[1]] if rejects else [] for _ in nodes]
         state = _state(ctx, plugin)
         if everywhere is not None and everywhere(state):
             return [[] for _ in nodes]
         kept = _outside(ctx)
-        return [
-            [] if kept is not None and view.node.name not in kept else run(state, view.info)
-            for view in nodes
-        ]
+        if kept is not None:
+            nodes = [view for view in nodes if view.node.name in kept]
+        infos = [view.info for view in nodes]
+        found = form(state, infos) if form is not None else [run(state, i) for i in infos]
+        if kept is None:
+            return found
+        # The nodes NodeAffinity's PreFilter left out pass (``considered`` steps aside there).
+        by_name = dict(zip((i.node.name for i in infos), found, strict=True))
+        return [by_name.get(view.node.name, []) for view in everything]
 
     def impl(ctx: CycleContext, pod: PodView, node: NodeView) -> list[str]:
         return reasons(ctx, (node,))[0]

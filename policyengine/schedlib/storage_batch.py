@@ -1,0 +1,196 @@
+"""Columnar forms of the storage filters: one plugin step per group of nodes alike.
+
+Run per node, VolumeBinding, NodeVolumeLimits and VolumeZone cost a pod with a claim tens of
+milliseconds on a few thousand nodes, yet most nodes give one of a few answers. Each form here
+groups the nodes by exactly what the plugin's per-node step reads of them and runs that step
+once per group (``_grouped``), so every node gets the very reasons the plugin gives it:
+
+- VolumeZone reads the node's four zone and region labels.
+- NodeVolumeLimits reads the node's attach limits (its allocatable and its CSINode), the
+  in-tree plugins its CSINode says are migrated, and the volumes of its pods: a node whose
+  pods use no volume (``NodeInfo.pods_with_volumes``, kept on the immutable NodeInfo) is
+  judged by its limits and migrated plugins alone, the others one by one.
+- VolumeBinding, for a pod whose waiting claims have no selected node (one claim to match at
+  most, so no volume chosen for one claim is kept from another), reads the node's values of
+  the label keys its bound volumes, the claim's candidate volumes pinned to no host and the
+  class's allowed topologies name, and whether a candidate volume is pinned to the node's
+  hostname. A candidate pinned only by ``kubernetes.io/hostname In`` terms reaches every node
+  of its hosts, so such a node finds a volume whatever else it has; a node with another
+  candidate of its own is judged alone. Anything else (selected nodes, volumes already naming
+  the claim, storage capacity) runs node by node.
+
+VolumeRestrictions reads the node's pods' disks only for a pod with an in-tree disk, and
+passes every node otherwise (``passes_everywhere``); it has no form. Each form returns exactly
+the plugin's ``filter`` at each node: ``tests/schedlib/test_storage_batch.py`` compares them
+node for node, and the fast-path property tests hold whole decisions equal to the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
+
+from policyengine.model.node_selectors import NodeSelector
+from policyengine.model.plugins import node_volume_limits as limits
+from policyengine.model.plugins import volume_binding as binding
+from policyengine.model.plugins import volume_zone as zone
+from policyengine.model.snapshot import NodeInfo
+from policyengine.model.storage import HOSTNAME_LABEL, PersistentVolume
+from policyengine.model.volume_binder import ClaimMatcher
+
+Form = Callable[[Any, Sequence[NodeInfo]], list[list[str]]]
+# Tags the key of a node judged alone (with its id: ``infos`` holds every node during a call).
+_ALONE = object()
+
+
+def _grouped(
+    run: Callable[[Any, NodeInfo], list[str]],
+    state: Any,
+    infos: Sequence[NodeInfo],
+    keys: Iterable[Hashable],
+) -> list[list[str]]:
+    """``run`` once per distinct key; nodes of one key share the list (never mutated)."""
+    seen: dict[Hashable, list[str]] = {}
+    out = []
+    for info, key in zip(infos, keys, strict=True):
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = run(state, info)
+        out.append(found)
+    return out
+
+
+def _each(
+    run: Callable[[Any, NodeInfo], list[str]], state: Any, infos: Sequence[NodeInfo]
+) -> list[list[str]]:
+    return [run(state, info) for info in infos]
+
+
+# --- VolumeZone ----------------------------------------------------------------------------
+
+
+def _zone(state: zone.FilterState, infos: Sequence[NodeInfo]) -> list[list[str]]:
+    if not state.topologies:  # ``conflict`` finds nothing to object to
+        return [[] for _ in infos]
+    names = zone.TOPOLOGY_LABELS
+    keys = (tuple([info.node.labels.get(k) for k in names]) for info in infos)
+    return _grouped(zone.filter, state, infos, keys)
+
+
+# --- NodeVolumeLimits ----------------------------------------------------------------------
+
+
+def _limits(state: limits.FilterState, infos: Sequence[NodeInfo]) -> list[list[str]]:
+    if state.skip or state.storage is None:
+        return [[] for _ in infos]
+    csi_nodes = state.storage.csi_nodes
+    none: frozenset[str] = frozenset()
+
+    def key(info: NodeInfo) -> Hashable:
+        if info.pods_with_volumes:
+            return _ALONE, id(info)  # its pods' volumes are counted: judged alone
+        csi_node = csi_nodes.get(info.node.name)
+        found = limits.volume_limits(info, csi_node)
+        migrated = csi_node.migrated_plugins if csi_node is not None else none
+        return tuple(found.items()), migrated
+
+    return _grouped(limits.filter, state, infos, map(key, infos))
+
+
+# --- VolumeBinding -------------------------------------------------------------------------
+
+
+def _selector_keys(selector: NodeSelector | None, out: set[str]) -> None:
+    if selector is None:
+        return
+    for term in selector.terms:
+        out.update(r.key for r in term.match_expressions)
+
+
+def _volume_keys(pv: PersistentVolume, out: set[str]) -> None:
+    _selector_keys(pv.node_affinity, out)
+
+
+def _purely_pinned(pv: PersistentVolume) -> bool:
+    """Whether the volume's terms ask for nothing but ``kubernetes.io/hostname In``: it then
+    reaches exactly the nodes whose hostname is one of its ``pinned_hosts``."""
+    affinity = pv.node_affinity
+    if affinity is None or not affinity.terms:
+        return False
+    if any(t.error is not None for t in pv.affinity_terms or ()):
+        return False  # a term that never matches: ``reaches`` is not the hostname alone
+    return all(
+        not term.match_fields
+        and term.match_expressions
+        and all(r.key == HOSTNAME_LABEL and r.operator == "In" for r in term.match_expressions)
+        for term in affinity.terms
+    )
+
+
+def _binding_keys(state: binding.FilterState) -> tuple[tuple[str, ...], ClaimMatcher | None] | None:
+    """The label keys the binder reads of a node for this pod, and the matcher of its claim
+    to match (if any); None when the nodes must be judged one by one."""
+    claims = state.claims
+    storage = state.storage
+    assert storage is not None
+    if claims.selected or len(claims.to_match) > 1:
+        return None
+    keys: set[str] = set()
+    for pv in claims.bound_volumes:
+        if pv is not None:
+            _volume_keys(pv, keys)
+    matcher: ClaimMatcher | None = None
+    for claim in claims.to_match:
+        if claim.key not in state.matchers:
+            return None
+        matcher = state.matchers[claim.key]
+        if matcher is not None:
+            if matcher.prebound:
+                return None
+            for _, _, pv in matcher.anywhere:
+                _volume_keys(pv, keys)
+        cls = storage.classes.get(claim.storage_class) if claim.storage_class else None
+        if cls is not None:
+            for term in cls.allowed_topologies:
+                keys.update(k for k, _ in term.requirements)
+            if claim.request is not None:
+                driver = storage.csi_drivers.get(cls.provisioner)
+                if driver is not None and driver.storage_capacity:
+                    return None  # capacities' topology: node by node
+    return tuple(sorted(keys)), matcher
+
+
+def _binding(state: binding.FilterState, infos: Sequence[NodeInfo]) -> list[list[str]]:
+    run = binding.filter
+    if state.skip or state.storage is None:
+        return [[] for _ in infos]
+    found = _binding_keys(state)
+    if found is None:
+        return _each(run, state, infos)
+    names, matcher = found
+    pinned = matcher.pinned if matcher is not None else {}
+    reached: dict[str, bool] = {}  # hostname -> a purely pinned candidate is there
+    eligible = state.eligible
+
+    def key(info: NodeInfo) -> Hashable:
+        labels = info.node.labels
+        host = labels.get(HOSTNAME_LABEL)
+        here: Hashable = None
+        if host is not None and host in pinned:
+            hit = reached.get(host)
+            if hit is None:
+                hit = reached[host] = any(_purely_pinned(pv) for _, _, pv in pinned[host])
+            if not hit:
+                return _ALONE, id(info)  # a candidate of its own that reads more: alone
+            here = True
+        inside = eligible is None or info.node.name in eligible
+        return here, inside, tuple([labels.get(k) for k in names])
+
+    return _grouped(run, state, infos, map(key, infos))
+
+
+FORMS: dict[str, Form] = {
+    "VolumeZone": _zone,
+    "NodeVolumeLimits": _limits,
+    "VolumeBinding": _binding,
+}
