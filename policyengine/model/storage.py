@@ -107,6 +107,23 @@ class PersistentVolume:
         return frozenset(self.local_node_names)
 
     @cached_property
+    def purely_pinned(self) -> bool:
+        """Whether every required term asks for nothing but ``kubernetes.io/hostname In``
+        (and parses): the volume then reaches exactly the nodes whose hostname is one of its
+        ``pinned_hosts``, whatever their other labels."""
+        affinity = self.node_affinity
+        if affinity is None or not affinity.terms:
+            return False
+        if any(t.error is not None for t in self.affinity_terms or ()):
+            return False  # a term that never matches: the hostname alone does not tell
+        return all(
+            not term.match_fields
+            and bool(term.match_expressions)
+            and all(r.key == HOSTNAME_LABEL and r.operator == "In" for r in term.match_expressions)
+            for term in affinity.terms
+        )
+
+    @cached_property
     def affinity_terms(self) -> tuple[CompiledTerm, ...] | None:
         return None if self.node_affinity is None else self.node_affinity.compile()
 

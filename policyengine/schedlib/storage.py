@@ -29,7 +29,7 @@ from policyengine.model.plugins import volume_restrictions as restrictions
 from policyengine.model.plugins import volume_zone as zone
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.records import NODE, POD
-from policyengine.schedlib.storage_batch import FORMS
+from policyengine.schedlib.storage_batch import FORMS, PASS
 from policyengine.schedlib.views import NodeView, PodView
 
 REASONS = ListType(STRING, bound=16)
@@ -133,24 +133,27 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
     def reasons(ctx: CycleContext, everything: Sequence[NodeView]) -> list[list[str]]:
         nodes = everything
         if idle(ctx):
-            return [[] for _ in nodes]
+            return [PASS] * len(nodes)
         rejection = pod_rejection(ctx)
         if rejection is not None:
             rejects = rejection[0] == plugin_name
-            return [[rejection[1]] if rejects else [] for _ in nodes]
+            return [[rejection[1]] if rejects else PASS for _ in nodes]
         state = _state(ctx, plugin)
         if everywhere is not None and everywhere(state):
-            return [[] for _ in nodes]
+            return [PASS] * len(nodes)
         kept = _outside(ctx)
         if kept is not None:
             nodes = [view for view in nodes if view.node.name in kept]
         infos = [view.info for view in nodes]
-        found = form(state, infos) if form is not None else [run(state, i) for i in infos]
+        if form is not None:
+            found = form(state, infos, ctx.snapshot)
+        else:
+            found = [run(state, i) for i in infos]
         if kept is None:
             return found
         # The nodes NodeAffinity's PreFilter left out pass (``considered`` steps aside there).
         by_name = dict(zip((i.node.name for i in infos), found, strict=True))
-        return [by_name.get(view.node.name, []) for view in everything]
+        return [by_name.get(view.node.name, PASS) for view in everything]
 
     def impl(ctx: CycleContext, pod: PodView, node: NodeView) -> list[str]:
         return reasons(ctx, (node,))[0]

@@ -30,26 +30,31 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from policyengine.model.node_selectors import NodeSelector
 from policyengine.model.plugins import node_volume_limits as limits
 from policyengine.model.plugins import volume_binding as binding
 from policyengine.model.plugins import volume_zone as zone
-from policyengine.model.snapshot import NodeInfo
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.storage import HOSTNAME_LABEL, PersistentVolume
 from policyengine.model.volume_binder import ClaimMatcher
+from policyengine.schedlib.domains import label_column, rows_at
 
-Form = Callable[[Any, Sequence[NodeInfo]], list[list[str]]]
+Form = Callable[[Any, Sequence[NodeInfo], ClusterSnapshot], list[list[str]]]
+Run = Callable[[Any, NodeInfo], list[str]]
 # Tags the key of a node judged alone (with its id: ``infos`` holds every node during a call).
 _ALONE = object()
+# Fewer nodes (the incremental pass's changed rows) are keyed in Python: numpy's fixed cost
+# per call is more than that loop's.
+_FEW = 64
+PASS: list[str] = []  # every passing node shares it: callers never change a reasons list
 
 
 def _grouped(
-    run: Callable[[Any, NodeInfo], list[str]],
-    state: Any,
-    infos: Sequence[NodeInfo],
-    keys: Iterable[Hashable],
+    run: Run, state: Any, infos: Sequence[NodeInfo], keys: Iterable[Hashable]
 ) -> list[list[str]]:
-    """``run`` once per distinct key; nodes of one key share the list (never mutated)."""
+    """``run`` once per distinct key; nodes of one key share the list."""
     seen: dict[Hashable, list[str]] = {}
     out = []
     for info, key in zip(infos, keys, strict=True):
@@ -60,19 +65,44 @@ def _grouped(
     return out
 
 
-def _each(
-    run: Callable[[Any, NodeInfo], list[str]], state: Any, infos: Sequence[NodeInfo]
+def _by_codes(
+    run: Run, state: Any, infos: Sequence[NodeInfo], codes: list[np.ndarray]
 ) -> list[list[str]]:
+    """``run`` once per distinct row of ``codes`` (one int64 column per thing read, each row's
+    codes naming what the node has there): the nodes of one row of codes share the result."""
+    table = np.stack(codes, axis=1)
+    _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    results = [run(state, infos[i]) for i in first.tolist()]
+    return list(map(results.__getitem__, inverse.reshape(-1).tolist()))
+
+
+def _label_codes(
+    snapshot: ClusterSnapshot, infos: Sequence[NodeInfo], keys: Sequence[str]
+) -> list[np.ndarray] | None:
+    """Each key's label column at the rows of ``infos`` (None when they are not the
+    snapshot's nodes)."""
+    rows = rows_at(snapshot, infos)
+    if rows is None:
+        return None
+    return [label_column(snapshot, key).codes[rows] for key in keys]
+
+
+def _each(run: Run, state: Any, infos: Sequence[NodeInfo]) -> list[list[str]]:
     return [run(state, info) for info in infos]
 
 
 # --- VolumeZone ----------------------------------------------------------------------------
 
 
-def _zone(state: zone.FilterState, infos: Sequence[NodeInfo]) -> list[list[str]]:
+def _zone(
+    state: zone.FilterState, infos: Sequence[NodeInfo], snapshot: ClusterSnapshot
+) -> list[list[str]]:
     if not state.topologies:  # ``conflict`` finds nothing to object to
-        return [[] for _ in infos]
+        return [PASS] * len(infos)
     names = zone.TOPOLOGY_LABELS
+    codes = _label_codes(snapshot, infos, names) if len(infos) > _FEW else None
+    if codes is not None:
+        return _by_codes(zone.filter, state, infos, codes)
     keys = (tuple([info.node.labels.get(k) for k in names]) for info in infos)
     return _grouped(zone.filter, state, infos, keys)
 
@@ -80,9 +110,11 @@ def _zone(state: zone.FilterState, infos: Sequence[NodeInfo]) -> list[list[str]]
 # --- NodeVolumeLimits ----------------------------------------------------------------------
 
 
-def _limits(state: limits.FilterState, infos: Sequence[NodeInfo]) -> list[list[str]]:
+def _limits(
+    state: limits.FilterState, infos: Sequence[NodeInfo], snapshot: ClusterSnapshot
+) -> list[list[str]]:
     if state.skip or state.storage is None:
-        return [[] for _ in infos]
+        return [PASS] * len(infos)
     csi_nodes = state.storage.csi_nodes
     none: frozenset[str] = frozenset()
 
@@ -109,22 +141,6 @@ def _selector_keys(selector: NodeSelector | None, out: set[str]) -> None:
 
 def _volume_keys(pv: PersistentVolume, out: set[str]) -> None:
     _selector_keys(pv.node_affinity, out)
-
-
-def _purely_pinned(pv: PersistentVolume) -> bool:
-    """Whether the volume's terms ask for nothing but ``kubernetes.io/hostname In``: it then
-    reaches exactly the nodes whose hostname is one of its ``pinned_hosts``."""
-    affinity = pv.node_affinity
-    if affinity is None or not affinity.terms:
-        return False
-    if any(t.error is not None for t in pv.affinity_terms or ()):
-        return False  # a term that never matches: ``reaches`` is not the hostname alone
-    return all(
-        not term.match_fields
-        and term.match_expressions
-        and all(r.key == HOSTNAME_LABEL and r.operator == "In" for r in term.match_expressions)
-        for term in affinity.terms
-    )
 
 
 def _binding_keys(state: binding.FilterState) -> tuple[tuple[str, ...], ClaimMatcher | None] | None:
@@ -160,15 +176,22 @@ def _binding_keys(state: binding.FilterState) -> tuple[tuple[str, ...], ClaimMat
     return tuple(sorted(keys)), matcher
 
 
-def _binding(state: binding.FilterState, infos: Sequence[NodeInfo]) -> list[list[str]]:
+def _binding(
+    state: binding.FilterState, infos: Sequence[NodeInfo], snapshot: ClusterSnapshot
+) -> list[list[str]]:
     run = binding.filter
     if state.skip or state.storage is None:
-        return [[] for _ in infos]
+        return [PASS] * len(infos)
     found = _binding_keys(state)
     if found is None:
         return _each(run, state, infos)
     names, matcher = found
     pinned = matcher.pinned if matcher is not None else {}
+    if state.eligible is None and len(infos) > _FEW:
+        codes = _label_codes(snapshot, infos, (HOSTNAME_LABEL, *names))
+        if codes is not None:
+            codes[0] = _pinned_codes(snapshot, pinned, codes[0])
+            return _by_codes(run, state, infos, codes)
     reached: dict[str, bool] = {}  # hostname -> a purely pinned candidate is there
     eligible = state.eligible
 
@@ -179,7 +202,7 @@ def _binding(state: binding.FilterState, infos: Sequence[NodeInfo]) -> list[list
         if host is not None and host in pinned:
             hit = reached.get(host)
             if hit is None:
-                hit = reached[host] = any(_purely_pinned(pv) for _, _, pv in pinned[host])
+                hit = reached[host] = any(pv.purely_pinned for _, _, pv in pinned[host])
             if not hit:
                 return _ALONE, id(info)  # a candidate of its own that reads more: alone
             here = True
@@ -187,6 +210,34 @@ def _binding(state: binding.FilterState, infos: Sequence[NodeInfo]) -> list[list
         return here, inside, tuple([labels.get(k) for k in names])
 
     return _grouped(run, state, infos, map(key, infos))
+
+
+def _pinned_codes(
+    snapshot: ClusterSnapshot, pinned: dict[str, Any] | Any, hosts: np.ndarray
+) -> np.ndarray:
+    """Per row, what the claim's candidates pinned to the node's hostname decide: 0 none, 1
+    a purely pinned one (a volume is found there), else a code of the row's own (judged
+    alone)."""
+    out = np.zeros(len(hosts), np.int64)
+    if not pinned:
+        return out
+    column = label_column(snapshot, HOSTNAME_LABEL)
+    table = np.zeros(len(column.values) + 1, np.int64)  # the last: no hostname label
+    alone = False
+    for host, entries in pinned.items():
+        code = column.values.get(host)
+        if code is None:
+            continue
+        if any(pv.purely_pinned for _, _, pv in entries):
+            table[code] = 1
+        else:
+            table[code] = -1
+            alone = True
+    out = table[hosts]
+    if alone:
+        mine = out < 0
+        out[mine] = 2 + np.flatnonzero(mine)
+    return out
 
 
 FORMS: dict[str, Form] = {

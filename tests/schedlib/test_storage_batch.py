@@ -13,6 +13,7 @@ assumed.
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from policyengine.model.plugins import PLUGINS_BY_NAME, volume_binding
 from policyengine.model.snapshot_io import parse_objects
 from policyengine.model.storage import StorageObjects
 from policyengine.model.volume_binder import find_pod_volumes
+from policyengine.schedlib import storage_batch
 from policyengine.schedlib.storage_batch import FORMS
 from tests.engine.storage_strategies import storage, volumes
 from tests.engine.strategies import nodes, pods
@@ -66,16 +68,23 @@ def mixed_volumes(draw: st.DrawFn, node_names: list[str]) -> list[Any]:
 
 
 def _forms_equal_the_plugins(pod: Any, snap: Any) -> None:
+    _forms_equal(pod, snap)
+    # The columnar keys (label columns) that many nodes take, on these few.
+    with mock.patch.object(storage_batch, "_FEW", 0):
+        _forms_equal(pod, snap)
+
+
+def _forms_equal(pod: Any, snap: Any) -> None:
     infos = list(snap.nodes)
     for name, form in FORMS.items():
         plugin = PLUGINS_BY_NAME[name]
         assert plugin.prepare_filter is not None and plugin.filter is not None
         state = plugin.prepare_filter(pod, snap)
         expected = [plugin.filter(state, info) for info in infos]
-        assert form(state, infos) == expected, name
+        assert form(state, infos, snap) == expected, name
         # Any subset of the nodes, in any order (the incremental pass asks about a few).
         few = infos[::-1][: max(1, len(infos) // 2)]
-        assert form(state, few) == [plugin.filter(state, info) for info in few], name
+        assert form(state, few, snap) == [plugin.filter(state, info) for info in few], name
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
