@@ -27,7 +27,8 @@ node for node, and the fast-path property tests hold whole decisions equal to th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,9 +38,9 @@ from policyengine.model.plugins import node_volume_limits as limits
 from policyengine.model.plugins import volume_binding as binding
 from policyengine.model.plugins import volume_zone as zone
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
-from policyengine.model.storage import HOSTNAME_LABEL, PersistentVolume
+from policyengine.model.storage import HOSTNAME_LABEL, CSINode, PersistentVolume
 from policyengine.model.volume_binder import ClaimMatcher
-from policyengine.schedlib.domains import label_column, rows_at
+from policyengine.schedlib.domains import changed_rows, label_column, rows_at
 
 Form = Callable[[Any, Sequence[NodeInfo], ClusterSnapshot], list[list[str]]]
 Run = Callable[[Any, NodeInfo], list[str]]
@@ -110,21 +111,66 @@ def _zone(
 # --- NodeVolumeLimits ----------------------------------------------------------------------
 
 
+def _limit_code(info: NodeInfo, csi_nodes: Mapping[str, CSINode], groups: dict[Any, int]) -> int:
+    """The row's group: its limits and migrated plugins, or -1 when its pods use volumes."""
+    if info.pods_with_volumes:
+        return -1
+    csi_node = csi_nodes.get(info.node.name)
+    found = limits.volume_limits(info, csi_node)
+    migrated = csi_node.migrated_plugins if csi_node is not None else _NONE
+    return groups.setdefault((tuple(found.items()), migrated), len(groups))
+
+
+_NONE: frozenset[str] = frozenset()
+# The last snapshot's limit groups per row: (generation, nodes, CSINodes, codes, groups).
+# A placement replaces one row's NodeInfo and keeps the CSINodes, so only that row is
+# looked at again.
+_LIMIT_ROWS: list[tuple[int, tuple[NodeInfo, ...], Any, np.ndarray, dict[Any, int]]] = []
+_LIMIT_LOCK = threading.Lock()
+
+
+def _limit_codes(snapshot: ClusterSnapshot, csi_nodes: Mapping[str, CSINode]) -> np.ndarray:
+    nodes = snapshot.nodes
+    with _LIMIT_LOCK:
+        known = _LIMIT_ROWS[0] if _LIMIT_ROWS else None
+    codes: np.ndarray | None = None
+    if known is not None and known[2] is csi_nodes and len(known[1]) == len(nodes):
+        generation, old, _, old_codes, groups = known
+        if old is nodes:
+            return old_codes
+        rows = changed_rows(snapshot, generation, old)
+        if rows is not None:
+            codes = old_codes.copy()
+            for row in rows:
+                codes[row] = _limit_code(nodes[row], csi_nodes, groups)
+    if codes is None:
+        groups = {}
+        codes = np.fromiter(
+            (_limit_code(info, csi_nodes, groups) for info in nodes), np.int64, len(nodes)
+        )
+    with _LIMIT_LOCK:
+        _LIMIT_ROWS[:] = [(snapshot.generation, nodes, csi_nodes, codes, groups)]
+    return codes
+
+
 def _limits(
     state: limits.FilterState, infos: Sequence[NodeInfo], snapshot: ClusterSnapshot
 ) -> list[list[str]]:
     if state.skip or state.storage is None:
         return [PASS] * len(infos)
     csi_nodes = state.storage.csi_nodes
-    none: frozenset[str] = frozenset()
+    rows = rows_at(snapshot, infos) if len(infos) > _FEW else None
+    if rows is not None:
+        codes = _limit_codes(snapshot, csi_nodes)[rows]
+        alone = codes < 0
+        if alone.any():  # judged alone: a code of the node's own
+            codes[alone] = -1 - np.flatnonzero(alone)
+        return _by_codes(limits.filter, state, infos, [codes])
+    groups: dict[Any, int] = {}
 
     def key(info: NodeInfo) -> Hashable:
-        if info.pods_with_volumes:
-            return _ALONE, id(info)  # its pods' volumes are counted: judged alone
-        csi_node = csi_nodes.get(info.node.name)
-        found = limits.volume_limits(info, csi_node)
-        migrated = csi_node.migrated_plugins if csi_node is not None else none
-        return tuple(found.items()), migrated
+        code = _limit_code(info, csi_nodes, groups)
+        return (_ALONE, id(info)) if code < 0 else code
 
     return _grouped(limits.filter, state, infos, map(key, infos))
 
