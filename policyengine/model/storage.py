@@ -352,7 +352,14 @@ class StorageObjects:
         return self if name not in self.pvs else replace(self, pvs=self.pvs.without(name))
 
     def with_pvc(self, pvc: PersistentVolumeClaim) -> StorageObjects:
-        return replace(self, pvcs=self.pvcs.with_item(pvc.key, pvc))
+        return self._same_pvs(replace(self, pvcs=self.pvcs.with_item(pvc.key, pvc)))
+
+    def _same_pvs(self, out: StorageObjects) -> StorageObjects:
+        """``out`` (holding this one's volumes) with the volumes' index already built here."""
+        known = self.__dict__.get("pvs_by_class")
+        if known is not None:
+            out.__dict__["pvs_by_class"] = known
+        return out
 
     def without_pvc(self, key: str) -> StorageObjects:
         return self if key not in self.pvcs else replace(self, pvcs=self.pvcs.without(key))

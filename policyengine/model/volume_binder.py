@@ -249,6 +249,9 @@ class ClaimMatcher:
         default_factory=dict
     )
     anywhere: tuple[tuple[str, int, PersistentVolume], ...] = ()
+    # The hosts none of whose pinned candidates is purely pinned (``purely_pinned``): where
+    # a volume's other terms decide; None when not worked out.
+    impure: frozenset[str] | None = field(default=None, compare=False)
 
     @staticmethod
     def of(
@@ -336,6 +339,11 @@ class _Free:
     pinned: dict[str, tuple[Entry, ...]]
     anywhere: tuple[Entry, ...]
     claimed: tuple[PersistentVolume, ...]
+    impure: frozenset[str]
+
+
+def _impure(entries: tuple[Entry, ...]) -> bool:
+    return not any(pv.purely_pinned for _, _, pv in entries)
 
 
 def _shape(claim: PersistentVolumeClaim) -> tuple[Any, ...]:
@@ -394,7 +402,9 @@ def _build(shape: tuple[Any, ...], selector: Any, volumes: tuple[PersistentVolum
         else:
             for host in hosts:
                 pinned.setdefault(host, []).append(entry)
-    return _Free(volumes, {h: tuple(v) for h, v in pinned.items()}, tuple(anywhere), tuple(claimed))
+    kept = {h: tuple(v) for h, v in pinned.items()}
+    impure = frozenset(h for h, entries in kept.items() if _impure(entries))
+    return _Free(volumes, kept, tuple(anywhere), tuple(claimed), impure)
 
 
 def _patched(
@@ -412,6 +422,7 @@ def _patched(
     pinned = dict(free.pinned)
     anywhere = free.anywhere
     claimed = free.claimed
+    touched: set[str] = set()
     for at in changed:
         before, after = old[at], volumes[at]
         if before.name != after.name:
@@ -431,13 +442,19 @@ def _patched(
                 anywhere = _insert(anywhere, entry) if add else _remove(anywhere, pv.name)
                 continue
             for host in hosts:
+                touched.add(host)
                 here = pinned.get(host, ())
                 here = _insert(here, entry) if add else _remove(here, pv.name)
                 if here:
                     pinned[host] = here
                 else:
                     del pinned[host]
-    return _Free(volumes, pinned, anywhere, claimed)
+    impure = set(free.impure)
+    for host in touched:
+        impure.discard(host)
+        if host in pinned and _impure(pinned[host]):
+            impure.add(host)
+    return _Free(volumes, pinned, anywhere, claimed, frozenset(impure))
 
 
 _SHAPES: OrderedDict[Hashable, _Free] = OrderedDict()
@@ -488,7 +505,7 @@ def shared_matcher(
         and pv.volume_mode == claim.volume_mode
         and pv.deletion_timestamp is None
     )
-    return ClaimMatcher(prebound, free.pinned, free.anywhere)
+    return ClaimMatcher(prebound, free.pinned, free.anywhere, free.impure)
 
 
 def has_capacity(

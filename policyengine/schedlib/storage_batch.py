@@ -27,6 +27,7 @@ node for node, and the fast-path property tests hold whole decisions equal to th
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -236,7 +237,7 @@ def _binding(
     if state.eligible is None and len(infos) > _FEW:
         codes = _label_codes(snapshot, infos, (HOSTNAME_LABEL, *names))
         if codes is not None:
-            codes[0] = _pinned_codes(snapshot, pinned, codes[0])
+            codes[0] = _pinned_codes(snapshot, matcher, codes[0])
             return _by_codes(run, state, infos, codes)
     reached: dict[str, bool] = {}  # hostname -> a purely pinned candidate is there
     eligible = state.eligible
@@ -259,26 +260,27 @@ def _binding(
 
 
 def _pinned_codes(
-    snapshot: ClusterSnapshot, pinned: dict[str, Any] | Any, hosts: np.ndarray
+    snapshot: ClusterSnapshot, matcher: ClaimMatcher | None, hosts: np.ndarray
 ) -> np.ndarray:
     """Per row, what the claim's candidates pinned to the node's hostname decide: 0 none, 1
     a purely pinned one (a volume is found there), else a code of the row's own (judged
     alone)."""
-    out = np.zeros(len(hosts), np.int64)
-    if not pinned:
-        return out
+    if matcher is None or not matcher.pinned:
+        return np.zeros(len(hosts), np.int64)
+    pinned = matcher.pinned
+    impure = matcher.impure
+    if impure is None:
+        impure = frozenset(
+            h for h, entries in pinned.items() if not any(pv.purely_pinned for _, _, pv in entries)
+        )
     column = label_column(snapshot, HOSTNAME_LABEL)
-    table = np.zeros(len(column.values) + 1, np.int64)  # the last: no hostname label
-    alone = False
-    for host, entries in pinned.items():
-        code = column.values.get(host)
-        if code is None:
-            continue
-        if any(pv.purely_pinned for _, _, pv in entries):
-            table[code] = 1
-        else:
-            table[code] = -1
-            alone = True
+    values = column.values
+    table = np.zeros(len(values) + 1, np.int64)  # the last: no hostname label
+    # Each pinned host's code (-1: no node has it), at C speed.
+    codes = np.fromiter(map(values.get, pinned, itertools.repeat(-1)), np.int64, len(pinned))
+    table[codes[codes >= 0]] = 1
+    alone = [values[h] for h in impure if h in values]
+    table[alone] = -1
     out = table[hosts]
     if alone:
         mine = out < 0

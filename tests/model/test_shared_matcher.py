@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from policyengine.model.storage import ClaimRef, StorageObjects
 from policyengine.model.volume_binder import ClaimMatcher, shared_matcher
-from tests.engine.storage_strategies import storage
+from tests.engine.storage_strategies import mixed_volumes, storage
 
 NODES = ["n0", "n1", "n2"]
 
@@ -38,13 +38,23 @@ def _check(objects: StorageObjects) -> None:
     assert dict(objects.pvs_by_class) == dict(fresh.pvs_by_class)
     for claim in objects.pvcs.values():
         volumes = objects.pvs_by_class.get(claim.storage_class, ())
-        assert shared_matcher(claim, volumes) == ClaimMatcher.of(claim, volumes)
+        shared = shared_matcher(claim, volumes)
+        fresh_matcher = ClaimMatcher.of(claim, volumes)
+        assert shared == fresh_matcher
+        if shared is not None and fresh_matcher is not None:
+            assert shared.impure == frozenset(
+                host
+                for host, entries in fresh_matcher.pinned.items()
+                if not any(pv.purely_pinned for _, _, pv in entries)
+            )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_carried_indexes_equal_fresh_ones(data: st.DataObject) -> None:
     objects: StorageObjects = data.draw(storage(NODES))
+    for pv in data.draw(mixed_volumes(NODES)):
+        objects = objects.with_pv(pv)
     _check(objects)
     for _ in range(data.draw(st.integers(1, 6))):
         names = sorted(objects.pvs)

@@ -25,46 +25,9 @@ from policyengine.model.storage import StorageObjects
 from policyengine.model.volume_binder import find_pod_volumes
 from policyengine.schedlib import storage_batch
 from policyengine.schedlib.storage_batch import FORMS
-from tests.engine.storage_strategies import storage, volumes
+from tests.engine.storage_strategies import mixed_volumes, storage, term, volumes
 from tests.engine.strategies import nodes, pods
 from tests.model.builders import make_pod, snapshot
-
-
-def _term(draw: st.DrawFn, host: str) -> dict[str, Any]:
-    expressions = [{"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}]
-    extra = draw(st.sampled_from(["none", "zone", "disk", "bad"]))
-    if extra == "zone":
-        expressions.append({"key": "zone", "operator": "In", "values": ["a"]})
-    elif extra == "disk":
-        expressions.append({"key": "disk", "operator": "Exists"})
-    elif extra == "bad":
-        expressions.append({"key": "zone", "operator": "Gt", "values": ["x"]})
-    return {"matchExpressions": expressions}
-
-
-@st.composite
-def mixed_volumes(draw: st.DrawFn, node_names: list[str]) -> list[Any]:
-    """Volumes of the claims' classes pinned to hosts by terms that may ask for more."""
-    items = []
-    for index in range(draw(st.integers(0, 3))):
-        terms = [
-            _term(draw, draw(st.sampled_from(node_names))) for _ in range(draw(st.integers(1, 2)))
-        ]
-        items.append(
-            {
-                "kind": "PersistentVolume",
-                "metadata": {"name": f"mixed{index}"},
-                "spec": {
-                    "capacity": {"storage": "10Gi"},
-                    "accessModes": ["ReadWriteOnce", "ReadWriteOncePod"],
-                    "storageClassName": draw(st.sampled_from(["wffc", "local"])),
-                    "csi": {"driver": "csi.example.com", "volumeHandle": f"m{index}"},
-                    "nodeAffinity": {"required": {"nodeSelectorTerms": terms}},
-                },
-                "status": {"phase": "Available"},
-            }
-        )
-    return list(parse_objects([{"kind": "List", "items": items}], "pvs").storage.pvs.values())
 
 
 def _forms_equal_the_plugins(pod: Any, snap: Any) -> None:
@@ -152,7 +115,7 @@ def waiting_claims(draw: st.DrawFn, node_names: list[str]) -> StorageObjects:
         )
     for index in range(draw(st.integers(0, 6))):
         terms = [
-            _term(draw, draw(st.sampled_from(node_names))) for _ in range(draw(st.integers(1, 2)))
+            term(draw, draw(st.sampled_from(node_names))) for _ in range(draw(st.integers(1, 2)))
         ]
         spec: dict[str, Any] = {
             "capacity": {"storage": draw(st.sampled_from(["4Gi", "10Gi"]))},
