@@ -97,6 +97,22 @@ def _outside(ctx: CycleContext) -> frozenset[str] | None:
     return None if result is None else result.node_names
 
 
+_INFOS = object()  # the prepared key of the node lists' NodeInfos
+
+
+def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
+    """The ``NodeInfo`` of each of ``nodes``, one list per list of views and cycle: the
+    filters of a cycle mostly read one list of views, and one list lets ``domains.rows_at``
+    find its rows once."""
+    kept: dict[int, tuple[Sequence[NodeView], list[Any]]] = ctx.prepared(_INFOS, dict)
+    found = kept.get(id(nodes))
+    if found is not None and found[0] is nodes:
+        return found[1]
+    infos = [view.info for view in nodes]
+    kept[id(nodes)] = (nodes, infos)  # holding ``nodes`` keeps its id from being reused
+    return infos
+
+
 def _idle_test(plugin_name: str) -> Callable[[CycleContext], bool]:
     needs = _NEEDS[plugin_name]
 
@@ -144,7 +160,7 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
         kept = _outside(ctx)
         if kept is not None:
             nodes = [view for view in nodes if view.node.name in kept]
-        infos = [view.info for view in nodes]
+        infos = _infos(ctx, nodes) if kept is None else [view.info for view in nodes]
         if form is not None:
             found = form(state, infos, ctx.snapshot)
         else:

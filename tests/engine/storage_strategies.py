@@ -3,7 +3,9 @@ and the volumes of a pod, for the tests holding the fast path equal to the refer
 
 Claim names are drawn from a few, so pods share claims, miss them, and find them bound, lost,
 being deleted or waiting for their first consumer; volumes are local (pinned to a node), zonal
-or unpinned, of a few sizes; CSINodes set attach limits.
+or unpinned, of a few sizes; CSINodes set attach limits. ``mixed_volumes`` adds volumes pinned
+to a host by terms that may ask for more (a zone, a label to exist, a term that never
+matches).
 """
 
 from __future__ import annotations
