@@ -3,7 +3,10 @@
 Run per node, VolumeBinding, NodeVolumeLimits and VolumeZone cost a pod with a claim tens of
 milliseconds on a few thousand nodes, yet most nodes give one of a few answers. Each form here
 groups the nodes by exactly what the plugin's per-node step reads of them and runs that step
-once per group (``_grouped``), so every node gets the very reasons the plugin gives it:
+once per group, so every node gets the very reasons the plugin gives it. Many nodes are
+grouped by integer codes (``_by_codes``: the snapshot's label columns, a code per hostname, a
+kept column of attach-limit groups), the few a class's later cycles ask about in Python
+(``_grouped``). What each reads:
 
 - VolumeZone reads the node's four zone and region labels.
 - NodeVolumeLimits reads the node's attach limits (its allocatable and its CSINode), the
