@@ -186,6 +186,12 @@ class NodeInfo:
         return tuple(p for p in self.pods if p.pod.has_pod_affinity_constraints)
 
     @cached_property
+    def pods_with_volumes(self) -> tuple[PodInfo, ...]:
+        """The pods that name volumes: the only ones whose volumes NodeVolumeLimits counts
+        (a node without any is judged by its limits alone, ``schedlib.storage_batch``)."""
+        return tuple(p for p in self.pods if p.pod.volumes)
+
+    @cached_property
     def pods_with_required_anti_affinity(self) -> tuple[PodInfo, ...]:
         return tuple(p for p in self.pods if p.pod.has_required_anti_affinity)
 
@@ -552,8 +558,9 @@ class ClusterSnapshot:
 
     @property
     def derivation(self) -> tuple[int, str] | None:
-        """``(parent's generation, node name)`` when this snapshot is its parent with that one
-        node's ``NodeInfo`` replaced in place (same rows, same order); None otherwise. Callers
+        """``(parent's generation, node name)`` when this snapshot's nodes are its parent's with
+        that one node's ``NodeInfo`` replaced in place (same rows, same order; ``with_storage``
+        keeps the step, its nodes being the very same); None otherwise. Callers
         keeping per-row results follow these steps back to a generation they saw instead of
         comparing every node (``schedlib.domains``)."""
         return self.__dict__.get("_derivation")
@@ -723,7 +730,15 @@ class ClusterSnapshot:
         ...; an assumed pod's volume decisions). Nodes keep their ``NodeInfo``s."""
         if storage is self.storage:
             return self
-        return replace(self, storage=storage, generation=next(_generation))
+        derived = replace(self, storage=storage, generation=next(_generation))
+        # The very same nodes: what was derived of them (the node tuple, positions and lists,
+        # and the step from the parent that per-row caches follow) holds for it too, rather
+        # than being built anew for every pod whose volume decisions are assumed.
+        mine = derived.__dict__
+        for name, value in self.__dict__.items():
+            if name not in mine:
+                mine[name] = value
+        return derived
 
     def with_workload(self, workload: Workload) -> ClusterSnapshot:
         """Add or replace a Service or controller (a watch ADDED/MODIFIED event); the snapshot

@@ -12,8 +12,10 @@ plugins leave its pods alone.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -105,6 +107,23 @@ class PersistentVolume:
             ):
                 return None
         return frozenset(self.local_node_names)
+
+    @cached_property
+    def purely_pinned(self) -> bool:
+        """Whether every required term asks for nothing but ``kubernetes.io/hostname In``
+        (and parses): the volume then reaches exactly the nodes whose hostname is one of its
+        ``pinned_hosts``, whatever their other labels."""
+        affinity = self.node_affinity
+        if affinity is None or not affinity.terms:
+            return False
+        if any(t.error is not None for t in self.affinity_terms or ()):
+            return False  # a term that never matches: the hostname alone does not tell
+        return all(
+            not term.match_fields
+            and bool(term.match_expressions)
+            and all(r.key == HOSTNAME_LABEL and r.operator == "In" for r in term.match_expressions)
+            for term in affinity.terms
+        )
 
     @cached_property
     def affinity_terms(self) -> tuple[CompiledTerm, ...] | None:
@@ -301,6 +320,11 @@ class StorageObjects:
     def pvs_by_class(self) -> Mapping[str, tuple[PersistentVolume, ...]]:
         """The volumes of each class, in name order (kube's PV cache indexed by class; the
         name order makes its choice between equal volumes reproducible)."""
+        step = self.__dict__.pop("_pvs_step", None)
+        if step is not None:
+            patched = _replaced_in_class(*step)
+            if patched is not None:
+                return patched
         out: dict[str, list[PersistentVolume]] = {}
         for name in sorted(self.pvs):
             pv = self.pvs[name]
@@ -316,13 +340,26 @@ class StorageObjects:
     # -- derivations ------------------------------------------------------------------
 
     def with_pv(self, pv: PersistentVolume) -> StorageObjects:
-        return replace(self, pvs=self.pvs.with_item(pv.name, pv))
+        out = replace(self, pvs=self.pvs.with_item(pv.name, pv))
+        known = self.__dict__.get("pvs_by_class")
+        if known is not None:
+            # An assume replaces a volume by one naming its claim: the index is patched from
+            # this one's, not sorted anew (it holds the index only until then, no chain).
+            out.__dict__["_pvs_step"] = (known, self.pvs.get(pv.name), pv)
+        return out
 
     def without_pv(self, name: str) -> StorageObjects:
         return self if name not in self.pvs else replace(self, pvs=self.pvs.without(name))
 
     def with_pvc(self, pvc: PersistentVolumeClaim) -> StorageObjects:
-        return replace(self, pvcs=self.pvcs.with_item(pvc.key, pvc))
+        return self._same_pvs(replace(self, pvcs=self.pvcs.with_item(pvc.key, pvc)))
+
+    def _same_pvs(self, out: StorageObjects) -> StorageObjects:
+        """``out`` (holding this one's volumes) with the volumes' index already built here."""
+        known = self.__dict__.get("pvs_by_class")
+        if known is not None:
+            out.__dict__["pvs_by_class"] = known
+        return out
 
     def without_pvc(self, key: str) -> StorageObjects:
         return self if key not in self.pvcs else replace(self, pvcs=self.pvcs.without(key))
@@ -362,6 +399,27 @@ class StorageObjects:
     def without_capacity(self, namespace: str, name: str) -> StorageObjects:
         kept = tuple(c for c in self.capacities if (c.namespace, c.name) != (namespace, name))
         return self if len(kept) == len(self.capacities) else replace(self, capacities=kept)
+
+
+def _replaced_in_class(
+    known: Mapping[str, tuple[PersistentVolume, ...]],
+    old: PersistentVolume | None,
+    new: PersistentVolume,
+) -> Mapping[str, tuple[PersistentVolume, ...]] | None:
+    """``known`` with ``old`` replaced by ``new`` in its place, when both are of one class;
+    None otherwise (the index is then built anew)."""
+    if old is None or old.storage_class != new.storage_class:
+        return None
+    volumes = known.get(new.storage_class, ())
+    at = bisect.bisect_left(volumes, new.name, key=_NAME)
+    if at >= len(volumes) or volumes[at] is not old:
+        return None
+    out = dict(known)
+    out[new.storage_class] = (*volumes[:at], new, *volumes[at + 1 :])
+    return out
+
+
+_NAME = operator.attrgetter("name")
 
 
 NO_STORAGE = StorageObjects(known=False)  # what a snapshot without storage objects holds

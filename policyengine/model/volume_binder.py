@@ -13,9 +13,15 @@ storage capacity, where the driver tracks it, suffices). The answer per node is 
 
 from __future__ import annotations
 
+import bisect
 import heapq
-from collections.abc import Mapping, Sequence
+import itertools
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from policyengine.model.labels import SelectorError
 from policyengine.model.objects import Pod
@@ -243,6 +249,9 @@ class ClaimMatcher:
         default_factory=dict
     )
     anywhere: tuple[tuple[str, int, PersistentVolume], ...] = ()
+    # The hosts none of whose pinned candidates is purely pinned (``purely_pinned``): where
+    # a volume's other terms decide; None when not worked out.
+    impure: frozenset[str] | None = field(default=None, compare=False)
 
     @staticmethod
     def of(
@@ -307,6 +316,198 @@ class ClaimMatcher:
         return best
 
 
+# --- the matchers of claims alike, carried from one set of volumes to the next ------------------
+#
+# ``ClaimMatcher.of`` looks at every volume of the claim's class: thousands for a class of
+# local volumes, for every pod with a claim, every cycle. Yet what it keeps of the volumes no
+# claim names depends only on the claim's shape (class, size, volume mode, selector, access
+# modes), and between two cycles an assume changes one or two volumes. So the part of each
+# shape is kept with the volumes it was built from and patched at the volumes that changed
+# (``shared``); the volumes naming the claim are found among the few that name any claim.
+
+Entry = tuple[str, int, PersistentVolume]
+_SHAPES_KEPT = 64
+_PATCHED_AT_MOST = 16  # more changed volumes than this: built anew
+
+
+@dataclass(frozen=True, eq=False)
+class _Free:
+    """What ``ClaimMatcher.of`` keeps of the volumes that name no claim, for one shape, and
+    the volumes that name one (in name order)."""
+
+    volumes: tuple[PersistentVolume, ...]
+    pinned: dict[str, tuple[Entry, ...]]
+    anywhere: tuple[Entry, ...]
+    claimed: tuple[PersistentVolume, ...]
+    impure: frozenset[str]
+
+
+def _impure(entries: tuple[Entry, ...]) -> bool:
+    return not any(pv.purely_pinned for _, _, pv in entries)
+
+
+def _shape(claim: PersistentVolumeClaim) -> tuple[Any, ...]:
+    return (
+        claim.storage_class,
+        quantity_value(claim.request),
+        claim.volume_mode,
+        claim.selector,
+        frozenset(claim.access_modes),
+    )
+
+
+def _fits(shape: tuple[Any, ...], selector: Any, pv: PersistentVolume) -> bool:
+    """``ClaimMatcher.of``'s checks of a volume that names no claim."""
+    storage_class, requested, volume_mode, _, wanted = shape
+    return (
+        pv.size >= requested
+        and pv.volume_mode == volume_mode
+        and pv.deletion_timestamp is None
+        and pv.phase == VOLUME_AVAILABLE
+        and (selector is None or selector.matches(pv.labels))
+        and pv.storage_class == storage_class
+        and wanted <= pv.access_mode_set
+    )
+
+
+def _insert(entries: tuple[Entry, ...], entry: Entry) -> tuple[Entry, ...]:
+    at = bisect.bisect_left(entries, entry[0], key=_ENTRY_NAME)
+    return (*entries[:at], entry, *entries[at:])
+
+
+def _remove(entries: tuple[Entry, ...], name: str) -> tuple[Entry, ...]:
+    at = bisect.bisect_left(entries, name, key=_ENTRY_NAME)
+    assert entries[at][0] == name
+    return entries[:at] + entries[at + 1 :]
+
+
+_ENTRY_NAME = operator.itemgetter(0)
+_PV_NAME = operator.attrgetter("name")
+
+
+def _build(shape: tuple[Any, ...], selector: Any, volumes: tuple[PersistentVolume, ...]) -> _Free:
+    pinned: dict[str, list[Entry]] = {}
+    anywhere: list[Entry] = []
+    claimed: list[PersistentVolume] = []
+    for pv in volumes:
+        if pv.claim_ref is not None:
+            claimed.append(pv)
+            continue
+        if not _fits(shape, selector, pv):
+            continue
+        hosts = pv.pinned_hosts
+        entry = (pv.name, pv.size, pv)
+        if hosts is None:
+            anywhere.append(entry)
+        else:
+            for host in hosts:
+                pinned.setdefault(host, []).append(entry)
+    kept = {h: tuple(v) for h, v in pinned.items()}
+    impure = frozenset(h for h, entries in kept.items() if _impure(entries))
+    return _Free(volumes, kept, tuple(anywhere), tuple(claimed), impure)
+
+
+def _patched(
+    free: _Free, shape: tuple[Any, ...], selector: Any, volumes: tuple[PersistentVolume, ...]
+) -> _Free | None:
+    """``free`` carried to ``volumes`` (which differ from its own at a few places, each a
+    volume of the same name replaced); None when they differ otherwise."""
+    old = free.volumes
+    if len(old) != len(volumes):
+        return None
+    # The places holding another object, found at C speed (``compress`` over ``is not``).
+    changed = list(itertools.compress(itertools.count(), map(operator.is_not, old, volumes)))
+    if len(changed) > _PATCHED_AT_MOST:
+        return None
+    pinned = dict(free.pinned)
+    anywhere = free.anywhere
+    claimed = free.claimed
+    touched: set[str] = set()
+    for at in changed:
+        before, after = old[at], volumes[at]
+        if before.name != after.name:
+            return None
+        for pv, add in ((before, False), (after, True)):
+            if pv.claim_ref is not None:
+                if add:
+                    claimed = tuple(sorted((*claimed, pv), key=_PV_NAME))
+                else:
+                    claimed = tuple(c for c in claimed if c is not pv)
+                continue
+            if not _fits(shape, selector, pv):
+                continue
+            entry = (pv.name, pv.size, pv)
+            hosts = pv.pinned_hosts
+            if hosts is None:
+                anywhere = _insert(anywhere, entry) if add else _remove(anywhere, pv.name)
+                continue
+            for host in hosts:
+                touched.add(host)
+                here = pinned.get(host, ())
+                here = _insert(here, entry) if add else _remove(here, pv.name)
+                if here:
+                    pinned[host] = here
+                else:
+                    del pinned[host]
+    impure = set(free.impure)
+    for host in touched:
+        impure.discard(host)
+        if host in pinned and _impure(pinned[host]):
+            impure.add(host)
+    return _Free(volumes, pinned, anywhere, claimed, frozenset(impure))
+
+
+_SHAPES: OrderedDict[Hashable, _Free] = OrderedDict()
+_SHAPES_LOCK = threading.Lock()
+
+
+def _free_part(
+    shape: tuple[Any, ...], selector: Any, volumes: tuple[PersistentVolume, ...]
+) -> _Free:
+    with _SHAPES_LOCK:
+        known = _SHAPES.get(shape)
+    found: _Free | None = None
+    if known is not None:
+        found = known if known.volumes is volumes else _patched(known, shape, selector, volumes)
+    if found is None:
+        found = _build(shape, selector, volumes)
+    with _SHAPES_LOCK:
+        _SHAPES[shape] = found
+        _SHAPES.move_to_end(shape)
+        while len(_SHAPES) > _SHAPES_KEPT:
+            _SHAPES.popitem(last=False)
+    return found
+
+
+def shared_matcher(
+    claim: PersistentVolumeClaim, volumes: tuple[PersistentVolume, ...]
+) -> ClaimMatcher | None:
+    """``ClaimMatcher.of(claim, volumes)``, its shape's part carried from the last volumes
+    it was built from."""
+    selector = None
+    if claim.selector is not None:
+        try:
+            selector = claim.selector.compile()
+        except SelectorError:
+            return None
+    shape = _shape(claim)
+    try:
+        hash(shape)
+    except TypeError:
+        return ClaimMatcher.of(claim, volumes)
+    free = _free_part(shape, selector, volumes)
+    requested = shape[1]
+    prebound = tuple(
+        pv
+        for pv in free.claimed
+        if pv.bound_to(claim)
+        and pv.size >= requested
+        and pv.volume_mode == claim.volume_mode
+        and pv.deletion_timestamp is None
+    )
+    return ClaimMatcher(prebound, free.pinned, free.anywhere, free.impure)
+
+
 def has_capacity(
     storage: StorageObjects, claim: PersistentVolumeClaim, node_labels: Mapping[str, str]
 ) -> bool:
@@ -337,7 +538,7 @@ class NodeVolumes:
 def claim_matchers(claims: PodClaims, storage: StorageObjects) -> Mapping[str, ClaimMatcher | None]:
     """A matcher for each waiting claim without a selected node, by its key."""
     return {
-        c.key: ClaimMatcher.of(c, storage.pvs_by_class.get(c.storage_class, ()))
+        c.key: shared_matcher(c, storage.pvs_by_class.get(c.storage_class, ()))
         for c in claims.delayed
         if c.selected_node is None
     }

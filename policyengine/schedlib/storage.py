@@ -29,6 +29,7 @@ from policyengine.model.plugins import volume_restrictions as restrictions
 from policyengine.model.plugins import volume_zone as zone
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.records import NODE, POD
+from policyengine.schedlib.storage_batch import FORMS, PASS
 from policyengine.schedlib.views import NodeView, PodView
 
 REASONS = ListType(STRING, bound=16)
@@ -96,6 +97,22 @@ def _outside(ctx: CycleContext) -> frozenset[str] | None:
     return None if result is None else result.node_names
 
 
+_INFOS = object()  # the prepared key of the node lists' NodeInfos
+
+
+def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
+    """The ``NodeInfo`` of each of ``nodes``, one list per list of views and cycle: the
+    filters of a cycle mostly read one list of views, and one list lets ``domains.rows_at``
+    find its rows once."""
+    kept: dict[int, tuple[Sequence[NodeView], list[Any]]] = ctx.prepared(_INFOS, dict)
+    found = kept.get(id(nodes))
+    if found is not None and found[0] is nodes:
+        return found[1]
+    infos = [view.info for view in nodes]
+    kept[id(nodes)] = (nodes, infos)  # holding ``nodes`` keeps its id from being reused
+    return infos
+
+
 def _idle_test(plugin_name: str) -> Callable[[CycleContext], bool]:
     needs = _NEEDS[plugin_name]
 
@@ -127,22 +144,32 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
     assert run is not None
     idle = _idle_test(plugin_name)
     everywhere = _PASSES_EVERYWHERE.get(plugin_name)
+    form = FORMS.get(plugin_name)
 
-    def reasons(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[list[str]]:
+    def reasons(ctx: CycleContext, everything: Sequence[NodeView]) -> list[list[str]]:
+        nodes = everything
         if idle(ctx):
-            return [[] for _ in nodes]
+            return [PASS] * len(nodes)
         rejection = pod_rejection(ctx)
         if rejection is not None:
-            found = rejection[0] == plugin_name
-            return [[rejection[1]] if found else [] for _ in nodes]
+            rejects = rejection[0] == plugin_name
+            return [[rejection[1]] if rejects else PASS for _ in nodes]
         state = _state(ctx, plugin)
         if everywhere is not None and everywhere(state):
-            return [[] for _ in nodes]
+            return [PASS] * len(nodes)
         kept = _outside(ctx)
-        return [
-            [] if kept is not None and view.node.name not in kept else run(state, view.info)
-            for view in nodes
-        ]
+        if kept is not None:
+            nodes = [view for view in nodes if view.node.name in kept]
+        infos = _infos(ctx, nodes) if kept is None else [view.info for view in nodes]
+        if form is not None:
+            found = form(state, infos, ctx.snapshot)
+        else:
+            found = [run(state, i) for i in infos]
+        if kept is None:
+            return found
+        # The nodes NodeAffinity's PreFilter left out pass (``considered`` steps aside there).
+        by_name = dict(zip((i.node.name for i in infos), found, strict=True))
+        return [by_name.get(view.node.name, PASS) for view in everything]
 
     def impl(ctx: CycleContext, pod: PodView, node: NodeView) -> list[str]:
         return reasons(ctx, (node,))[0]

@@ -3,7 +3,9 @@ and the volumes of a pod, for the tests holding the fast path equal to the refer
 
 Claim names are drawn from a few, so pods share claims, miss them, and find them bound, lost,
 being deleted or waiting for their first consumer; volumes are local (pinned to a node), zonal
-or unpinned, of a few sizes; CSINodes set attach limits.
+or unpinned, of a few sizes; CSINodes set attach limits. ``mixed_volumes`` adds volumes pinned
+to a host by terms that may ask for more (a zone, a label to exist, a term that never
+matches).
 """
 
 from __future__ import annotations
@@ -141,3 +143,40 @@ def volumes(draw: st.DrawFn, always: bool = False) -> list[dict[str, Any]]:
         out.append({"name": "eph", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}})
     out.append({"name": "tmp", "emptyDir": {}})
     return out
+
+
+def term(draw: st.DrawFn, host: str) -> dict[str, Any]:
+    expressions = [{"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}]
+    extra = draw(st.sampled_from(["none", "zone", "disk", "bad"]))
+    if extra == "zone":
+        expressions.append({"key": "zone", "operator": "In", "values": ["a"]})
+    elif extra == "disk":
+        expressions.append({"key": "disk", "operator": "Exists"})
+    elif extra == "bad":
+        expressions.append({"key": "zone", "operator": "Gt", "values": ["x"]})
+    return {"matchExpressions": expressions}
+
+
+@st.composite
+def mixed_volumes(draw: st.DrawFn, node_names: list[str]) -> list[Any]:
+    """Volumes of the claims' classes pinned to hosts by terms that may ask for more."""
+    items = []
+    for index in range(draw(st.integers(0, 3))):
+        terms = [
+            term(draw, draw(st.sampled_from(node_names))) for _ in range(draw(st.integers(1, 2)))
+        ]
+        items.append(
+            {
+                "kind": "PersistentVolume",
+                "metadata": {"name": f"mixed{index}"},
+                "spec": {
+                    "capacity": {"storage": "10Gi"},
+                    "accessModes": ["ReadWriteOnce", "ReadWriteOncePod"],
+                    "storageClassName": draw(st.sampled_from(["wffc", "local"])),
+                    "csi": {"driver": "csi.example.com", "volumeHandle": f"m{index}"},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": terms}},
+                },
+                "status": {"phase": "Available"},
+            }
+        )
+    return list(parse_objects([{"kind": "List", "items": items}], "pvs").storage.pvs.values())

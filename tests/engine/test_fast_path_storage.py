@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import differences, reference_decision
+from policyengine.engine.volumes import assume_volumes
 from policyengine.model.volume_binder import ClaimMatcher, find_matching_volume
 from tests.engine.storage_strategies import storage, volumes
 from tests.engine.strategies import compiled, nodes, pods
@@ -51,6 +52,9 @@ def test_storage_builtins_decide_as_the_reference(data: st.DataObject) -> None:
         assert differences(decision, reference) == []
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
+            if decision.volumes and data.draw(st.booleans()):
+                # The decisions assumed: a snapshot of the same nodes with other storage.
+                snap = assume_volumes(snap, decision.node, decision.volumes)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -31,7 +31,8 @@ from policyengine.model.resources import (
     to_units,
 )
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
-from tests.model.builders import container, make_node, make_pod, pod_affinity, term
+from policyengine.model.storage import StorageObjects
+from tests.model.builders import container, make_node, make_pod, pod_affinity, snapshot, term
 
 REQUESTS = [
     {},
@@ -211,3 +212,15 @@ def test_fast_constructors_set_every_field_in_order() -> None:
     for obj in (derived, info, info.pods[0]):
         names = [f.name for f in dataclasses.fields(obj)]  # type: ignore[arg-type]
         assert [k for k in vars(obj) if k in names] == names, type(obj).__name__
+
+
+def test_a_snapshot_with_other_storage_keeps_what_its_nodes_gave() -> None:
+    base = snapshot([make_node("n0"), make_node("n1")], [])
+    _ = base.nodes, base.node_positions
+    placed = base.with_pod(make_pod("p"), "n1")
+    _ = placed.nodes
+    derived = placed.with_storage(StorageObjects())
+    assert derived.nodes is placed.nodes
+    assert derived.derivation == placed.derivation == (base.generation, "n1")
+    assert derived.generation != placed.generation
+    assert derived.storage == StorageObjects() and placed.storage is base.storage

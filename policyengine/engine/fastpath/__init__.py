@@ -5,8 +5,9 @@ A cycle (``engine.cycle.schedule``) runs a full pass, else an incremental one, t
 What makes both cheap lives here and in the layers below:
 
 - **Rules over all nodes at once** (``lang/vector.py``, ``lang/evaluators.py``,
-  ``schedlib/batch.py``). The planner gives most rules a batch form that reads a column per
-  node-varying root and returns one verdict or raw score per node row.
+  ``schedlib/batch.py``, ``schedlib/storage_batch.py``). The planner gives most rules a batch
+  form that reads a column per node-varying root and returns one verdict or raw score per
+  node row.
 - **Share keys** (``sharekeys``, ``lang/reads.py``). A rule's per-node results are keyed by
   what it reads of the pod: the ``pod.*`` attributes it names (or the map entries), each pod-
   reading builtin's ``pod_key``, a pod-only ``let`` by its value; a rule that reads the pod in

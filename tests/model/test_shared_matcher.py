@@ -1,0 +1,79 @@
+"""What is carried from one set of volumes to the next equals what is built anew.
+
+``StorageObjects.pvs_by_class`` is patched from the index it was derived from when an assume
+replaces a volume, and ``volume_binder.shared_matcher`` carries each claim shape's candidates
+from the last volumes it saw. Hypothesis draws the storage strategies' volumes and claims,
+then a walk of volume replacements (a claim named, a volume deleted or released, its class
+changed, a new volume) with matchers asked for between steps, and compares both with a fresh
+index and ``ClaimMatcher.of``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policyengine.model.storage import ClaimRef, StorageObjects
+from policyengine.model.volume_binder import ClaimMatcher, shared_matcher
+from tests.engine.storage_strategies import mixed_volumes, storage
+
+NODES = ["n0", "n1", "n2"]
+
+
+def _fresh(objects: StorageObjects) -> StorageObjects:
+    return StorageObjects.build(
+        objects.pvs.values(),
+        objects.pvcs.values(),
+        objects.classes.values(),
+        objects.csi_nodes.values(),
+        objects.csi_drivers.values(),
+        objects.capacities,
+    )
+
+
+def _check(objects: StorageObjects) -> None:
+    fresh = _fresh(objects)
+    assert dict(objects.pvs_by_class) == dict(fresh.pvs_by_class)
+    for claim in objects.pvcs.values():
+        volumes = objects.pvs_by_class.get(claim.storage_class, ())
+        shared = shared_matcher(claim, volumes)
+        fresh_matcher = ClaimMatcher.of(claim, volumes)
+        assert shared == fresh_matcher
+        if shared is not None and fresh_matcher is not None:
+            assert shared.impure == frozenset(
+                host
+                for host, entries in fresh_matcher.pinned.items()
+                if not any(pv.purely_pinned for _, _, pv in entries)
+            )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_carried_indexes_equal_fresh_ones(data: st.DataObject) -> None:
+    objects: StorageObjects = data.draw(storage(NODES))
+    for pv in data.draw(mixed_volumes(NODES)):
+        objects = objects.with_pv(pv)
+    _check(objects)
+    for _ in range(data.draw(st.integers(1, 6))):
+        names = sorted(objects.pvs)
+        if not names:
+            break
+        pv = objects.pvs[data.draw(st.sampled_from(names))]
+        change = data.draw(st.sampled_from(["claim", "release", "delete", "class", "new"]))
+        if change == "claim":
+            claim = data.draw(st.sampled_from(["c0", "c1", "c2", "c3"]))
+            pv = replace(pv, claim_ref=ClaimRef("default", claim, f"u-{claim}"))
+        elif change == "release":
+            pv = replace(pv, claim_ref=None)
+        elif change == "delete":
+            pv = replace(pv, deletion_timestamp="2026-01-01T00:00:00Z")
+        elif change == "class":
+            pv = replace(pv, storage_class="local" if pv.storage_class != "local" else "wffc")
+        else:
+            pv = replace(pv, name=f"{pv.name}-new")
+        objects = objects.with_pv(pv)
+        if data.draw(st.booleans()):
+            _check(objects)
+    _check(objects)
