@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from policyengine.model.labels import IN, Selector
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 
 Pair = tuple[str, str]
@@ -72,6 +73,44 @@ def _note(snapshot: ClusterSnapshot) -> None:
         if not logged and generation not in _LOG[0].at:
             _LOG[0] = _StepLog(generation, len(snapshot.nodes))
         _last_seen[:] = [(generation, snapshot.nodes)]
+
+
+# --- what a selector's pods carry, as the step log marks them ------------------------------
+
+
+def _gates(selectors: Sequence[Selector]) -> list[tuple[str, frozenset[str]]] | None:
+    """Each selector's first ``In`` requirement (a matchLabels entry) as (key, values), one of
+    which labels must meet to match; None when a selector has none."""
+    gates: list[tuple[str, frozenset[str]]] = []
+    for selector in selectors:
+        if selector.nothing:
+            continue
+        found = next((r for r in selector.requirements if r.operator == IN), None)
+        if found is None:
+            return None
+        gates.append((found.key, found.values))
+    return gates
+
+
+def label_gate(selectors: Sequence[Selector]) -> Callable[[Any], bool] | None:
+    """A quick test that labels can match one of ``selectors`` (``_gates``); None when a
+    selector has no gate."""
+    gates = _gates(selectors)
+    if gates is None:
+        return None
+    if len(gates) == 1:
+        key, values = gates[0]
+        return lambda labels: labels.get(key) in values
+    return lambda labels: any(labels.get(key) in values for key, values in gates)
+
+
+def label_marks(selectors: Sequence[Selector]) -> tuple[tuple[str, str], ...] | None:
+    """The step log's marks (``marked_changes``) of ``label_gate``: the label pairs
+    one of which labels must carry to pass it; None when there is no gate."""
+    gates = _gates(selectors)
+    if gates is None:
+        return None
+    return tuple((key, value) for key, values in gates for value in sorted(values))
 
 
 # --- the step log: one line of in-place steps, indexed by what the moved pods carry -------------

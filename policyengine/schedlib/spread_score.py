@@ -33,6 +33,7 @@ from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.schedlib.domains import (
     changed_rows,
     label_column,
+    label_marks,
     marked_changes,
     rows_at,
 )
@@ -46,15 +47,6 @@ _counts: OrderedDict[Hashable, tuple[int, tuple[NodeInfo, ...], np.ndarray]] = O
 _lock = threading.Lock()
 
 
-def _marks(selector: Selector) -> tuple[tuple[str, str], ...] | None:
-    """The label pairs one of which a pod must carry to match (its first ``In``
-    requirement's), which the step log indexes; None when there is no such requirement."""
-    for r in selector.requirements:
-        if r.operator == "In":
-            return tuple((r.key, value) for value in sorted(r.values))
-    return None
-
-
 def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -> np.ndarray:
     """Per row of ``snapshot.nodes``: ``pod_topology_spread.count_matching`` of the row's
     pods (read only; the array is shared with later calls)."""
@@ -66,7 +58,7 @@ def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -
     if known is not None:
         generation, old, counts = known
         if old is not nodes:
-            marks = _marks(selector)
+            marks = label_marks((selector,))
             rows = None if marks is None else marked_changes(snapshot, generation, old, marks)
             if rows is None:
                 rows = changed_rows(snapshot, generation, old)

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from policyengine.model.frozen import HashedKey
-from policyengine.model.labels import IN, Selector
 from policyengine.model.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, Pod
 from policyengine.model.plugins import inter_pod_affinity as affinity
 from policyengine.model.plugins import pod_topology_spread as spread
@@ -44,6 +43,8 @@ from policyengine.schedlib.domains import (
     NodeSums,
     add_nested,
     label_column,
+    label_gate,
+    label_marks,
     relevant_changes,
     rows_of,
 )
@@ -68,41 +69,6 @@ def _hashable(key: Hashable) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _gates(selectors: Sequence[Selector]) -> list[tuple[str, frozenset[str]]] | None:
-    """Each selector's first ``In`` requirement (a matchLabels entry) as (key, values), one of
-    which labels must meet to match; None when a selector has none."""
-    gates: list[tuple[str, frozenset[str]]] = []
-    for selector in selectors:
-        if selector.nothing:
-            continue
-        found = next((r for r in selector.requirements if r.operator == IN), None)
-        if found is None:
-            return None
-        gates.append((found.key, found.values))
-    return gates
-
-
-def _label_gate(selectors: Sequence[Selector]) -> Callable[[Any], bool] | None:
-    """A quick test that labels can match one of ``selectors`` (``_gates``); None when a
-    selector has no gate."""
-    gates = _gates(selectors)
-    if gates is None:
-        return None
-    if len(gates) == 1:
-        key, values = gates[0]
-        return lambda labels: labels.get(key) in values
-    return lambda labels: any(labels.get(key) in values for key, values in gates)
-
-
-def _label_marks(selectors: Sequence[Selector]) -> tuple[Pair, ...] | None:
-    """The step log's marks (``domains.marked_changes``) of ``_label_gate``: the label pairs
-    one of which labels must carry to pass it; None when there is no gate."""
-    gates = _gates(selectors)
-    if gates is None:
-        return None
-    return tuple((key, value) for key, values in gates for value in sorted(values))
 
 
 _COMPILED: OrderedDict[Hashable, PodAffinityTerms] = OrderedDict()
@@ -164,7 +130,7 @@ class _SpreadInputs:
 
         namespace = pod.namespace
         selectors = [c.selector for c in constraints]
-        gate = _label_gate(selectors)
+        gate = label_gate(selectors)
 
         def counts(info: PodInfo) -> bool:  # what ``spread.count_matching`` may count
             other = info.pod
@@ -190,7 +156,7 @@ class _SpreadInputs:
         self.part = part
         self.counts = counts
         self.base: tuple[Hashable, Callable[[NodeInfo], dict[Any, int]]] = (included, presence)
-        self.marks = _label_marks(selectors)
+        self.marks = label_marks(selectors)
 
 
 # Pods alike (by what their constraints and count key read) share their ``_SpreadInputs``.
@@ -348,7 +314,7 @@ def _has_terms(info: PodInfo) -> bool:
 
 _MATCHED: OrderedDict[Hashable, dict[int, bool]] = OrderedDict()
 _MATCHED_KEPT = 1024
-# Per term index, ``_label_gate`` of its selector (None: no gate). Pods alike are told apart
+# Per term index, ``label_gate`` of its selector (None: no gate). Pods alike are told apart
 # by every label (a job name, a template hash), so each new label set meets every term once:
 # the gate turns most of those matches into one dict lookup.
 _TERM_GATES: dict[int, Callable[[Any], bool] | None] = {}
@@ -359,7 +325,7 @@ def _term_matches(index: int, pod: Pod, own_ns: Any) -> bool:
     try:
         gate = _TERM_GATES[index]
     except KeyError:
-        gate = _TERM_GATES[index] = _label_gate((_TERM_LIST[index].selector,))
+        gate = _TERM_GATES[index] = label_gate((_TERM_LIST[index].selector,))
     if gate is not None and not gate(pod.labels):
         return False
     return bool(_TERM_LIST[index].matches(pod, own_ns))
@@ -485,7 +451,7 @@ def prepare_affinity_filter(
             return out
 
         gated = [t.selector for t in (*req_aff[:1], *req_anti)]
-        gate = _label_gate(gated)
+        gate = label_gate(gated)
 
         def matched(info: PodInfo) -> bool:
             other = info.pod
@@ -502,7 +468,7 @@ def prepare_affinity_filter(
             terms_part,
             matched,
             base=((), _nothing),
-            marks=_label_marks(gated),
+            marks=label_marks(gated),
         )
     return affinity.FilterState(
         terms=terms,
@@ -602,7 +568,7 @@ def _add_own_preferred(
         return out
 
     selectors = [w.term.selector for _, w in weighted]
-    gate = _label_gate(selectors)
+    gate = label_gate(selectors)
 
     def matched(info: PodInfo) -> bool:
         other = info.pod
@@ -612,7 +578,7 @@ def _add_own_preferred(
         return any(w.term.matches(other, ns_labels) for _, w in weighted)
 
     sums = TERM_SUMS.sums(
-        own_key, snapshot, part, matched, base=((), _nothing), marks=_label_marks(selectors)
+        own_key, snapshot, part, matched, base=((), _nothing), marks=label_marks(selectors)
     )
     for (index, key, value), n in sums.items():
         if n:
