@@ -27,7 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -524,34 +524,74 @@ def _code(values: dict[str, int], value: str | None) -> int:
     return code
 
 
-_COLUMNS_KEPT = 32
-_columns: OrderedDict[str, tuple[int, tuple[NodeInfo, ...], LabelColumn]] = OrderedDict()
-_columns_lock = threading.Lock()
+T = TypeVar("T")
+
+
+class RowColumns(Generic[T]):
+    """Values over the rows of ``snapshot.nodes`` kept per key from one snapshot to the next:
+    for a later snapshot a key's value is patched at the rows the step log says changed
+    (narrowed by ``marks``: only steps that moved a pod carrying one of them, or unknown
+    steps), and built afresh when the log does not reach back. Least recently used keys are
+    dropped beyond ``kept``."""
+
+    def __init__(self, kept: int) -> None:
+        self._kept = kept
+        self._found: OrderedDict[Hashable, tuple[int, tuple[NodeInfo, ...], T]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        key: Hashable,
+        snapshot: ClusterSnapshot,
+        marks: Iterable[Hashable] | None,
+        build: Callable[[tuple[NodeInfo, ...]], T],
+        patch: Callable[[T, tuple[NodeInfo, ...], tuple[NodeInfo, ...], list[int]], T],
+    ) -> T:
+        """``key``'s value for ``snapshot``: ``build(nodes)``, or ``patch(value, old nodes,
+        nodes, changed rows)`` of the value kept for an earlier snapshot (which must not be
+        changed in place: a cycle on that snapshot may still read it)."""
+        _note(snapshot)
+        nodes = snapshot.nodes
+        with self._lock:
+            known = self._found.pop(key, None)
+        value: T | None = None
+        if known is not None:
+            generation, old, value = known
+            if old is not nodes:
+                rows = None if marks is None else marked_changes(snapshot, generation, old, marks)
+                if rows is None:
+                    rows = changed_rows(snapshot, generation, old)
+                value = None if rows is None else patch(value, old, nodes, rows)
+        if value is None:
+            value = build(nodes)
+        with self._lock:
+            self._found[key] = (snapshot.generation, nodes, value)
+            while len(self._found) > self._kept:
+                self._found.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._found.clear()
+
+
+# Labels change only with the node object: only steps of unknown pods can move them.
+_COLUMNS: RowColumns[LabelColumn] = RowColumns(32)
 
 
 def label_column(snapshot: ClusterSnapshot, key: str) -> LabelColumn:
     """Each row's value of label ``key`` as a code (``LabelColumn``)."""
-    _note(snapshot)
-    nodes = snapshot.nodes
-    with _columns_lock:
-        known = _columns.pop(key, None)
-    column: LabelColumn | None = None
-    if known is not None:
-        generation, old, column = known
-        if old is not nodes:
-            # Labels change only with the node object: only steps of unknown pods can move them.
-            rows = marked_changes(snapshot, generation, old, ())
-            if rows is None:
-                rows = changed_rows(snapshot, generation, old)
-            column = None if rows is None else _relabelled(column, old, nodes, rows, key)
-    if column is None:
+
+    def build(nodes: tuple[NodeInfo, ...]) -> LabelColumn:
         values: dict[str, int] = {}
-        column = LabelColumn(_codes_of(nodes, key, values), values)
-    with _columns_lock:
-        _columns[key] = (snapshot.generation, nodes, column)
-        while len(_columns) > _COLUMNS_KEPT:
-            _columns.popitem(last=False)
-    return column
+        return LabelColumn(_codes_of(nodes, key, values), values)
+
+    def patch(
+        column: LabelColumn, old: tuple[NodeInfo, ...], nodes: tuple[NodeInfo, ...], rows: list[int]
+    ) -> LabelColumn:
+        return _relabelled(column, old, nodes, rows, key)
+
+    return _COLUMNS.get(key, snapshot, (), build, patch)
 
 
 def _relabelled(
@@ -576,8 +616,7 @@ def _relabelled(
 
 def clear() -> None:
     """Forget the label columns and derivation steps (tests)."""
-    with _columns_lock:
-        _columns.clear()
+    _COLUMNS.clear()
     with _steps_lock:
         _steps.clear()
         _last_seen.clear()

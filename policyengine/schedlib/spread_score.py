@@ -19,8 +19,7 @@ decisions.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,55 +29,39 @@ from policyengine.model.frozen import FrozenDict
 from policyengine.model.labels import Selector
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
-from policyengine.schedlib.domains import (
-    changed_rows,
-    label_column,
-    label_marks,
-    marked_changes,
-    rows_at,
-)
+from policyengine.schedlib.domains import RowColumns, label_column, label_marks, rows_at
 
 HOSTNAME = spread.HOSTNAME
 
 # --- matching pods per row ------------------------------------------------------------------
 
-_KEPT = 256  # (selector, namespace) pairs: about one per Deployment being scheduled
-_counts: OrderedDict[Hashable, tuple[int, tuple[NodeInfo, ...], np.ndarray]] = OrderedDict()
-_lock = threading.Lock()
+# (selector, namespace) pairs: about one per Deployment being scheduled.
+_COUNTS: RowColumns[np.ndarray] = RowColumns(256)
 
 
 def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -> np.ndarray:
     """Per row of ``snapshot.nodes``: ``pod_topology_spread.count_matching`` of the row's
     pods (read only; the array is shared with later calls)."""
-    nodes = snapshot.nodes
-    key = (selector, namespace)
-    with _lock:
-        known = _counts.pop(key, None)
-    counts: np.ndarray | None = None
-    if known is not None:
-        generation, old, counts = known
-        if old is not nodes:
-            marks = label_marks((selector,))
-            rows = None if marks is None else marked_changes(snapshot, generation, old, marks)
-            if rows is None:
-                rows = changed_rows(snapshot, generation, old)
-            if rows is None:
-                counts = None
-            elif rows:
-                counts = counts.copy()  # a cycle on an older snapshot may still read it
-                for row in rows:
-                    counts[row] = spread.count_matching(nodes[row].pods, selector, namespace)
-    if counts is None:
-        counts = np.fromiter(
+
+    def build(nodes: tuple[NodeInfo, ...]) -> np.ndarray:
+        return np.fromiter(
             (spread.count_matching(info.pods, selector, namespace) for info in nodes),
             np.int64,
             len(nodes),
         )
-    with _lock:
-        _counts[key] = (snapshot.generation, nodes, counts)
-        while len(_counts) > _KEPT:
-            _counts.popitem(last=False)
-    return counts
+
+    def patch(
+        counts: np.ndarray, old: tuple[NodeInfo, ...], nodes: tuple[NodeInfo, ...], rows: list[int]
+    ) -> np.ndarray:
+        if not rows:
+            return counts
+        counts = counts.copy()
+        for row in rows:
+            counts[row] = spread.count_matching(nodes[row].pods, selector, namespace)
+        return counts
+
+    marks = label_marks((selector,))
+    return _COUNTS.get((selector, namespace), snapshot, marks, build, patch)
 
 
 # --- PreScore -------------------------------------------------------------------------------
