@@ -212,6 +212,18 @@ def run(
     return measure("e2e", "basic", POLICY, runs, scale, nodes)
 
 
+# The rows beside the rate: (what, the run's field, unit).
+ROWS = (
+    ("start to first binding", "first_bind_after", "s"),
+    ("start to last binding", "all_bound_after", "s"),
+    ("scheduler CPU per bound pod", "scheduler_cpu_ms", "ms"),
+    ("scheduler CPU per scheduling cycle", "cycle_cpu_ms", "ms"),
+    ("scheduler CPU per bound pod outside its cycles", "outside_cpu_ms", "ms"),
+    ("API server CPU per bound pod", "server_cpu_ms", "ms"),
+    ("pods bound (the others told FailedScheduling)", "bound", "pods"),
+)
+
+
 def measure(
     scenario: str, preset: str, policy: Path, runs: int, scale: float, nodes: int
 ) -> list[Measurement]:
@@ -234,52 +246,12 @@ def measure(
             [r["rate"] for r in results],
             "pods/s",
             target=full_size(">= 300 pods/s", pods, PODS),
-        ),
-        summarise(
-            scenario,
-            f"{head}: start to first binding",
-            [r["first_bind_after"] for r in results],
-            "s",
-        ),
-        summarise(
-            scenario,
-            f"{head}: start to last binding",
-            [r["all_bound_after"] for r in results],
-            "s",
-        ),
-        summarise(
-            scenario,
-            f"{head}: scheduler CPU per bound pod",
-            [r["scheduler_cpu_ms"] for r in results],
-            "ms",
-        ),
-        summarise(
-            scenario,
-            f"{head}: scheduler CPU per scheduling cycle",
-            [r["cycle_cpu_ms"] for r in results],
-            "ms",
-        ),
-        summarise(
-            scenario,
-            f"{head}: scheduler CPU per bound pod outside its cycles",
-            [r["outside_cpu_ms"] for r in results],
-            "ms",
-        ),
-        summarise(
-            scenario,
-            f"{head}: API server CPU per bound pod",
-            [r["server_cpu_ms"] for r in results],
-            "ms",
-        ),
-    ]
-    rows.append(
-        summarise(
-            scenario,
-            f"{head}: pods bound (the others told FailedScheduling)",
-            [r["bound"] for r in results],
-            "pods",
         )
-    )
+    ]
+    rows += [
+        summarise(scenario, f"{head}: {what}", [r[field] for r in results], unit)
+        for what, field, unit in ROWS
+    ]
     untold = [int(r["unbound_untold"]) for r in results]
     if any(untold):
         rows.append(
