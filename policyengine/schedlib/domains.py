@@ -31,6 +31,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from policyengine.model.cached import cached_property
 from policyengine.model.labels import IN, Selector
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 
@@ -492,10 +493,19 @@ class NodeSums:
 @dataclass(frozen=True, eq=False)
 class LabelColumn:
     """``codes[row]``: the code of the row's value of the label (-1: no such label);
-    ``values``: value -> code (it may also hold values no row has any more)."""
+    ``values``: value -> code (it may also hold values no row has any more). Neither changes
+    once the column is made (a relabelled column is a new one)."""
 
     codes: np.ndarray
     values: dict[str, int]
+
+    @cached_property
+    def names(self) -> list[str]:
+        """code -> value."""
+        names = [""] * len(self.values)
+        for value, code in self.values.items():
+            names[code] = value
+        return names
 
     def gather(self, by_value: dict[str, int], missing: int = 0, default: int = 0) -> np.ndarray:
         """Per row, ``by_value`` at the row's value (``default`` for values it lacks),

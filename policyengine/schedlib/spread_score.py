@@ -18,7 +18,6 @@ decisions.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -97,7 +96,7 @@ def score_state(
         if c.topology_key == HOSTNAME:
             size = len(feasible) - len(ignored)
         else:
-            names = _value_names(column.values)
+            names = column.names
             # A missing label reads as "", as kube's map lookup does: one domain with "".
             values = {names[code] if code >= 0 else "" for code in np.unique(kept).tolist()}
             pairs.update((c.topology_key, value) for value in values)
@@ -106,26 +105,6 @@ def score_state(
     return spread.ScoreState(
         constraints, pod.namespace, ignored, FrozenDict(counted(pairs)), tuple(weights)
     )
-
-
-_names_lock = threading.Lock()
-_names: dict[int, tuple[dict[str, int], int, list[str]]] = {}
-
-
-def _value_names(values: dict[str, int]) -> list[str]:
-    """code -> value of a label column's ``values`` (which only ever grows)."""
-    with _names_lock:
-        known = _names.get(id(values))
-        if known is not None and known[0] is values and known[1] == len(values):
-            return known[2]
-    names = [""] * len(values)
-    for value, code in list(values.items()):
-        names[code] = value
-    with _names_lock:
-        if len(_names) > 64:
-            _names.clear()
-        _names[id(values)] = (values, len(values), names)
-    return names
 
 
 # --- Score ----------------------------------------------------------------------------------
