@@ -22,6 +22,7 @@ from policyengine.lang.checker import CheckResult, check
 from policyengine.lang.cost import RuleCost
 from policyengine.lang.evaluators import (
     NodeBatch,
+    ScoreArrays,
     filter_batch_evaluator,
     filter_evaluator,
     match_evaluator,
@@ -72,10 +73,10 @@ class CompiledRule:
     # equal to ``filter``/``score`` on each node's env. None for rules built by hand.
     filter_many: Callable[[NodeBatch], list[FilterVerdict]] | None = field(default=None, repr=False)
     score_many: Callable[[NodeBatch], list[ScoreValue]] | None = field(default=None, repr=False)
-    # ``score_many``'s values as plain floats (None: not scored) when every one is a plain
-    # number; None when one is not (``score_many`` then tells why). None for rules without
+    # ``score_many``'s values as arrays (the floats, 0.0 where not scored, and the scored
+    # mask) when every one is a plain number or null; None when one is not (``score_many`` then tells why). None for rules without
     # a batch form.
-    score_numbers: Callable[[NodeBatch], list[float | None] | None] | None = field(
+    score_numbers: Callable[[NodeBatch], ScoreArrays | None] | None = field(
         default=None, repr=False
     )
     # ``idle(pod_env)`` true: for this pod the rule passes every node (a filter) or scores

@@ -446,43 +446,66 @@ def score_numbers_evaluator(
     guard_per_node: bool,
     body: BatchBody | None,
     guard_body: BatchBody | None = None,
-) -> Callable[[NodeBatch], list[float | None] | None] | None:
+) -> Callable[[NodeBatch], ScoreArrays | None] | None:
     """The ``score_numbers(batch)`` of one rule: each node's score as ``score_many`` gives
-    it (``ScoreValue.value``: a float, None when not scored), when every value is a plain
-    number or null and evaluating raised nothing; None otherwise (the caller then asks
-    ``score_many``, which reports what went wrong). None for a rule without a batch form.
-    The engine's few changed rows per cycle skip building a ``ScoreValue`` per node."""
+    it (``ScoreValue.value``) as two arrays — the values (0.0 where not scored) and whether
+    each node is scored — when every value is a plain number or null and evaluating raised
+    nothing; None otherwise (the caller then asks ``score_many``, which reports what went
+    wrong). None for a rule without a batch form. The engine stores them as they are, with
+    no ``ScoreValue`` per node; a body computed in numpy (``vector.Numbers``) is never read
+    value by value."""
     if not per_node or body is None or (guard_per_node and guard_body is None):
         return None
 
-    def failed(batch: NodeBatch) -> list[Any]:
-        raise _NotPlain
-
-    def floats(values: Sequence[Any], batch: NodeBatch) -> list[float | None]:
-        out: list[float | None] = []
-        for value in values:
-            kind = type(value)
-            if kind is float:
-                if not math.isfinite(value):
-                    raise _NotPlain
-                out.append(value)
-            elif kind is int or kind is Fraction:
-                out.append(float(value))
-            elif value is None:
-                out.append(None)
-            else:
-                raise _NotPlain
-        return out
-
-    many = _score_many(body, guard, guard_body, failed, floats, None)
-
-    def numbers(batch: NodeBatch) -> list[float | None] | None:
+    def numbers(batch: NodeBatch) -> ScoreArrays | None:
         try:
-            return many(batch)
+            rows, values = _guarded_values(body, guard, guard_body, batch)
+            found = _plain_numbers(values)
         except Exception:  # _NotPlain, or a number no float holds: ``score_many`` tells
             return None
+        if rows is None:
+            return found
+        out = np.zeros(batch.size, np.float64), np.zeros(batch.size, bool)
+        if rows:
+            out[0][rows] = found[0]
+            out[1][rows] = found[1]
+        return out
 
     return numbers
+
+
+_ARRAY_KINDS = frozenset({"int", "quantity", "float"})  # ``vector.Numbers.kind``
+
+# A score column as the engine stores it: the values (0.0 where not scored) and the mask of
+# the scored nodes.
+ScoreArrays = tuple[np.ndarray, np.ndarray]
+
+
+def _plain_numbers(values: Sequence[Any]) -> ScoreArrays:
+    """``values`` as ``ScoreArrays``; raises ``_NotPlain`` for a value that is no finite
+    number or null (and OverflowError for one no float holds)."""
+    held = getattr(values, "array", None)  # a ``vector.Numbers`` (which imports this module)
+    if held is not None and getattr(values, "kind", None) in _ARRAY_KINDS:
+        # Ints and whole Fractions become the floats ``float(value)`` gives (round to nearest).
+        array = held.astype(np.float64)
+        if held.dtype == np.float64 and not np.isfinite(array).all():
+            raise _NotPlain
+        return array, np.ones(len(array), bool)
+    out = np.zeros(len(values), np.float64)
+    scored = np.ones(len(values), bool)
+    for at, value in enumerate(values):
+        kind = type(value)
+        if kind is float:
+            if not math.isfinite(value):
+                raise _NotPlain
+            out[at] = value
+        elif kind is int or kind is Fraction:
+            out[at] = float(value)
+        elif value is None:
+            scored[at] = False
+        else:
+            raise _NotPlain
+    return out, scored
 
 
 def _reasons_at(

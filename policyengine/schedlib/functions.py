@@ -25,7 +25,7 @@ from policyengine.model.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.taints import Taint, Toleration
-from policyengine.schedlib import spread_score, topology_filters
+from policyengine.schedlib import score_keys, spread_score, topology_filters
 from policyengine.schedlib.batch import FILTERS, PREPARE_FILTERS, SCORES
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.domain_counts import (
@@ -344,15 +344,29 @@ def _affinity_filter_key(ctx: CycleContext) -> Hashable:
 
 def _score_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
     # PreScore reads the whole snapshot and the feasible set; a skipped plugin scores no node.
+    # What the per-node step reads of them is its row key (``score_keys``).
     plugin = PLUGINS_BY_NAME[plugin_name]
     idle = _quick_idle(plugin_name, "score")
+    make = _SCORE_ROWS[plugin_name]
 
     def key(ctx: CycleContext) -> Hashable:
         if idle(ctx):
             return _IDLE
-        return _IDLE if _score_state(ctx, plugin) is None else _Same(ctx.snapshot)
+        state = _score_state(ctx, plugin)
+        if state is None:
+            return _IDLE
+        try:
+            return score_keys.score_rows(ctx, plugin_name, state, make)
+        except OverflowError:  # sums no int64 holds: the snapshot whole is the key
+            return _Same(ctx.snapshot)
 
     return key
+
+
+_SCORE_ROWS: dict[str, Callable[[Any, Any], Hashable]] = {
+    "PodTopologySpread": score_keys.spread_rows,
+    "InterPodAffinity": score_keys.affinity_rows,
+}
 
 
 def _image_key(ctx: CycleContext) -> Hashable:
@@ -430,6 +444,12 @@ def _score_pod_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
         if images:
             # The node count and the images' spread are the cluster key's part.
             return state.images, state.num_containers
+        if plugin_name == "PodTopologySpread":  # the counts are the row keys' part
+            return score_keys.spread_pod_key(
+                state, spread.requires_all_keys(ctx.pod.pod, ctx.config)
+            )
+        if plugin_name == "InterPodAffinity":
+            return score_keys.affinity_pod_key(state)
         return _hashed(state)
 
     return key
@@ -453,13 +473,6 @@ def _always(ctx: CycleContext) -> bool:
     return True
 
 
-def _idle_by_key(key: Callable[[CycleContext], Hashable]) -> Callable[[CycleContext], bool]:
-    def stable(ctx: CycleContext) -> bool:
-        return key(ctx) == _IDLE
-
-    return stable
-
-
 def _no_host_ports(ctx: CycleContext) -> bool:
     # NodePorts passes every node for a pod that wants no host port: nothing of the node read.
     return not _filter_state(ctx, PLUGINS_BY_NAME["NodePorts"]).wanted
@@ -475,8 +488,9 @@ _STABLE: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
     ("InterPodAffinity", "filter"): _always,
     ("TaintToleration", "score"): _always,
     ("NodeAffinity", "score"): _always,
-    ("PodTopologySpread", "score"): _idle_by_key(_score_key("PodTopologySpread")),
-    ("InterPodAffinity", "score"): _idle_by_key(_score_key("InterPodAffinity")),
+    # What the scores read of a node beyond its labels is in their row keys (``score_keys``).
+    ("PodTopologySpread", "score"): _always,
+    ("InterPodAffinity", "score"): _always,
     ("ImageLocality", "score"): _always,  # the node's images; the counts are the cluster key
 }
 
@@ -491,6 +505,8 @@ def _nothing_outside(ctx: CycleContext) -> bool:
 _ROW_DETERMINED: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
     ("PodTopologySpread", "filter"): _nothing_outside,
     ("InterPodAffinity", "filter"): _nothing_outside,
+    ("PodTopologySpread", "score"): _always,
+    ("InterPodAffinity", "score"): _always,
 }
 
 
@@ -565,6 +581,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
         cluster_key=cluster_key,
         pod_key=_score_pod_key(plugin),
         stable_only=stable_only,
+        row_determined=_ROW_DETERMINED.get((plugin, kind)),
         # ImageLocality's key is the pod's images (its state also reads the cluster).
         pod_key_alike=(plugin, kind) in _POD_ONLY or plugin == "ImageLocality",
         keys_alike=keys_alike,

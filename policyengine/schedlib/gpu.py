@@ -398,6 +398,11 @@ def gpu_allocated_after(pod: PodView, node: NodeView) -> float | None:
 _POD_NODE = (Param("pod", POD), Param("node", NODE))
 
 
+def _nothing_else(ctx: Any) -> None:
+    """The cluster key of a builtin reading only its arguments (``Function.cluster_key``)."""
+    return None
+
+
 def _demand_key(ctx: Any) -> GpuDemand:
     """What these builtins read of the pod: its GPU demand alone (``Function.pod_key``)."""
     demand: GpuDemand = ctx.pod.gpu_demand
@@ -493,7 +498,11 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         cost=30,
         needs_context=True,
         batch=gpu_stranding_growth_batch,
+        # The context only keeps the pod's host requests: nothing of the cluster is read.
+        cluster_key=_nothing_else,
         pod_key=_host_demand_key,
+        pod_key_alike=True,
+        keys_alike=True,
     ),
     Function(
         "gpu_device",

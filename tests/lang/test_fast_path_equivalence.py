@@ -616,4 +616,9 @@ def test_whole_batch_forms_give_every_node_its_single_answer(
                     assert got is None, source
                 else:
                     assert got is not None, source
-                    assert [repr(v) for v in got] == [repr(v.value) for v in want], source
+                    values, scored = got
+                    assert [
+                        repr(v if s else None)
+                        for v, s in zip(values.tolist(), scored.tolist(), strict=True)
+                    ] == [repr(v.value) for v in want], source
+                    assert not values[~scored].any(), source  # 0.0 where not scored

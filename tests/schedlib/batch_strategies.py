@@ -4,6 +4,10 @@ images in several sizes, zone and rack labels, and running pods with topology sp
 (anti-)affinity terms; resource requests over those; and ``every_path``, which runs a loop body
 once per way the resource forms compute.
 
+``scoring_placement`` adds preferred terms; ``soft_constraints`` draws ScheduleAnyway spread
+constraints, and ``SERVICES`` selects the pods of each of ``SELECTORS`` (so the system default
+constraints apply to them).
+
 The batch-form and resource-fact tests hold the batch forms equal to the plugins on the same
 generated clusters; they draw them from here.
 """
@@ -11,13 +15,15 @@ generated clusters; they draw them from here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from hypothesis import strategies as st
 
 from policyengine.model.objects import Pod
 from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.model.workloads import WorkloadIndex, parse_workload
 from policyengine.schedlib import batch
-from tests.model.builders import container, make_node, make_pod, snapshot, term
+from tests.model.builders import container, make_node, make_pod, pod_affinity, snapshot, term
 
 GPU = "nvidia.com/gpu"
 HUGE = "hugepages-2Mi"
@@ -161,3 +167,52 @@ def assume_and_forget(
             cluster = cluster.with_pod(pod, data.draw(st.sampled_from(names)))
             placed.append(pod.key)
         yield cluster
+
+
+@st.composite
+def scoring_placement(draw: st.DrawFn) -> dict[str, object]:
+    """A placement whose (anti-)affinity may also carry preferred terms."""
+    out = draw(placement())
+    affinity = dict(out.get("affinity", {}))  # type: ignore[call-overload]
+    for kind in ("podAffinity", "podAntiAffinity"):
+        preferred = [
+            (
+                draw(st.sampled_from([1, 50])),  # equal terms meet in one domain often
+                term(draw(st.sampled_from(SELECTORS)), draw(st.sampled_from(TOPOLOGY_KEYS))),
+            )
+            for _ in range(draw(st.integers(0, 2)))
+        ]
+        if preferred:
+            required = affinity.get(kind, {}).get(
+                "requiredDuringSchedulingIgnoredDuringExecution", []
+            )
+            affinity[kind] = pod_affinity(required=required, preferred=preferred)
+    if affinity:
+        out["affinity"] = affinity
+    return out
+
+
+SERVICES = WorkloadIndex.build(
+    parse_workload(
+        {
+            "kind": "Service",
+            "metadata": {"name": f"s-{labels['app']}", "namespace": "default"},
+            "spec": {"selector": labels},
+        }
+    )
+    for labels in SELECTORS
+)
+
+
+@st.composite
+def soft_constraints(draw: st.DrawFn) -> list[dict[str, Any]]:
+    keys = draw(st.lists(st.sampled_from(TOPOLOGY_KEYS), max_size=2, unique=True))
+    return [
+        {
+            "maxSkew": draw(st.integers(1, 5)),
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": draw(st.sampled_from(SELECTORS))},
+        }
+        for key in keys
+    ]

@@ -35,13 +35,12 @@ from tests.model.builders import container, make_node, make_pod, pod_affinity, s
 from tests.schedlib.batch_strategies import (
     GPU,
     HUGE,
-    SELECTORS,
-    TOPOLOGY_KEYS,
     assume_and_forget,
     clusters,
     every_path,
     placement,
     requests,
+    scoring_placement,
 )
 
 IMAGES = ["app:v1", "db:v2", "cache:v3"]
@@ -251,29 +250,6 @@ def test_filter_verdicts_are_a_function_of_their_row_keys(cluster, data) -> None
             assert FILTERS[name](state, infos, context) == expected, name
             # The engine also asks about some rows only (the nodes still in the running).
             assert FILTERS[name](state, infos[1::2], context) == expected[1::2], name
-
-
-@st.composite
-def scoring_placement(draw: st.DrawFn) -> dict[str, object]:
-    """A placement whose (anti-)affinity may also carry preferred terms."""
-    out = draw(placement())
-    affinity = dict(out.get("affinity", {}))  # type: ignore[call-overload]
-    for kind in ("podAffinity", "podAntiAffinity"):
-        preferred = [
-            (
-                draw(st.sampled_from([1, 50])),  # equal terms meet in one domain often
-                term(draw(st.sampled_from(SELECTORS)), draw(st.sampled_from(TOPOLOGY_KEYS))),
-            )
-            for _ in range(draw(st.integers(0, 2)))
-        ]
-        if preferred:
-            required = affinity.get(kind, {}).get(
-                "requiredDuringSchedulingIgnoredDuringExecution", []
-            )
-            affinity[kind] = pod_affinity(required=required, preferred=preferred)
-    if affinity:
-        out["affinity"] = affinity
-    return out
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

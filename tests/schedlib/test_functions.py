@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policyengine.model.plugins import PLUGINS_BY_NAME
+from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import DEFAULT_CONFIG
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY
-from policyengine.schedlib import functions
+from policyengine.schedlib import functions, score_keys
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import NodeView, PodView
 from tests.model.builders import container, make_node, make_pod, snapshot, term
@@ -152,12 +153,19 @@ def test_keys_with_the_shortcut_are_the_keys_of_the_prepared_states(
                 functions._considered_names(fresh),
             )
         else:
-            idle = functions._score_state(fresh, PLUGINS_BY_NAME[plugin]) is None
-            want_pod_key = None if idle else functions._score_state(fresh, PLUGINS_BY_NAME[plugin])
+            score_state = functions._score_state(fresh, PLUGINS_BY_NAME[plugin])
+            idle = score_state is None
+            if idle:
+                want_pod_key = None
+            elif plugin == "PodTopologySpread":  # the counts are in the row keys
+                require_all = spread.requires_all_keys(ctx.pod.pod, ctx.config)
+                want_pod_key = score_keys.spread_pod_key(score_state, require_all)
+            else:
+                want_pod_key = score_keys.affinity_pod_key(score_state)
         if idle:
             assert function.cluster_key(ctx) == functions._IDLE
             assert function.pod_key(ctx) == want_pod_key
-        else:  # the state itself is the key (an unhashable one is refused alike)
+        else:  # the state (or its part outside the row keys); an unhashable one is refused
             try:
                 got = function.pod_key(ctx)
             except TypeError:

@@ -17,44 +17,20 @@ from hypothesis import strategies as st
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import DEFAULT_CONFIG
-from policyengine.model.workloads import WorkloadIndex, parse_workload
 from policyengine.schedlib import spread_score
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.topology_filters import PREPARE_SCORES
 from tests.model.builders import make_pod
 from tests.schedlib.batch_strategies import (
     SELECTORS,
-    TOPOLOGY_KEYS,
+    SERVICES,
     assume_and_forget,
     clusters,
     placement,
+    soft_constraints,
 )
 
 PLUGIN = PLUGINS_BY_NAME["PodTopologySpread"]
-SERVICES = WorkloadIndex.build(
-    parse_workload(
-        {
-            "kind": "Service",
-            "metadata": {"name": f"s-{labels['app']}", "namespace": "default"},
-            "spec": {"selector": labels},
-        }
-    )
-    for labels in SELECTORS
-)
-
-
-@st.composite
-def soft_constraints(draw: st.DrawFn) -> list[dict[str, Any]]:
-    keys = draw(st.lists(st.sampled_from(TOPOLOGY_KEYS), max_size=2, unique=True))
-    return [
-        {
-            "maxSkew": draw(st.integers(1, 5)),
-            "topologyKey": key,
-            "whenUnsatisfiable": "ScheduleAnyway",
-            "labelSelector": {"matchLabels": draw(st.sampled_from(SELECTORS))},
-        }
-        for key in keys
-    ]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -345,15 +345,15 @@ class ScoreColumn(Column):
             self.errored[rows] = (error != None)[ids]  # noqa: E711 (elementwise)
             self.errors = int(np.count_nonzero(self.errored))
 
-    def store_numbers(
-        self, rows: np.ndarray, numbers: Sequence[float | None], frame: Frame
+    def store_array(
+        self, rows: np.ndarray, values: np.ndarray, scored: np.ndarray, frame: Frame
     ) -> None:
-        """``store`` of results given as their values (``CompiledRule.score_numbers``: plain
-        floats, None where not scored; never an error)."""
+        """``store`` of results given as their values (``CompiledRule.score_numbers``: the
+        floats, 0.0 where ``scored`` is False; never an error)."""
         self._own()
         self._mark(rows, frame)
-        self.values[rows] = [0.0 if value is None else value for value in numbers]
-        self.scored[rows] = [value is not None for value in numbers]
+        self.values[rows] = values
+        self.scored[rows] = scored
         if self.errors:
             self.error[rows] = None
             self.errored[rows] = False

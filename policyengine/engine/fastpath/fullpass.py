@@ -18,7 +18,7 @@ from policyengine.engine.fastpath.classes import ClassEntry
 from policyengine.engine.fastpath.idle import (
     EXACT_WEIGHT,
 )
-from policyengine.engine.fastpath.rules import Scored, filter_at, prepare, score_many
+from policyengine.engine.fastpath.rules import Scored, filter_at, prepare, store_at
 from policyengine.engine.normalize import (
     Stats,
     apply_stats,
@@ -166,9 +166,7 @@ def score_all(
         stable = prepare(plan, column, context)
         todo = np.flatnonzero(feasible & ~column.valid(frame, stable))
         if len(todo):
-            wanted = todo.tolist()
-            sub = batch if len(wanted) == size else batch.take(wanted)
-            column.store(todo, score_many(rule, sub), frame)
+            store_at(plan, column, todo, batch, context, frame)
         if column.errors:
             errors.extend(column.error[feasible & column.errored].tolist())
         kind = rule.normalize or "none"

@@ -25,12 +25,11 @@ from policyengine.engine.fastpath.rules import (
     filter_at,
     normalised,
     prepare,
-    store_scores,
+    store_at,
 )
 from policyengine.engine.fastpath.sharekeys import RulePlan
 from policyengine.engine.normalize import (
     Stats,
-    apply_stats,
     column_stats,
 )
 from policyengine.lang.evaluators import NodeBatch
@@ -290,61 +289,77 @@ def score_rows(
     changed: set[int],
     feasible: np.ndarray,
 ) -> Scored | None:
-    """``score_all`` from ``state``'s totals: only the ``changed`` rows (and rows the row
-    keys dropped) are looked at; a rule's normalisation is redone over every row only when its
-    facts moved. None when ``state`` cannot be trusted.
+    """``score_all`` from ``state``'s totals: each rule looks again only at the ``changed``
+    rows and the rows its row keys dropped; a rule's normalisation is redone over every row
+    only when its facts moved. None when ``state`` cannot be trusted.
 
-    A column the state did not read (a rule keyed by something each pod of the class has of
-    its own, such as its name: gang members differ only there) is *fresh*: its values at every
-    feasible row are new to the totals, so every feasible row is looked at (few, inside a
-    gang's domain) and its facts are taken again."""
+    A rule whose column cannot be followed from the state's — a column the state did not
+    read (a rule keyed by something each pod of the class has of its own, such as its name:
+    gang members differ only there), a key or epoch that moved, a drop log that does not
+    reach back, more dropped rows than ``limit`` (a zone's count moving), a rule that is never
+    kept (``RulePlan.always``) — is brought up to date over every feasible row, as the full
+    pass would, while the others stay incremental; the totals are then summed anew."""
     plans = entry.plan.scores
     columns = entry.scores
     if state.totals is None or len(state.scores) != len(columns):
         return None
     if any(column.errors for column in columns) or any(s is None for s in state.stats):
         return None
-    fresh = [a is not b for a, b in zip(state.scores, columns, strict=True)]
-    stables = same_keys(plans, columns, state.score_epochs, context, fresh)
-    if stables is None:
-        return None
     frame = entry.frame
-    if any(fresh) and int(np.count_nonzero(feasible)) > max(frame.size // 8, FEW):
-        return None  # every feasible row would be looked at: one pass is as cheap
-    kept = [c for c, f in zip(columns, fresh, strict=True) if not f]
-    found = dropped(kept, state.seen, changed, limit(frame))
-    if found is not None and any(fresh):
-        found = found | set(np.flatnonzero(feasible).tolist())
-    if found is None or too_many(found, frame):
-        return None
-    rows = np.array(sorted(found), np.int64)
+    rows = np.array(sorted(changed), np.int64)
     moved = rows[state.feasible[rows] != feasible[rows]]
     live = rows[feasible[rows]]
     at_live = Rows(live, frame)
     stats = list(state.stats)
     touched = [moved] if len(moved) else []
     whole = False
-    for index, (plan, column, stable) in enumerate(zip(plans, columns, stables, strict=True)):
-        renewed = live[:0]
-        if len(live):
-            found_ids = column.oids[live] if stable else column.ids[live]
-            if found_ids.tobytes() != (at_live.oids_bytes if stable else at_live.ids_bytes):
-                todo = live[found_ids != (at_live.oids if stable else at_live.ids)]
-                store_scores(plan.rule, column, todo, batch.take(todo.tolist()), frame)
+    most = limit(frame)
+    for index, (plan, column) in enumerate(zip(plans, columns, strict=True)):
+        kind = plan.rule.normalize or "none"
+        drops = _followed(plan, column, state, index, context)
+        if drops is None or len(drops) > most:
+            # Up to date over every feasible row, as the full pass brings it.
+            try:
+                stable = prepare(plan, column, context)
+            except Exception:  # the full pass meets it where the rule is reached
+                return None
+            todo = np.flatnonzero(feasible & ~column.valid(frame, stable))
+            if len(todo):
+                store_at(plan, column, todo, batch, context, frame)
+            if column.errors:
+                return None
+            whole = True
+            if kind != "none":
+                facts = column_stats(kind, column.values, column.scored & feasible)
+                if facts is None:
+                    return None
+                stats[index] = facts
+            continue
+        stable = plan.stable_now(context)
+        mine = live
+        checked = at_live
+        if len(drops):
+            extra = drops[feasible[drops]]
+            if len(extra):
+                mine = np.union1d(live, extra)
+                checked = Rows(mine, frame)
+        renewed = mine[:0]
+        if len(mine):
+            found_ids = column.oids[mine] if stable else column.ids[mine]
+            if found_ids.tobytes() != (checked.oids_bytes if stable else checked.ids_bytes):
+                todo = mine[found_ids != (checked.oids if stable else checked.ids)]
+                store_at(plan, column, todo, batch, context, frame)
                 if column.errors:
                     return None
-            if fresh[index]:
-                renewed = live
-            elif column.stamp > state.seen:  # no row was stored since otherwise
-                renewed = live[column.stamps[live] > state.seen]
-        if not fresh[index] and not len(renewed) and not len(moved):
+            if column.stamp > state.seen:  # no row was stored since otherwise
+                renewed = mine[column.stamps[mine] > state.seen]
+        if not len(renewed) and not len(moved):
             continue
         if len(renewed):
             touched.append(renewed)
-        kind = plan.rule.normalize or "none"
         if kind == "none":
             continue
-        if not fresh[index] and not len(renewed) and not column.scored[moved].any():
+        if not len(renewed) and not column.scored[moved].any():
             continue  # only unscored rows joined or left: the facts read scored rows alone
         facts = column_stats(kind, column.values, column.scored & feasible)
         if facts is None:
@@ -354,13 +369,14 @@ def score_rows(
             whole = True
     normalisers = Normalisers(plans, columns, feasible, stats)
     if whole:
-        # Only the feasible rows (a gang's domain: a few) hold anything but 0.
+        # Only the feasible rows hold anything but 0.
         totals = np.zeros(frame.size)
         at = np.flatnonzero(feasible)
         part = np.zeros(len(at))
         for plan, column, facts in zip(plans, columns, stats, strict=True):
             kind = plan.rule.normalize or "none"
-            norm = apply_stats(kind, column.values[at], column.scored[at], facts)  # type: ignore[arg-type]
+            scored = column.scored[at]
+            norm = normalised(column, kind, facts, at, scored, state.seen)  # type: ignore[arg-type]
             part = part + plan.rule.weight * norm
         totals[at] = part
         return totals, stats, normalisers
@@ -391,3 +407,24 @@ def score_rows(
         totals[at] = 0.0
         totals[inside] = part
     return totals, stats, normalisers
+
+
+def _followed(
+    plan: RulePlan, column: ScoreColumn, state: State, index: int, context: CycleContext
+) -> np.ndarray | None:
+    """The rows ``column``'s row keys dropped since ``state``'s cycle, once it is brought to
+    this cycle's key; None when the column cannot be followed from the state's (module
+    docstring of ``score_rows``): it is then brought to the key by ``prepare``."""
+    if plan.always or column is not state.scores[index]:
+        return None
+    try:
+        key, by_row, _ = column_key(plan, context)
+    except Exception:  # ``prepare`` meets it again, where the full pass would
+        return None
+    if column.key != key:
+        return None
+    if by_row is not None or column.row_keys is not None:
+        column.by_row(by_row)
+    if column.epoch != state.score_epochs[index]:
+        return None
+    return column.dropped_since(state.seen)

@@ -96,7 +96,34 @@ def store_scores(
     if numbers is None:
         column.store(rows, score_many(rule, batch), frame)
     else:
-        column.store_numbers(rows, numbers, frame)
+        column.store_array(rows, *numbers, frame)
+
+
+def store_at(
+    plan: RulePlan,
+    column: ScoreColumn,
+    rows: np.ndarray,
+    batch: NodeBatch,
+    context: CycleContext,
+    frame: Frame,
+) -> None:
+    """The rule's scores at ``rows`` (of the whole ``batch``) into ``column``: for a rule
+    decided by its row key (``rowgroups``), at one row per distinct key, copied to the others
+    (when every one is a plain number: an error may name its node)."""
+    rule = plan.rule
+    if rule.score_numbers is not None and plan.by_rows is not None:
+        found = groups(column.row_keys, rows) if determined_now(plan.by_rows, context) else None
+        if found is not None:
+            first, inverse = found
+            numbers = rule.score_numbers(batch.take(rows[first].tolist()))
+            if numbers is not None:
+                values, scored = numbers
+                column.store_array(rows, values[inverse], scored[inverse], frame)
+                return
+    wanted = rows.tolist()
+    store_scores(
+        rule, column, rows, batch if len(wanted) == batch.size else batch.take(wanted), frame
+    )
 
 
 def normalised(

@@ -1,0 +1,112 @@
+"""``schedlib.score_keys``: a node's spread or affinity score is decided by its row key.
+
+Hypothesis draws clusters, a pending pod (soft spread constraints of its own or the system
+defaults over a Service's selector; preferred affinity terms) and the scheduler's steps
+(pods assumed and forgotten). After each step, under one pod key: nodes with equal row keys
+get equal scores from the plugin itself, and a node whose row key did not move since an
+earlier step keeps its earlier score. That is what lets a cache keep a score while its row
+key stands and compute one row per distinct key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policyengine.model.frozen import FrozenDict
+from policyengine.model.plugins import PLUGINS_BY_NAME
+from policyengine.model.plugins import pod_topology_spread as spread
+from policyengine.model.plugins.config import DEFAULT_CONFIG
+from policyengine.model.snapshot import ClusterSnapshot
+from policyengine.schedlib import score_keys
+from tests.model.builders import make_pod
+from tests.schedlib.batch_strategies import (
+    SERVICES,
+    assume_and_forget,
+    clusters,
+    placement,
+    scoring_placement,
+    soft_constraints,
+)
+
+SPREAD = PLUGINS_BY_NAME["PodTopologySpread"]
+AFFINITY = PLUGINS_BY_NAME["InterPodAffinity"]
+
+
+def _spread_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any]] | None:
+    assert SPREAD.prepare_score is not None and SPREAD.score is not None
+    state = SPREAD.prepare_score(pod, now, now.nodes, DEFAULT_CONFIG)
+    if state is None:
+        return None
+    require_all = spread.requires_all_keys(pod, DEFAULT_CONFIG)
+    scores = [
+        None if info.name in state.ignored else SPREAD.score(state, info) for info in now.nodes
+    ]
+    pod_key = score_keys.spread_pod_key(state, require_all)
+    return pod_key, score_keys.spread_rows(state, now).rows, scores
+
+
+def _affinity_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any]] | None:
+    assert AFFINITY.prepare_score is not None and AFFINITY.score is not None
+    state = AFFINITY.prepare_score(pod, now, now.nodes, DEFAULT_CONFIG)
+    if state is None:
+        return None
+    scores = [AFFINITY.score(state, info) for info in now.nodes]
+    return score_keys.affinity_pod_key(state), score_keys.affinity_rows(state, now).rows, scores
+
+
+def _decided_by_row_keys(steps: list[tuple[Any, Any, list[Any]]]) -> None:
+    seen: dict[tuple[Any, tuple[int, ...]], Any] = {}
+    for pod_key, rows, scores in steps:
+        assert len(rows) == len(scores)
+        for row, score in zip(rows.tolist(), scores, strict=True):
+            found = seen.setdefault((pod_key, tuple(row)), score)
+            assert found == score, (pod_key, row)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), data=st.data())
+def test_a_spread_score_is_decided_by_its_row_key(cluster: Any, data: st.DataObject) -> None:
+    own = data.draw(st.booleans())
+    pod = make_pod(
+        "p",
+        labels=data.draw(st.sampled_from([{"app": "web"}, {"app": "db"}])),
+        spread=data.draw(soft_constraints()) if own else [],
+    )
+    for service in SERVICES.objects.values():
+        cluster = cluster.with_workload(service)
+
+    def new_pod(name: str) -> Any:
+        return make_pod(name, **data.draw(placement()))
+
+    steps = []
+    for now in assume_and_forget(data, cluster, new_pod, steps=6, forget_odds=3):
+        found = _spread_scores(pod, now)
+        if found is not None:
+            steps.append(found)
+    _decided_by_row_keys(steps)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=clusters(), data=st.data())
+def test_an_affinity_score_is_decided_by_its_row_key(cluster: Any, data: st.DataObject) -> None:
+    pod = make_pod("p", **data.draw(scoring_placement()))
+
+    def new_pod(name: str) -> Any:
+        return make_pod(name, **data.draw(scoring_placement()))
+
+    steps = []
+    for now in assume_and_forget(data, cluster, new_pod, steps=6, forget_odds=3):
+        found = _affinity_scores(pod, now)
+        if found is not None:
+            steps.append(found)
+    _decided_by_row_keys(steps)
+
+
+def test_the_spread_pod_key_leaves_the_counts_to_the_rows() -> None:
+    a = spread.ScoreState((), "ns", frozenset(), FrozenDict({("zone", "a"): 1}), (1.0,))
+    b = spread.ScoreState((), "ns", frozenset(), FrozenDict({("zone", "a"): 9}), (1.0,))
+    assert score_keys.spread_pod_key(a, True) == score_keys.spread_pod_key(b, True)
+    assert score_keys.spread_pod_key(a, True) != score_keys.spread_pod_key(a, False)
