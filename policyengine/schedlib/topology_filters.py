@@ -119,14 +119,23 @@ class _SpreadInputs:
     __slots__ = ("base", "constraints", "counts", "key", "marks", "part")
 
     def __init__(
-        self, pod: Pod, constraints: tuple[spread.Constraint, ...], require_all: bool = True
+        self,
+        pod: Pod,
+        constraints: tuple[spread.Constraint, ...],
+        require_all: bool = True,
+        domains_only: bool = False,
     ):
         key = spread.count_key(pod, constraints, require_all)
         self.constraints = constraints
-        self.key = HashedKey(key)
+        # The score reads no hostname pair (a node's own pods are counted per row: ``spread_
+        # score.host_counts``); kept apart, its sums hold a pair per zone, not one per node.
+        self.key = HashedKey(("domains", key) if domains_only else key)
 
         def part(node: NodeInfo) -> dict[Any, int]:
-            return spread.node_counts(node, key)
+            found = spread.node_counts(node, key)
+            if domains_only:
+                return {pair: n for pair, n in found.items() if pair[0] != spread.HOSTNAME}
+            return found
 
         namespace = pod.namespace
         selectors = [c.selector for c in constraints]
@@ -143,7 +152,10 @@ class _SpreadInputs:
             )
 
         def presence(node: NodeInfo) -> dict[Any, int]:  # ``part`` of a node with no such pod
-            return _presence(node, key)
+            found = _presence(node, key)
+            if domains_only:
+                return {pair: n for pair, n in found.items() if pair[0] != spread.HOSTNAME}
+            return found
 
         included = (
             tuple(
@@ -152,6 +164,7 @@ class _SpreadInputs:
             key[1],
             key[2],
             require_all,
+            domains_only,
         )
         self.part = part
         self.counts = counts
@@ -211,7 +224,8 @@ def _spread_inputs(
         constraints = spread.pod_constraints(pod, action, config, workloads)
     if not constraints or not _hashable(spread.count_key(pod, constraints, require_all)):
         return None
-    found = _SpreadInputs(pod, constraints, require_all)
+    # The soft constraints' inputs serve the score alone, which reads no hostname pair.
+    found = _SpreadInputs(pod, constraints, require_all, domains_only=action == SCHEDULE_ANYWAY)
     with _LOCK:
         _SPREAD_INPUTS[alike] = found
         while len(_SPREAD_INPUTS) > _SPREAD_INPUTS_KEPT:
@@ -259,7 +273,13 @@ def prepare_spread_score(
     if inputs is None or len(set(keys)) != len(keys):
         return spread.prepare_score(pod, snapshot, feasible, config)
     sums = SPREAD_SUMS.sums(
-        inputs.key, snapshot, inputs.part, inputs.counts, base=inputs.base, marks=inputs.marks
+        inputs.key,
+        snapshot,
+        inputs.part,
+        inputs.counts,
+        copy=False,  # only read, before this returns
+        base=inputs.base,
+        marks=inputs.marks,
     )
 
     def counted(pairs: set[spread.Pair]) -> dict[spread.Pair, int]:
