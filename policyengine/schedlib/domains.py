@@ -661,6 +661,11 @@ def rows_at(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> np.ndarray 
     asked about: a cycle's PreScores and scores ask about the same feasible nodes, in lists of
     their own. A sequence that knows its rows (the engine's feasible nodes: ``rows_in``)
     says them."""
+    told = getattr(infos, "rows_in", None)
+    if told is not None:  # asked first: the sequence is not gathered to be compared
+        rows = told(snapshot)
+        if rows is not None:
+            return rows
     last = getattr(_last_rows, "last", None)
     if (
         last is not None
@@ -669,11 +674,8 @@ def rows_at(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> np.ndarray 
         and all(map(operator.is_, last[1], infos))
     ):
         return last[2]
-    told = getattr(infos, "rows_in", None)
-    rows = told(snapshot) if told is not None else None
-    if rows is None:
-        found = rows_of(snapshot, infos)
-        rows = None if found is None else np.asarray(found, np.int64)
+    found = rows_of(snapshot, infos)
+    rows = None if found is None else np.asarray(found, np.int64)
     _last_rows.last = (snapshot, tuple(infos), rows)
     return rows
 

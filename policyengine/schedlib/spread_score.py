@@ -98,7 +98,9 @@ def score_state(
         else:
             names = column.names
             # A missing label reads as "", as kube's map lookup does: one domain with "".
-            values = {names[code] if code >= 0 else "" for code in np.unique(kept).tolist()}
+            # The codes present (-1: no label), by counting rather than sorting.
+            found = (np.flatnonzero(np.bincount(kept + 1)) - 1).tolist() if len(kept) else []
+            values = {names[code] if code >= 0 else "" for code in found}
             pairs.update((c.topology_key, value) for value in values)
             size = len(values)
         weights.append(spread.topology_normalizing_weight(size))
