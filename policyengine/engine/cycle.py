@@ -131,6 +131,7 @@ def schedule(
     context.device_choice = device_choice_for(policy, pod, pod_env)
     full_plan = policy_plan(policy)
     frame = node_frame(snapshot, topology)
+    context.views = frame.views
     classes = options.cache if options.cache is not None else ClassCache()
     cache_refs = classes.refs(program, policy, topology, config)
     class_key = pod_class(pod)

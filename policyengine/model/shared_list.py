@@ -63,18 +63,20 @@ class SharedList(Sequence[T], Generic[T]):
             self._flat = flat
         return flat
 
-    def pick(self, rows: Sequence[int]) -> list[T]:
+    def pick(self, rows: Sequence[int]) -> Picked[T]:
         """The items at ``rows`` (non-negative): looked up one by one when few, read from the
-        whole list (built once) when many."""
+        whole list (built once) when many. The list says where they came from (``Picked``)."""
         flat = self._flat
         if flat is None and len(rows) > _FOLD:
             flat = self.flat()
         if flat is not None:
-            return list(itemgetter(*rows)(flat)) if len(rows) > 1 else [flat[r] for r in rows]
-        base, over = self._base, self._over
-        return [
-            base[row] if (item := over.get(row, _MISSING)) is _MISSING else item for row in rows
-        ]
+            items = itemgetter(*rows)(flat) if len(rows) > 1 else [flat[r] for r in rows]
+        else:
+            base, over = self._base, self._over
+            items = [
+                base[row] if (item := over.get(row, _MISSING)) is _MISSING else item for row in rows
+            ]
+        return Picked(items, rows, self)
 
     def __len__(self) -> int:
         return len(self._base)
@@ -105,3 +107,16 @@ class SharedList(Sequence[T], Generic[T]):
 
     def __repr__(self) -> str:
         return f"SharedList({self.flat()!r})"
+
+
+class Picked(list[T]):
+    """Items a ``SharedList`` gave for some rows, with those rows and the list they came from:
+    whoever knows what the list's rows stand for (a frame's views are a snapshot's nodes, row
+    for row) need not look each item up again."""
+
+    __slots__ = ("of", "rows")
+
+    def __init__(self, items: Iterable[T], rows: Sequence[int], of: SharedList[T]):
+        super().__init__(items)
+        self.rows = rows
+        self.of = of

@@ -29,6 +29,7 @@ class CycleContext:
         "pod",
         "snapshot",
         "topology",
+        "views",
         "workload",
     )
 
@@ -56,6 +57,9 @@ class CycleContext:
         # learned shapes are drawn from (None: the snapshot's running pods).
         self.device_choice: Any = None
         self.workload: Any = None
+        # The cycle's node views, row for row ``snapshot.nodes`` (set by the engine; None:
+        # unknown): a batch of some of them says its rows (``domains.view_rows``).
+        self.views: Any = None
 
     def prepared(self, key: Any, factory: Callable[[], T], pod_only: bool = False) -> T:
         """``factory()`` once per cycle; ``pod_only``: it reads nothing but the pod and

@@ -43,6 +43,7 @@ from policyengine.schedlib.domains import (
     changed_rows,
     label_column,
     rows_of,
+    view_rows,
 )
 from policyengine.schedlib.rowkeys import RowKeyed
 from policyengine.schedlib.views import NodeView, PodView
@@ -269,10 +270,13 @@ def domain_pod_count_batch(
     if len(nodes) > _FEW:
         # Thousands of nodes: the label's kept column, gathered at the nodes' rows.
         snapshot = ctx.snapshot
-        rows = rows_of(snapshot, list(map(_INFO_OF, nodes)))
-        if rows is not None:
+        at = view_rows(ctx, nodes)
+        if at is None:
+            listed = rows_of(snapshot, list(map(_INFO_OF, nodes)))
+            at = None if listed is None else np.asarray(listed, np.int64)
+        if at is not None:
             found = label_column(snapshot, key).gather(counts)
-            return ints(found[np.asarray(rows, np.int64)])  # type: ignore[return-value]
+            return ints(found[at])  # type: ignore[return-value]
     get = counts.get
     return [0 if (v := view.node.labels.get(key)) is None else get(v, 0) for view in nodes]
 

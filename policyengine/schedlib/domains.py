@@ -33,6 +33,7 @@ import numpy as np
 
 from policyengine.model.cached import cached_property
 from policyengine.model.labels import IN, Selector
+from policyengine.model.shared_list import Picked
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 
 Pair = tuple[str, str]
@@ -651,6 +652,44 @@ def rows_of(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> list[int] |
         return None
     # Checked: the map may have moved on to a later snapshot meanwhile.
     return rows if all(map(operator.is_, picked, infos)) else None
+
+
+def view_rows(ctx: Any, views: Sequence[Any]) -> np.ndarray | None:
+    """The rows of the cycle's ``snapshot.nodes`` that node views stand for, when they are
+    the engine's views of them (``CycleContext.views``) or some of those picked by row
+    (``shared_list.Picked``); None otherwise (look them up: ``rows_of``)."""
+    own = getattr(ctx, "views", None)
+    if own is None:
+        return None
+    if views is own:
+        return np.arange(len(own))
+    if type(views) is Picked and views.of is own:
+        return np.asarray(views.rows, np.int64)
+    return None
+
+
+class RowInfos(list[NodeInfo]):
+    """``NodeInfo``s that know their rows in one snapshot (``rows_at`` asks ``rows_in``)."""
+
+    __slots__ = ("_rows", "_snapshot")
+
+    def __init__(self, infos: Iterable[NodeInfo], rows: np.ndarray, snapshot: ClusterSnapshot):
+        super().__init__(infos)
+        self._rows = rows
+        self._snapshot = snapshot
+
+    def rows_in(self, snapshot: ClusterSnapshot) -> np.ndarray | None:
+        return self._rows if snapshot is self._snapshot else None
+
+
+_INFO_OF = operator.attrgetter("info")
+
+
+def node_infos(ctx: Any, views: Sequence[Any]) -> list[NodeInfo]:
+    """The ``NodeInfo`` of each node view, knowing their rows where ``view_rows`` does."""
+    infos = map(_INFO_OF, views)
+    rows = view_rows(ctx, views)
+    return list(infos) if rows is None else RowInfos(infos, rows, ctx.snapshot)
 
 
 _last_rows = threading.local()

@@ -14,7 +14,6 @@ do the same.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -34,6 +33,7 @@ from policyengine.schedlib.domain_counts import (
     domain_pod_count_key,
     domain_pod_count_pod_key,
 )
+from policyengine.schedlib.domains import node_infos
 from policyengine.schedlib.gpu import GPU_FUNCTIONS
 from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
 from policyengine.schedlib.storage import STORAGE_FUNCTIONS, pod_rejection
@@ -63,7 +63,6 @@ _POD_ONLY = frozenset(
 
 
 _INFOS = object()  # the prepared key of the node lists' NodeInfos
-_INFO_OF = operator.attrgetter("info")
 
 
 def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
@@ -73,7 +72,7 @@ def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
     found = kept.get(id(nodes))
     if found is not None and found[0] is nodes:
         return found[1]
-    infos = list(map(_INFO_OF, nodes))
+    infos = node_infos(ctx, nodes)  # their rows told where the views say them
     kept[id(nodes)] = (nodes, infos)  # holding ``nodes`` keeps its id from being reused
     return infos
 

@@ -190,3 +190,29 @@ ANTI_ZONE = {
         ]
     }
 }
+
+
+def test_views_of_the_cycle_tell_their_rows_and_others_do_not() -> None:
+    from types import SimpleNamespace
+
+    from policyengine.model.shared_list import SharedList
+
+    snap = snapshot([make_node(f"n{i}") for i in range(6)])
+    views = SharedList(SimpleNamespace(info=info) for info in snap.nodes)
+    ctx = SimpleNamespace(views=views, snapshot=snap)
+    cases = [
+        (views, list(range(6))),  # the cycle's views, whole
+        (views.pick([5, 0, 2]), [5, 0, 2]),  # some of them, by row
+        (SharedList(views).pick([1]), None),  # another list's: looked up instead
+        (list(views), None),
+    ]
+    for asked, rows in cases:
+        found = domains.view_rows(ctx, asked)
+        assert (None if found is None else found.tolist()) == rows
+        infos = domains.node_infos(ctx, asked)
+        assert infos == [view.info for view in asked]
+        told = domains.rows_at(snap, infos)
+        assert told is not None and told.tolist() == [snap.nodes.index(i) for i in infos]
+    assert domains.view_rows(SimpleNamespace(views=None), views) is None
+    other = snapshot([make_node(f"n{i}") for i in range(6)])
+    assert domains.node_infos(ctx, views).rows_in(other) is None  # type: ignore[attr-defined]
