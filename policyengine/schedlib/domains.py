@@ -456,7 +456,7 @@ class NodeSums:
             )
         if found is None:
             if base is not None and relevant is not None:
-                found = self._from_base(snapshot, part, relevant, *base)
+                found = self._from_base(snapshot, part, relevant, *base, marks=marks)
             else:
                 found = _summed(snapshot, part)
         with self._lock:
@@ -472,11 +472,15 @@ class NodeSums:
         relevant: Relevant,
         base_key: Hashable,
         base_part: Part,
+        marks: Iterable[Hashable] | None = None,
     ) -> _Sums:
         kept = self._kept_sums(("base", base_key), snapshot, base_part, _never, None, ())
         counts = dict(kept.counts)
         present = dict(kept.present)
-        for node in snapshot.nodes:
+        nodes = snapshot.nodes
+        # Only nodes holding a pod with one of the marks can hold a relevant one.
+        rows = pair_rows(snapshot, marks)
+        for node in nodes if rows is None else (nodes[row] for row in rows):
             pods = node.pods
             if pods and any(map(relevant, pods)):
                 _remove(counts, present, base_part(node))
@@ -632,6 +636,8 @@ def clear() -> None:
         _steps.clear()
         _last_seen.clear()
         _LOG[0] = _StepLog(0, 0)
+    with _PAIRS_LOCK:
+        _PAIRS.clear()
 
 
 _ROWS: list[tuple[int, tuple[NodeInfo, ...], dict[int, int]]] = []
@@ -717,6 +723,81 @@ def rows_at(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> np.ndarray 
     rows = None if found is None else np.asarray(found, np.int64)
     _last_rows.last = (snapshot, tuple(infos), rows)
     return rows
+
+
+# --- rows holding pods with a label ---------------------------------------------------------
+#
+# A kept sum or column met for the first time (a new Deployment's selector) was built by a walk
+# over every pod of every node; only the nodes holding a pod with one of its selector's label
+# pairs (its marks: ``label_marks``) can add anything. This index says which, kept from one
+# snapshot to the next like ``rows_by_id`` (each snapshot's index its own: a build reading an
+# older one never sees rows of a newer).
+
+
+@dataclass(frozen=True, eq=False)
+class _PairIndex:
+    generation: int
+    nodes: tuple[NodeInfo, ...]
+    rows: dict[tuple[str, str], dict[int, int]]  # label pair -> {row: pods carrying it}
+
+
+_PAIRS: list[_PairIndex] = []
+_PAIRS_LOCK = threading.Lock()
+
+
+def _node_pairs(node: NodeInfo) -> list[tuple[str, str]]:
+    return [pair for info in node.pods for pair in info.pod.labels.items()]
+
+
+def _indexed(nodes: tuple[NodeInfo, ...]) -> dict[tuple[str, str], dict[int, int]]:
+    rows: dict[tuple[str, str], dict[int, int]] = {}
+    for row, node in enumerate(nodes):
+        for pair in _node_pairs(node):
+            add_nested(rows, pair, row, 1)
+    return rows
+
+
+def _pair_index(snapshot: ClusterSnapshot) -> _PairIndex:
+    _note(snapshot)
+    nodes = snapshot.nodes
+    with _PAIRS_LOCK:
+        known = _PAIRS[0] if _PAIRS else None
+    if known is not None and known.nodes is nodes:
+        return known
+    changed = None if known is None else changed_rows(snapshot, known.generation, known.nodes)
+    if known is None or changed is None or len(changed) > len(nodes) // 4:
+        rows = _indexed(nodes)
+    else:
+        rows = dict(known.rows)  # the pairs the changed rows touch get maps of their own
+        copied: set[tuple[str, str]] = set()
+        for row in changed:
+            for delta, node in ((-1, known.nodes[row]), (1, nodes[row])):
+                for pair in _node_pairs(node):
+                    if pair not in copied:
+                        copied.add(pair)
+                        rows[pair] = dict(rows.get(pair, {}))
+                    add_nested(rows, pair, row, delta)
+    found = _PairIndex(snapshot.generation, nodes, rows)
+    with _PAIRS_LOCK:
+        _PAIRS[:] = [found]
+    return found
+
+
+def pair_rows(snapshot: ClusterSnapshot, marks: Iterable[Hashable] | None) -> list[int] | None:
+    """The rows of ``snapshot.nodes`` holding a pod that carries one of the label pairs
+    ``marks``, ascending; None when there are none to go by (a mark that is no label pair)."""
+    if marks is None:
+        return None
+    wanted = list(marks)
+    if not all(type(mark) is tuple and len(mark) == 2 for mark in wanted):
+        return None
+    index = _pair_index(snapshot).rows
+    found: set[int] = set()
+    for mark in wanted:
+        held = index.get(mark)  # type: ignore[call-overload]
+        if held:
+            found.update(held)
+    return sorted(found)
 
 
 def rows_by_id(snapshot: ClusterSnapshot) -> dict[int, int]:

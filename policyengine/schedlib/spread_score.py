@@ -28,7 +28,13 @@ from policyengine.model.frozen import FrozenDict
 from policyengine.model.labels import Selector
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
-from policyengine.schedlib.domains import RowColumns, label_column, label_marks, rows_at
+from policyengine.schedlib.domains import (
+    RowColumns,
+    label_column,
+    label_marks,
+    pair_rows,
+    rows_at,
+)
 
 HOSTNAME = spread.HOSTNAME
 
@@ -42,12 +48,19 @@ def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -
     """Per row of ``snapshot.nodes``: ``pod_topology_spread.count_matching`` of the row's
     pods (read only; the array is shared with later calls)."""
 
+    marks = label_marks((selector,))
+
     def build(nodes: tuple[NodeInfo, ...]) -> np.ndarray:
-        return np.fromiter(
-            (spread.count_matching(info.pods, selector, namespace) for info in nodes),
-            np.int64,
-            len(nodes),
-        )
+        rows = pair_rows(snapshot, marks)  # only these nodes hold a pod the selector can match
+        if rows is None:
+            return np.fromiter(
+                (spread.count_matching(info.pods, selector, namespace) for info in nodes),
+                np.int64,
+                len(nodes),
+            )
+        counts = np.zeros(len(nodes), np.int64)
+        counts[rows] = [spread.count_matching(nodes[row].pods, selector, namespace) for row in rows]
+        return counts
 
     def patch(
         counts: np.ndarray, old: tuple[NodeInfo, ...], nodes: tuple[NodeInfo, ...], rows: list[int]
@@ -59,7 +72,6 @@ def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -
             counts[row] = spread.count_matching(nodes[row].pods, selector, namespace)
         return counts
 
-    marks = label_marks((selector,))
     return _COUNTS.get((selector, namespace), snapshot, marks, build, patch)
 
 

@@ -92,6 +92,14 @@ def test_sums_and_label_columns_follow_every_kind_of_step(data: st.DataObject) -
         marks = (("app", "web"),) if key in ("k4", "k5") else None
         found = sums.sums(key, cluster, zone_part, relevant, base=base, marks=marks)
         assert found == fresh(cluster)
+        # The rows holding pods with a label pair, as a walk over every pod finds them.
+        for pairs in ([("app", "web")], [("app", "db"), ("app", "web")], [("app", "none")]):
+            want = [
+                row
+                for row, node in enumerate(cluster.nodes)
+                if any((k, v) in pairs for info in node.pods for k, v in info.pod.labels.items())
+            ]
+            assert domains.pair_rows(cluster, pairs) == want
         column = label_column(cluster, "zone")
         for row, node in enumerate(cluster.nodes):
             value = node.node.labels.get("zone")
@@ -216,3 +224,11 @@ def test_views_of_the_cycle_tell_their_rows_and_others_do_not() -> None:
     assert domains.view_rows(SimpleNamespace(views=None), views) is None
     other = snapshot([make_node(f"n{i}") for i in range(6)])
     assert domains.node_infos(ctx, views).rows_in(other) is None  # type: ignore[attr-defined]
+
+
+def test_rows_by_label_pair_need_label_pairs() -> None:
+    cluster = snapshot([make_node("n0")]).with_pod(make_pod("p", labels={"app": "web"}), "n0")
+    assert domains.pair_rows(cluster, None) is None
+    assert domains.pair_rows(cluster, [ANTI_AFFINITY]) is None  # not a label pair: no index
+    assert domains.pair_rows(cluster, [("app", "web")]) == [0]
+    assert domains.pair_rows(cluster, []) == []
