@@ -316,7 +316,7 @@ def score_rows(
     most = limit(frame)
     for index, (plan, column) in enumerate(zip(plans, columns, strict=True)):
         kind = plan.rule.normalize or "none"
-        drops = _followed(plan, column, state, index, context)
+        drops, stable = _followed(plan, column, state, index, context)
         if drops is None or len(drops) > most:
             # Up to date over every feasible row, as the full pass brings it.
             try:
@@ -335,7 +335,6 @@ def score_rows(
                     return None
                 stats[index] = facts
             continue
-        stable = plan.stable_now(context)
         mine = live
         checked = at_live
         if len(drops):
@@ -411,20 +410,21 @@ def score_rows(
 
 def _followed(
     plan: RulePlan, column: ScoreColumn, state: State, index: int, context: CycleContext
-) -> np.ndarray | None:
+) -> tuple[np.ndarray | None, bool]:
     """The rows ``column``'s row keys dropped since ``state``'s cycle, once it is brought to
-    this cycle's key; None when the column cannot be followed from the state's (module
-    docstring of ``score_rows``): it is then brought to the key by ``prepare``."""
+    this cycle's key, and whether its rows are valid by Node object; None when the column
+    cannot be followed from the state's (``score_rows``): it is then brought to the key by
+    ``prepare``."""
     if plan.always or column is not state.scores[index]:
-        return None
+        return None, False
     try:
-        key, by_row, _ = column_key(plan, context)
+        key, by_row, stable = column_key(plan, context)
     except Exception:  # ``prepare`` meets it again, where the full pass would
-        return None
+        return None, False
     if column.key != key:
-        return None
+        return None, stable
     if by_row is not None or column.row_keys is not None:
         column.by_row(by_row)
     if column.epoch != state.score_epochs[index]:
-        return None
-    return column.dropped_since(state.seen)
+        return None, stable
+    return column.dropped_since(state.seen), stable
