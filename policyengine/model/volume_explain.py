@@ -97,7 +97,7 @@ def _bound(claim: str, pv: PersistentVolume, node: NodeInfo, storage: StorageObj
     plugin = pv.in_tree
     if plugin is not None and binding_migrated(csi_node, plugin):
         affinity = translated_affinity(pv, plugin)
-        read_as = f" (read as a {plugin.driver} volume)"
+        read_as = f" (as {plugin.driver} reads it)"
     return [
         f"claim {claim}: volume {pv.name}{read_as} reaches {_affinity(affinity)}; "
         f"node {node.name} has {_labels_for(affinity, labels)}"
@@ -187,9 +187,9 @@ def volume_findings(
     if not z_state.skip:
         conflict = zone.conflict(z_state, node)
         if conflict is not None:
-            has = node.node.labels.get(conflict.key)
+            read, has = zone.node_value(z_state, conflict.key, node.node.labels)
             out.append(
                 f"volume {conflict.volume} is in {conflict.key} [{' '.join(sorted(conflict.values))}]; "
-                f"node {node.name} has {f'{conflict.key}={has}' if has is not None else f'no {conflict.key}'}"
+                f"node {node.name} has {f'{read}={has}' if has is not None else f'no {read}'}"
             )
     return tuple(out)

@@ -32,6 +32,7 @@ from policyengine.model.storage_migration import (
     translated_affinity,
 )
 from policyengine.model.storage_parse import parse_csi_node
+from policyengine.model.volume_explain import volume_findings
 from tests.model.storage_builders import (
     ZONE,
     claims,
@@ -492,3 +493,20 @@ def test_zone_labels_of_in_tree_pvs(
         else zone.prepare_filter(incoming, snap, config)
     )
     assert zone.filter(state, snap.node("n1")) == expected
+
+
+# --- explain --------------------------------------------------------------------------------
+
+
+def test_findings_name_the_translated_affinity_and_the_ga_label_read() -> None:
+    objects = [*ZONED_EBS, csi_node("n1", "kubernetes.io/aws-ebs")]
+    snap = cluster([node("n1", {ZONE: "us-east-1a", EBS_KEY: "us-east-1b"})], [], objects)
+    assert volume_findings(pod("p", claims("c")), snap, "n1") == (
+        f"claim c: volume ebs-1 (as {EBS_DRIVER} reads it) reaches {EBS_KEY} In "
+        f"[us-east-1a]; node n1 has {EBS_KEY}=us-east-1b",
+    )
+    objects = [gce_pv("g", "d", labels={BETA_ZONE: "us-east1-b"}), bound("c", "g")]
+    snap = cluster([node("n1", {ZONE: "us-east1-c"})], [], objects)
+    assert volume_findings(pod("p", claims("c")), snap, "n1") == (
+        f"volume g is in {BETA_ZONE} [us-east1-b]; node n1 has {ZONE}=us-east1-c",
+    )

@@ -12,6 +12,7 @@ like any other: VolumeZone translates nothing to CSI.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from policyengine.model.objects import Pod
@@ -101,16 +102,22 @@ def prefilter_result(state: FilterState) -> PreFilterResult | None:
     return state.prefilter
 
 
+def node_value(state: FilterState, key: str, labels: Mapping[str, str]) -> tuple[str, str | None]:
+    """The node label a volume's ``key`` is read against, and its value: the key itself, or,
+    for a beta key the node lacks, the GA one (never the other way)."""
+    value = labels.get(key)
+    if value is None and state.beta_as_ga and key in _GA:
+        return _GA[key], labels.get(_GA[key])
+    return key, value
+
+
 def conflict(state: FilterState, node: NodeInfo) -> VolumeTopology | None:
     """The first volume label the node does not satisfy, or None."""
     labels = node.node.labels
     if not state.topologies or not any(k in labels for k in TOPOLOGY_LABELS):
         return None
     for t in state.topologies:
-        value = labels.get(t.key)
-        if value is None and state.beta_as_ga:
-            # A volume's beta label is read against the node's GA one (not the other way).
-            value = labels.get(_GA.get(t.key, t.key))
+        _, value = node_value(state, t.key, labels)
         if value is None or value not in t.values:
             return t
     return None
