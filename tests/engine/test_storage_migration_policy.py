@@ -103,17 +103,19 @@ def _case(name: str) -> tuple[Any, Any]:
 @pytest.mark.parametrize(
     ("name", "v128", "current"),
     [
-        (
+        pytest.param(
             "c0141",
             "0/10 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}.",
             "0/10 nodes are available: 1 node(s) had untolerated taint {dedicated: infra}, "
             f"9 {UNSATISFIED}.",
+            id="c0141",
         ),
-        (
+        pytest.param(
             "c0233",
             "0/8 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
             "0/8 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
             f"7 {UNSATISFIED}.",
+            id="c0233",
         ),
     ],
 )
