@@ -22,6 +22,7 @@ from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.volume_binder import NO_VOLUMES, PodVolumes, assume
 from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.storage import volume_binding_node_names
 
 
 def pod_volumes(
@@ -74,24 +75,13 @@ def reported(
     ``UNSATISFIED`` (``SchedulerConfig.prefilter_absent_nodes_unresolvable``). The engine
     still evaluates them (``filter`` and ``explain`` show why they fail), but the line is
     kube-scheduler's."""
-    pod = context.pod.pod
-    snapshot = context.snapshot
-    if not pod.uses_storage or not snapshot.storage.known:
+    if not context.pod.pod.uses_storage or "volume_binding" not in filters:
         return infeasible
-    if not volume_binding.needs_check(pod) or "volume_binding" not in filters:
-        return infeasible
-    config = context.config
-
-    def prepare() -> volume_binding.FilterState:
-        return volume_binding.prepare_filter(pod, snapshot, config)
-
-    state = context.prepared((volume_binding.NAME, "filter"), prepare)
-    result = state.prefilter
-    kept = result.node_names if result is not None else None
+    kept = volume_binding_node_names(context)
     if kept is None:
         return infeasible
     out: dict[str, Sequence[Rejection]] = {}
-    absent = config.prefilter_absent_nodes_unresolvable
+    absent = context.config.prefilter_absent_nodes_unresolvable
     for name, rejections in infeasible.items():
         if name in kept:
             out[name] = rejections

@@ -125,3 +125,34 @@ def test_nodes_bound_local_volumes_exclude(
     incoming, snap = _case(name)
     assert _both(program, incoming, snap, KUBE_1_28).message == v128
     assert _both(program, incoming, snap).message == current
+
+
+def test_storage_filters_step_aside_for_nodes_bound_local_volumes_exclude(program: Any) -> None:
+    local = {
+        "required": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}
+                    ]
+                }
+            ]
+        }
+    }
+    objects = [
+        pv("local-1", node_affinity=local),
+        pvc("data", volume="local-1", bound=True),
+        _csi_node("n1", None, 0),
+        _csi_node("n2", None, 0),
+    ]
+    snap = cluster([node("n1"), node("n2")], [], objects)
+    incoming = pod(
+        "p", [*claims("data"), {"name": "d", "awsElasticBlockStore": {"volumeID": "vol-1"}}]
+    )
+    decision = _both(program, incoming, snap)
+    # Only n1 is filtered: the EBS limit rejects it; n2 is VolumeBinding's alone.
+    assert decision.infeasible["n1"][0].reasons == ("node(s) exceed max volume count",)
+    assert decision.infeasible["n2"][0].reasons == ("node(s) had volume node affinity conflict",)
+    assert decision.message == (
+        f"0/2 nodes are available: 1 {UNSATISFIED}, 1 node(s) exceed max volume count."
+    )
