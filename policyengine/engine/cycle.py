@@ -50,7 +50,7 @@ from policyengine.engine.histogram import histogram_line
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.profiles import profile_for
 from policyengine.engine.selection import pick_by_key, pick_by_values
-from policyengine.engine.volumes import pod_volumes
+from policyengine.engine.volumes import pod_volumes, reported
 from policyengine.lang.compiler import CompiledSelect, Program
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import Env
@@ -201,7 +201,8 @@ def schedule(
     else:
         chosen, best = _choose(feasible_mask, count, totals, entry, rng)
     if chosen is None:
-        message = histogram_line(num_nodes, infeasible)
+        counted = reported(infeasible, context, (rule.name for rule in policy.filters))
+        message = histogram_line(num_nodes, counted)
     else:
         best = best if policy.scores else 0
         message = f"scheduled on {chosen} by policy {policy.name} (score {_fmt(best)})"

@@ -609,6 +609,7 @@ _VOLUME_HANDLES = {
     "rbd": "image",
     "azureDisk": "diskURI",
     "cinder": "volumeID",
+    "portworxVolume": "volumeID",
     "csi": "driver",
 }
 

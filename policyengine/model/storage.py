@@ -24,6 +24,13 @@ from policyengine.model.cached import cached_property
 from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.labels import LabelSelector
 from policyengine.model.node_selectors import CompiledTerm, NodeSelector
+from policyengine.model.storage_migration import (
+    PLUGINS,
+    InTreePlugin,
+    TranslationError,
+    binding_migrated,
+    translated_affinity,
+)
 
 # Annotations kube's PV controller and scheduler read and write.
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -134,6 +141,37 @@ class PersistentVolume:
         (a volume without node affinity reaches every node). Only labels are read, as kube
         does: a ``matchFields`` term never matches."""
         terms = self.affinity_terms
+        if terms is None:
+            return True
+        return any(t.matches(node_labels, "") for t in terms)
+
+    @cached_property
+    def in_tree(self) -> InTreePlugin | None:
+        """The migrated in-tree plugin of the volume's source (``storage_migration``); None
+        for a CSI volume and for sources no CSI driver took over."""
+        return None if self.csi_driver else PLUGINS.get(self.source)
+
+    @cached_property
+    def _migrated_terms(self) -> tuple[CompiledTerm, ...] | TranslationError | None:
+        plugin = self.in_tree
+        assert plugin is not None
+        try:
+            affinity = translated_affinity(self, plugin)
+        except TranslationError as problem:
+            return problem
+        return None if affinity is None else affinity.compile()
+
+    def reaches_on(self, node_labels: Mapping[str, str], csi_node: CSINode | None) -> bool:
+        """``reaches`` as VolumeBinding checks a bound volume on a node with ``csi_node``:
+        an in-tree volume whose plugin the CSINode names as migrated is read as translated
+        to its CSI driver (``storage_migration.translated_affinity``). Raises
+        ``TranslationError`` when the volume does not translate."""
+        plugin = self.in_tree
+        if plugin is None or not binding_migrated(csi_node, plugin):
+            return self.reaches(node_labels)
+        terms = self._migrated_terms
+        if isinstance(terms, TranslationError):
+            raise terms
         if terms is None:
             return True
         return any(t.matches(node_labels, "") for t in terms)

@@ -82,6 +82,7 @@ _PV_HANDLES = {
     "awsElasticBlockStore": "volumeID",
     "azureDisk": "diskURI",
     "cinder": "volumeID",
+    "portworxVolume": "volumeID",
 }
 
 

@@ -36,6 +36,7 @@ from policyengine.model.storage import (
     StorageObjects,
     quantity_value,
 )
+from policyengine.model.storage_migration import TranslationError
 from policyengine.model.volumes import EPHEMERAL, claim_name
 
 # Per-node reasons, in the order kube-scheduler lists them.
@@ -559,7 +560,15 @@ def find_pod_volumes(
         if pv is None:
             bound_found = False
             break
-        if not pv.reaches(node_labels):
+        if pv.in_tree is None:
+            reaches = pv.reaches(node_labels)
+        else:
+            # An in-tree volume is read as its CSI driver's where the node migrated it.
+            try:
+                reaches = pv.reaches_on(node_labels, storage.csi_nodes.get(node_name))
+            except TranslationError as problem:
+                return NodeVolumes(error=f"could not translate pv: {problem}")
+        if not reaches:
             bound_ok = False
             break
     unbound_ok = True

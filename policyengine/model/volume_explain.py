@@ -27,6 +27,11 @@ from policyengine.model.storage import (
     StorageObjects,
     quantity_value,
 )
+from policyengine.model.storage_migration import (
+    TranslationError,
+    binding_migrated,
+    translated_affinity,
+)
 from policyengine.model.volume_binder import find_matching_volume, has_capacity
 
 
@@ -77,6 +82,28 @@ def _why_not(claim: PersistentVolumeClaim, pv: PersistentVolume, labels: Mapping
     return f"{pv.name} is chosen for another claim of the pod"
 
 
+def _bound(claim: str, pv: PersistentVolume, node: NodeInfo, storage: StorageObjects) -> list[str]:
+    """Why a bound claim's volume does not reach the node: its node affinity as written, or
+    as its CSI driver reads it where the node migrated its in-tree plugin."""
+    labels = node.node.labels
+    csi_node = storage.csi_nodes.get(node.name)
+    try:
+        if pv.reaches_on(labels, csi_node):
+            return []
+    except TranslationError as problem:
+        return [f"claim {claim}: volume {pv.name} does not translate to CSI: {problem}"]
+    affinity = pv.node_affinity
+    read_as = ""
+    plugin = pv.in_tree
+    if plugin is not None and binding_migrated(csi_node, plugin):
+        affinity = translated_affinity(pv, plugin)
+        read_as = f" (as {plugin.driver} reads it)"
+    return [
+        f"claim {claim}: volume {pv.name}{read_as} reaches {_affinity(affinity)}; "
+        f"node {node.name} has {_labels_for(affinity, labels)}"
+    ]
+
+
 def _binding(state: binding.FilterState, node: NodeInfo, storage: StorageObjects) -> list[str]:
     labels = node.node.labels
     out: list[str] = []
@@ -91,11 +118,8 @@ def _binding(state: binding.FilterState, node: NodeInfo, storage: StorageObjects
         pv = storage.pvs.get(claim.volume_name)
         if pv is None:
             out.append(f"claim {claim.name}: its volume {claim.volume_name} does not exist")
-        elif not pv.reaches(labels):
-            out.append(
-                f"claim {claim.name}: volume {pv.name} reaches {_affinity(pv.node_affinity)}; "
-                f"node {node.name} has {_labels_for(pv.node_affinity, labels)}"
-            )
+        else:
+            out.extend(_bound(claim.name, pv, node, storage))
     for claim in state.claims.delayed:
         selected = claim.selected_node
         if selected is not None:
@@ -163,9 +187,9 @@ def volume_findings(
     if not z_state.skip:
         conflict = zone.conflict(z_state, node)
         if conflict is not None:
-            has = node.node.labels.get(conflict.key)
+            read, has = zone.node_value(z_state, conflict.key, node.node.labels)
             out.append(
                 f"volume {conflict.volume} is in {conflict.key} [{' '.join(sorted(conflict.values))}]; "
-                f"node {node.name} has {f'{conflict.key}={has}' if has is not None else f'no {conflict.key}'}"
+                f"node {node.name} has {f'{read}={has}' if has is not None else f'no {read}'}"
             )
     return tuple(out)

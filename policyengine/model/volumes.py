@@ -21,17 +21,20 @@ RBD = "rbd"
 ISCSI = "iscsi"
 AZURE_DISK = "azureDisk"
 CINDER = "cinder"
+PORTWORX = "portworxVolume"
 
 # The sources known by their key; any other source (emptyDir, configMap, hostPath, ...) is
 # kept as its key and never read.
-KNOWN_SOURCES = (PVC, EPHEMERAL, CSI, GCE_PD, AWS_EBS, RBD, ISCSI, AZURE_DISK, CINDER)
+KNOWN_SOURCES = (PVC, EPHEMERAL, CSI, GCE_PD, AWS_EBS, RBD, ISCSI, AZURE_DISK, CINDER, PORTWORX)
 
 # In-tree sources whose disks VolumeRestrictions keeps from being used twice on a node.
 EXCLUSIVE_DISKS = frozenset({GCE_PD, AWS_EBS, RBD, ISCSI})
 
 # The sources some storage plugin reads: a pod with none of them (only emptyDirs, projected
 # service account tokens, configMaps, ...) is nothing to any of them.
-STORAGE_SOURCES = frozenset({PVC, EPHEMERAL, GCE_PD, AWS_EBS, RBD, ISCSI, AZURE_DISK, CINDER})
+STORAGE_SOURCES = frozenset(
+    {PVC, EPHEMERAL, GCE_PD, AWS_EBS, RBD, ISCSI, AZURE_DISK, CINDER, PORTWORX}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +42,8 @@ class Volume:
     """One entry of ``spec.volumes``.
 
     ``handle`` names the disk: a claim's name, a GCE PD's ``pdName``, an EBS ``volumeID``, an
-    iSCSI ``iqn``, an RBD ``image``, an Azure disk's ``diskURI``, a Cinder ``volumeID``, an
-    inline CSI volume's driver. ``pool`` and ``monitors`` are RBD's.
+    iSCSI ``iqn``, an RBD ``image``, an Azure disk's ``diskURI``, a Cinder or Portworx
+    ``volumeID``, an inline CSI volume's driver. ``pool`` and ``monitors`` are RBD's.
     """
 
     name: str

@@ -83,9 +83,23 @@ def pod_rejection(ctx: CycleContext) -> tuple[str, str] | None:
     return ctx.prepared(_REJECTION, lambda: _find_rejection(ctx))
 
 
-def _outside(ctx: CycleContext) -> frozenset[str] | None:
-    """The nodes NodeAffinity's PreFilter keeps (None: all), which the other filters step
-    aside for (as ``schedlib.functions`` does)."""
+def volume_binding_node_names(ctx: CycleContext) -> frozenset[str] | None:
+    """The only nodes kube-scheduler filters when the pod's bound local volumes pin it
+    (VolumeBinding's PreFilter result); None when they do not restrict the nodes, or when a
+    storage plugin rejects the pod whole (``pod_rejection``)."""
+    pod = ctx.pod.pod
+    if not pod.uses_storage or not binding.needs_check(pod) or not ctx.snapshot.storage.known:
+        return None
+    if pod_rejection(ctx) is not None:
+        return None
+    result = binding.prefilter_result(_state(ctx, PLUGINS_BY_NAME["VolumeBinding"]))
+    return None if result is None else result.node_names
+
+
+def _outside(ctx: CycleContext, plugin_name: str) -> frozenset[str] | None:
+    """The nodes a PreFilter keeps (None: all), which the plugin steps aside for: those
+    NodeAffinity's keeps (as ``schedlib.functions`` does), and for the other storage plugins
+    those VolumeBinding's keeps (VolumeBinding itself rejects the rest)."""
     affinity = PLUGINS_BY_NAME["NodeAffinity"]
     assert affinity.prepare_filter is not None and affinity.prefilter_result is not None
     state = ctx.prepared(
@@ -94,7 +108,12 @@ def _outside(ctx: CycleContext) -> frozenset[str] | None:
         True,
     )
     result = affinity.prefilter_result(state)
-    return None if result is None else result.node_names
+    names = None if result is None else result.node_names
+    if plugin_name != "VolumeBinding":
+        pinned = volume_binding_node_names(ctx)
+        if pinned is not None:
+            names = pinned if names is None else names & pinned
+    return names
 
 
 _INFOS = object()  # the prepared key of the node lists' NodeInfos
@@ -157,7 +176,7 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
         state = _state(ctx, plugin)
         if everywhere is not None and everywhere(state):
             return [PASS] * len(nodes)
-        kept = _outside(ctx)
+        kept = _outside(ctx, plugin_name)
         if kept is not None:
             nodes = [view for view in nodes if view.node.name in kept]
         infos = _infos(ctx, nodes) if kept is None else [view.info for view in nodes]
@@ -167,7 +186,7 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
             found = [run(state, i) for i in infos]
         if kept is None:
             return found
-        # The nodes NodeAffinity's PreFilter left out pass (``considered`` steps aside there).
+        # The nodes a PreFilter left out pass (``considered`` steps aside for NodeAffinity's).
         by_name = dict(zip((i.node.name for i in infos), found, strict=True))
         return [by_name.get(view.node.name, PASS) for view in everything]
 
@@ -184,7 +203,7 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
         if idle(ctx):
             return _IDLE
         pod = ctx.pod.pod
-        return pod.namespace, pod.name, pod.uid, pod.volumes, _outside(ctx)
+        return pod.namespace, pod.name, pod.uid, pod.volumes, _outside(ctx, plugin_name)
 
     return Function(
         name,

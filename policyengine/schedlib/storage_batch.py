@@ -9,17 +9,18 @@ kept column of attach-limit groups), the few a class's later cycles ask about in
 (``_grouped``). What each reads:
 
 - VolumeZone reads the node's four zone and region labels.
-- NodeVolumeLimits reads the node's attach limits (its allocatable and its CSINode), the
-  in-tree plugins its CSINode says are migrated, and the volumes of its pods: a node whose
-  pods use no volume (``NodeInfo.pods_with_volumes``, kept on the immutable NodeInfo) is
-  judged by its limits and migrated plugins alone, the others one by one.
+- NodeVolumeLimits reads the node's attach limits (its allocatable and its CSINode), whether
+  it has a CSINode and which in-tree plugins that names as migrated, and the volumes of its
+  pods: a node whose pods use no volume (``NodeInfo.pods_with_volumes``, kept on the
+  immutable NodeInfo) is judged by its limits and migration alone, the others one by one.
 - VolumeBinding, for a pod whose waiting claims have no selected node (one claim to match at
   most, so no volume chosen for one claim is kept from another), reads the node's values of
   the label keys its bound volumes, the claim's candidate volumes pinned to no host and the
   class's allowed topologies name, and whether a candidate volume is pinned to the node's
-  hostname. A candidate pinned only by ``kubernetes.io/hostname In`` terms reaches every node
-  of its hosts, so such a node finds a volume whatever else it has; a node with another
-  candidate of its own is judged alone. Anything else (selected nodes, volumes already naming
+  hostname; a bound in-tree volume, read as its CSI driver's where the node's CSINode
+  migrated it, has every node judged alone. A candidate pinned only by
+  ``kubernetes.io/hostname In`` terms reaches every node of its hosts, so such a node finds a
+  volume whatever else it has; a node with another candidate of its own is judged alone. Anything else (selected nodes, volumes already naming
   the claim, storage capacity) runs node by node.
 
 VolumeRestrictions reads the node's pods' disks only for a pod with an in-tree disk, and
@@ -116,16 +117,15 @@ def _zone(
 
 
 def _limit_code(info: NodeInfo, csi_nodes: Mapping[str, CSINode], groups: dict[Any, int]) -> int:
-    """The row's group: its limits and migrated plugins, or -1 when its pods use volumes."""
+    """The row's group: its limits and whether (and how) its CSINode migrates in-tree
+    plugins, or -1 when its pods use volumes."""
     if info.pods_with_volumes:
         return -1
     csi_node = csi_nodes.get(info.node.name)
     found = limits.volume_limits(info, csi_node)
-    migrated = csi_node.migrated_plugins if csi_node is not None else _NONE
-    return groups.setdefault((tuple(found.items()), migrated), len(groups))
+    return groups.setdefault((tuple(found.items()), limits.migration_key(csi_node)), len(groups))
 
 
-_NONE: frozenset[str] = frozenset()
 # The last snapshot's limit groups per row: (generation, nodes, CSINodes, codes, groups).
 # A placement replaces one row's NodeInfo and keeps the CSINodes, so only that row is
 # looked at again.
@@ -204,6 +204,8 @@ def _binding_keys(state: binding.FilterState) -> tuple[tuple[str, ...], ClaimMat
     keys: set[str] = set()
     for pv in claims.bound_volumes:
         if pv is not None:
+            if pv.in_tree is not None:
+                return None  # read as translated where the node's CSINode migrated it
             _volume_keys(pv, keys)
     matcher: ClaimMatcher | None = None
     for claim in claims.to_match:

@@ -3,7 +3,8 @@ and the volumes of a pod, for the tests holding the fast path equal to the refer
 
 Claim names are drawn from a few, so pods share claims, miss them, and find them bound, lost,
 being deleted or waiting for their first consumer; volumes are local (pinned to a node), zonal
-or unpinned, of a few sizes; CSINodes set attach limits. ``mixed_volumes`` adds volumes pinned
+or unpinned, of a few sizes, some in-tree EBS disks; CSINodes set attach limits, of the EBS CSI
+driver too, and some name the in-tree EBS plugin as migrated. ``mixed_volumes`` adds volumes pinned
 to a host by terms that may ask for more (a zone, a label to exist, a term that never
 matches).
 """
@@ -20,6 +21,8 @@ from policyengine.model.storage import StorageObjects
 CLAIMS = ["c0", "c1", "c2", "c3", "missing"]
 CLASSES = ["wffc", "local", "imm"]
 DRIVER = "csi.example.com"
+EBS = "ebs.csi.aws.com"
+MIGRATED = "storage.alpha.kubernetes.io/migrated-plugins"
 
 
 def _class(name: str, provisioner: str, mode: str, zones: list[str] | None) -> dict[str, Any]:
@@ -46,8 +49,11 @@ def storage(draw: st.DrawFn, node_names: list[str]) -> StorageObjects:
             "capacity": {"storage": draw(st.sampled_from(["1Gi", "5Gi", "10G", "10Gi"]))},
             "accessModes": [draw(st.sampled_from(["ReadWriteOnce", "ReadWriteOncePod"]))],
             "storageClassName": draw(st.sampled_from(["wffc", "local"])),
-            "csi": {"driver": DRIVER, "volumeHandle": f"h{index}"},
         }
+        if draw(st.integers(0, 3)) == 0:  # an in-tree disk, counted as EBS's CSI driver
+            spec["awsElasticBlockStore"] = {"volumeID": f"aws://a/vol-{index}"}
+        else:
+            spec["csi"] = {"driver": DRIVER, "volumeHandle": f"h{index}"}
         pin = draw(st.sampled_from(["none", "host", "zone"]))
         if pin != "none":
             key, value = (
@@ -106,21 +112,16 @@ def storage(draw: st.DrawFn, node_names: list[str]) -> StorageObjects:
         )
     for name in node_names:
         if draw(st.booleans()):
-            items.append(
-                {
-                    "kind": "CSINode",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "drivers": [
-                            {
-                                "name": DRIVER,
-                                "nodeID": name,
-                                "allocatable": {"count": draw(st.integers(0, 2))},
-                            }
-                        ]
-                    },
-                }
-            )
+            node_meta: dict[str, Any] = {"name": name}
+            if draw(st.booleans()):  # the in-tree EBS plugin migrated here
+                node_meta["annotations"] = {MIGRATED: "kubernetes.io/aws-ebs"}
+            drivers = [
+                {"name": DRIVER, "nodeID": name, "allocatable": {"count": draw(st.integers(0, 2))}}
+            ]
+            if draw(st.booleans()):
+                count = draw(st.integers(0, 2))
+                drivers.append({"name": EBS, "nodeID": name, "allocatable": {"count": count}})
+            items.append({"kind": "CSINode", "metadata": node_meta, "spec": {"drivers": drivers}})
     return parse_objects([{"kind": "List", "items": items}], "storage").storage
 
 
@@ -138,6 +139,13 @@ def volumes(draw: st.DrawFn, always: bool = False) -> list[dict[str, Any]]:
     if draw(st.integers(0, 5)) == 0:
         out.append(
             {"name": "pd", "gcePersistentDisk": {"pdName": "disk", "readOnly": draw(st.booleans())}}
+        )
+    if draw(st.integers(0, 5)) == 0:  # the disk of an in-tree volume, or another
+        out.append(
+            {
+                "name": "ebs",
+                "awsElasticBlockStore": {"volumeID": draw(st.sampled_from(["vol-0", "vol-9"]))},
+            }
         )
     if draw(st.integers(0, 7)) == 0:
         out.append({"name": "eph", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}})

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from policyengine.model.plugins import KUBE_1_28
 from policyengine.model.plugins import node_volume_limits as limits
 from policyengine.model.plugins import volume_binding as binding
 from policyengine.model.plugins import volume_restrictions as restrictions
@@ -128,8 +129,8 @@ ZONES = [
     pytest.param(
         [pv("pv-a", labels={BETA_ZONE: "us-west1-a"}), pvc("c", volume="pv-a", bound=True)],
         {ZONE: "us-west1-a"},
-        [zone.REASON],
-        id="beta-label-not-read-against-ga",
+        [],
+        id="beta-label-read-against-ga",
     ),
     pytest.param(
         [pv("pv-a", labels={ZONE: "us-west1-a__"}), pvc("c", volume="pv-a", bound=True)],
@@ -213,8 +214,15 @@ def test_migrated_in_tree_disks_count_as_their_csi_driver() -> None:
     placed = [pod("r", [EBS_OTHER], node_name="n1")]
     snap = cluster([node("n1")], placed, [migrated])
     assert _filter(limits, pod("p", [EBS]), snap) == [limits.REASON]
-    not_migrated = cluster([node("n1")], placed, [csi_node("n1", **{DRIVER: 1})])
-    assert _filter(limits, pod("p", [EBS]), not_migrated) == []
+    # EBS's migration is GA: any CSINode will do now; v1.28 wanted the annotation.
+    not_annotated = cluster([node("n1")], placed, [csi_node("n1", **{DRIVER: 1})])
+    assert _filter(limits, pod("p", [EBS]), not_annotated) == [limits.REASON]
+    state = limits.prepare_filter(pod("p", [EBS]), not_annotated, KUBE_1_28)
+    assert limits.filter(state, not_annotated.node("n1")) == []
+    # Without a CSINode nothing migrates.
+    attach = {"attachable-volumes-csi-" + DRIVER: "1"}
+    no_csinode = cluster([node("n1", extra=attach)], placed, [pvc("unrelated")])
+    assert _filter(limits, pod("p", [EBS]), no_csinode) == []
 
 
 # --- VolumeBinding --------------------------------------------------------------------------

@@ -43,6 +43,14 @@ class SchedulerConfig:
     # Since 1.31 nodes left out by a PreFilter node-name result count as
     # UnschedulableAndUnresolvable for preemption; v1.28 treated them as candidates.
     prefilter_absent_nodes_unresolvable: bool = True
+    # NodeVolumeLimits counts an in-tree volume whose plugin's migration is GA (EBS, GCE PD,
+    # Azure Disk, Cinder) as its CSI driver's on any node with a CSINode; the feature-gated
+    # code of older releases also wanted the plugin named in the CSINode's migrated-plugins
+    # annotation, as the v1.28 setting keeps doing (model.storage_migration).
+    limits_migration_needs_annotation: bool = False
+    # Since 1.29 VolumeZone matches a volume's beta zone or region label against the node's
+    # GA label when the node lacks the beta one (kubernetes#118923); v1.28 did not.
+    volume_zone_beta_as_ga: bool = True
     # ImageLocality counts init containers' images (and containers) since 1.26.
     image_locality_init_containers: bool = True
     # Not kube: the governing policy's overcommit for the pod being scheduled (empty for
@@ -60,5 +68,8 @@ class SchedulerConfig:
 
 DEFAULT_CONFIG = SchedulerConfig()
 KUBE_1_28 = SchedulerConfig(
-    balanced_skips_best_effort=False, prefilter_absent_nodes_unresolvable=False
+    balanced_skips_best_effort=False,
+    prefilter_absent_nodes_unresolvable=False,
+    limits_migration_needs_annotation=True,
+    volume_zone_beta_as_ga=False,
 )

@@ -4,8 +4,13 @@ The limit of a driver is its CSINode ``allocatable.count``, else the node's allo
 ``attachable-volumes-csi-<driver>``. The pod's new unique volumes (by driver and handle) are
 added to those the node's pods already use, each counted once. A claim counts through its
 bound volume's CSI source, else (unbound, or its volume missing) through its class's
-provisioner as a volume of its own; in-tree disks count as their CSI driver where the node
-says the plugin is migrated. Inline ``csi:`` volumes are not counted, as in kube-scheduler.
+provisioner as a volume of its own. In-tree volumes (a bound PV's source, a class's in-tree
+provisioner, an inline ``gcePersistentDisk``, ``awsElasticBlockStore``, ``azureDisk``,
+``cinder`` or ``portworxVolume``) count as the CSI driver they are migrated to, under the
+translated volume handle, where ``storage_migration.limits_migrated`` says the node migrated
+them. Inline ``csi:`` volumes are not counted, as in kube-scheduler. The separate in-tree
+limit plugins (EBSLimits, GCEPDLimits, AzureDiskLimits, CinderLimits) left the default
+profile in v1.31 and kube-scheduler in v1.32: there are none here.
 """
 
 from __future__ import annotations
@@ -23,33 +28,27 @@ from policyengine.model.storage import (
     csi_attach_limit_key,
     quantity_value,
 )
-from policyengine.model.volume_binder import owned
-from policyengine.model.volumes import (
-    AWS_EBS,
-    AZURE_DISK,
-    CINDER,
-    EPHEMERAL,
-    GCE_PD,
-    Volume,
-    claim_name,
+from policyengine.model.storage_migration import (
+    BY_PLUGIN,
+    PLUGINS,
+    UNCOUNTED_PROVISIONERS,
+    TranslationError,
+    inline_handle,
+    limits_migrated,
+    pv_handle,
 )
+from policyengine.model.volume_binder import owned
+from policyengine.model.volumes import EPHEMERAL, Volume, claim_name
 
 NAME = "NodeVolumeLimits"
 REASON = "node(s) exceed max volume count"
 ATTACH_LIMIT_PREFIX = "attachable-volumes-"
 
-# In-tree plugins whose volumes count as a CSI driver's once migrated on the node: the
-# plugin's name, its provisioner name and the driver.
-_MIGRATABLE = {
-    GCE_PD: ("kubernetes.io/gce-pd", "pd.csi.storage.gke.io"),
-    AWS_EBS: ("kubernetes.io/aws-ebs", "ebs.csi.aws.com"),
-    AZURE_DISK: ("kubernetes.io/azure-disk", "disk.csi.azure.com"),
-    CINDER: ("kubernetes.io/cinder", "cinder.csi.openstack.org"),
-}
-_MIGRATED_DRIVER = dict(_MIGRATABLE.values())
-
 # What one volume counts as: (driver/handle, the limit's key).
 Attachable = dict[str, str]
+# What of a node decides how the pod's own volumes count there: whether it has a CSINode,
+# and the plugins that CSINode names as migrated.
+MigrationKey = tuple[bool, frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -57,18 +56,19 @@ class FilterState:
     skip: bool
     pod: Pod | None = None
     storage: StorageObjects | None = None
-    # The pod's own volumes by the in-tree plugins the node's CSINode says are migrated, the
-    # one thing of the node they read.
-    new_volumes: dict[frozenset[str], Attachable | str] = field(
+    # The pod's own volumes by the one thing of the node they read (``migration_key``).
+    new_volumes: dict[MigrationKey, Attachable | str] = field(
         default_factory=dict, compare=False, hash=False
     )
+    needs_annotation: bool = False  # ``SchedulerConfig.limits_migration_needs_annotation``
 
 
 SKIP = FilterState(skip=True)
 
 
 def needs_check(pod: Pod) -> bool:
-    return any(v.uses_claim or v.kind in _MIGRATABLE for v in pod.volumes)
+    """kube's PreFilter: a claim, an ephemeral volume or an inline migratable in-tree volume."""
+    return any(v.uses_claim or v.kind in PLUGINS for v in pod.volumes)
 
 
 def prepare_filter(
@@ -76,11 +76,18 @@ def prepare_filter(
 ) -> FilterState:
     if not needs_check(pod) or not snapshot.storage.known:
         return SKIP
-    return FilterState(False, pod, snapshot.storage)
+    return FilterState(
+        False, pod, snapshot.storage, needs_annotation=config.limits_migration_needs_annotation
+    )
 
 
-def _migrated(csi_node: CSINode | None, plugin: str) -> bool:
-    return csi_node is not None and plugin in csi_node.migrated_plugins
+_NONE_MIGRATED: frozenset[str] = frozenset()
+
+
+def migration_key(csi_node: CSINode | None) -> MigrationKey:
+    if csi_node is None:
+        return False, _NONE_MIGRATED
+    return True, csi_node.migrated_plugins
 
 
 def _add(out: Attachable, driver: str, handle: str) -> None:
@@ -89,7 +96,10 @@ def _add(out: Attachable, driver: str, handle: str) -> None:
 
 
 def _from_class(
-    storage: StorageObjects, csi_node: CSINode | None, claim: PersistentVolumeClaim
+    storage: StorageObjects,
+    csi_node: CSINode | None,
+    claim: PersistentVolumeClaim,
+    needs_annotation: bool,
 ) -> tuple[str, str]:
     if not claim.storage_class:
         return "", ""
@@ -98,41 +108,61 @@ def _from_class(
         return "", ""
     # Not a real handle: the claim is one volume of its own until bound.
     handle = f"\x00claim:{claim.namespace}/{claim.name}"
-    if cls.provisioner in _MIGRATED_DRIVER:
-        if not _migrated(csi_node, cls.provisioner):
+    plugin = BY_PLUGIN.get(cls.provisioner)
+    if plugin is not None:
+        if not limits_migrated(csi_node, plugin, needs_annotation):
             return "", ""
-        return _MIGRATED_DRIVER[cls.provisioner], handle
+        return plugin.driver, handle
+    if cls.provisioner in UNCOUNTED_PROVISIONERS:
+        return "", ""
     return cls.provisioner, handle
 
 
 def _claim_driver(
-    storage: StorageObjects, csi_node: CSINode | None, claim: PersistentVolumeClaim
+    storage: StorageObjects,
+    csi_node: CSINode | None,
+    claim: PersistentVolumeClaim,
+    needs_annotation: bool,
 ) -> tuple[str, str]:
     if not claim.volume_name:
-        return _from_class(storage, csi_node, claim)
+        return _from_class(storage, csi_node, claim, needs_annotation)
     pv = storage.pvs.get(claim.volume_name)
     if pv is None:
-        return _from_class(storage, csi_node, claim)
+        return _from_class(storage, csi_node, claim, needs_annotation)
     if pv.csi_driver:
         return pv.csi_driver, pv.csi_handle
-    migratable = _MIGRATABLE.get(pv.source)
-    if migratable is None or not _migrated(csi_node, migratable[0]):
+    plugin = pv.in_tree
+    if plugin is None or not limits_migrated(csi_node, plugin, needs_annotation):
         return "", ""
-    return migratable[1], pv.csi_handle
+    try:
+        return plugin.driver, pv_handle(pv, plugin)
+    except TranslationError:
+        return "", ""  # kube does not count a volume it cannot translate
 
 
 class MissingClaim(Exception):
     """A claim of the pod being scheduled is missing or not its own (the message says)."""
 
 
+class Untranslatable(MissingClaim):
+    """An inline in-tree volume that does not translate to CSI: an error whichever pod has
+    it."""
+
+
 def attachable(
-    pod: Pod, storage: StorageObjects, csi_node: CSINode | None, new_pod: bool, out: Attachable
+    pod: Pod,
+    storage: StorageObjects,
+    csi_node: CSINode | None,
+    new_pod: bool,
+    out: Attachable,
+    needs_annotation: bool = False,
 ) -> None:
     """Add the volumes ``pod`` attaches on a node with ``csi_node`` to ``out`` (kube's
-    ``filterAttachableVolumes``): a missing claim is the new pod's error, another pod's skip."""
+    ``filterAttachableVolumes``): a missing claim is the new pod's error, another pod's skip;
+    an inline volume that does not translate is an error for either."""
     for v in pod.volumes:
         if not v.uses_claim:
-            _inline(v, csi_node, out)
+            _inline(v, csi_node, out, needs_annotation)
             continue
         name = claim_name(pod.name, v)
         claim = storage.claim(pod.namespace, name)
@@ -148,13 +178,18 @@ def attachable(
                 f"PVC {claim.namespace}/{claim.name} was not created for pod "
                 f"{pod.namespace}/{pod.name} (pod is not owner)"
             )
-        _add(out, *_claim_driver(storage, csi_node, claim))
+        _add(out, *_claim_driver(storage, csi_node, claim, needs_annotation))
 
 
-def _inline(v: Volume, csi_node: CSINode | None, out: Attachable) -> None:
-    migratable = _MIGRATABLE.get(v.kind)
-    if migratable is not None and _migrated(csi_node, migratable[0]):
-        _add(out, migratable[1], v.handle)
+def _inline(v: Volume, csi_node: CSINode | None, out: Attachable, needs_annotation: bool) -> None:
+    plugin = PLUGINS.get(v.kind)
+    if plugin is None or not limits_migrated(csi_node, plugin, needs_annotation):
+        return
+    try:
+        handle = inline_handle(v.kind, v.handle)
+    except TranslationError as problem:
+        raise Untranslatable(f"converting volume({v.name}) from inline to csi: {problem}") from None
+    _add(out, plugin.driver, handle)
 
 
 # Each node's limits by the identity of its Node and CSINode objects, which a snapshot's
@@ -162,9 +197,6 @@ def _inline(v: Volume, csi_node: CSINode | None, out: Attachable) -> None:
 # entry holds the two objects, so their ids name them while it is kept.
 _LIMITS: dict[tuple[int, int], tuple[object, object, dict[str, int]]] = {}
 _LIMITS_KEPT = 16384
-
-
-_NONE_MIGRATED: frozenset[str] = frozenset()
 
 
 def volume_limits(node: NodeInfo, csi_node: CSINode | None) -> dict[str, int]:
@@ -213,12 +245,13 @@ def exceeded(state: FilterState, node: NodeInfo) -> Exceeded | str | None:
     storage = state.storage
     csi_node = storage.csi_nodes.get(node.name)
     limits = volume_limits(node, csi_node)
-    migrated = csi_node.migrated_plugins if csi_node is not None else _NONE_MIGRATED
+    migrated = migration_key(csi_node)
+    needs_annotation = state.needs_annotation
     kept = state.new_volumes.get(migrated)
     if kept is None:
         found: Attachable = {}
         try:
-            attachable(state.pod, storage, csi_node, True, found)
+            attachable(state.pod, storage, csi_node, True, found, needs_annotation)
         except MissingClaim as problem:
             kept = state.new_volumes[migrated] = str(problem)
         else:
@@ -232,7 +265,9 @@ def exceeded(state: FilterState, node: NodeInfo) -> Exceeded | str | None:
     for info in node.pods:
         if info.pod.volumes:
             try:
-                attachable(info.pod, storage, csi_node, False, attached)
+                attachable(info.pod, storage, csi_node, False, attached, needs_annotation)
+            except Untranslatable as problem:
+                return str(problem)
             except MissingClaim:
                 continue
     attached_count: dict[str, int] = {}

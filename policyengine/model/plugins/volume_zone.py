@@ -2,14 +2,17 @@
 
 A bound volume labelled ``topology.kubernetes.io/zone`` (or region, or their beta
 ``failure-domain.beta.kubernetes.io`` forms; several zones joined by ``__``) reaches only nodes
-whose label of that key is one of the values: a beta label on the volume is not read against
-a GA one on the node, as in v1.28. A node with none of the four labels passes. Claims waiting
-for their first consumer have no volume yet and are VolumeBinding's; a label that does not
-parse is ignored.
+whose label of that key is one of the values; since v1.29 a beta label on the volume is read
+against the node's GA label of the same meaning when the node lacks the beta one (v1.28 did
+not: ``SchedulerConfig.volume_zone_beta_as_ga``). A node with none of the four labels passes.
+Claims waiting for their first consumer have no volume yet and are VolumeBinding's; a label
+that does not parse is ignored. In-tree volumes (GCE PD, EBS, ...) are read by their labels
+like any other: VolumeZone translates nothing to CSI.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from policyengine.model.objects import Pod
@@ -28,6 +31,7 @@ REGION = "topology.kubernetes.io/region"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 TOPOLOGY_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
+_GA = {BETA_ZONE: ZONE, BETA_REGION: REGION}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +46,7 @@ class FilterState:
     skip: bool
     topologies: tuple[VolumeTopology, ...] = ()
     prefilter: PreFilterResult | None = None
+    beta_as_ga: bool = True  # ``SchedulerConfig.volume_zone_beta_as_ga``
 
 
 SKIP = FilterState(skip=True)
@@ -90,11 +95,20 @@ def prepare_filter(
             zones = label_zones(value)
             if zones is not None:
                 topologies.append(VolumeTopology(pv.name, key, zones))
-    return FilterState(False, tuple(topologies))
+    return FilterState(False, tuple(topologies), beta_as_ga=config.volume_zone_beta_as_ga)
 
 
 def prefilter_result(state: FilterState) -> PreFilterResult | None:
     return state.prefilter
+
+
+def node_value(state: FilterState, key: str, labels: Mapping[str, str]) -> tuple[str, str | None]:
+    """The node label a volume's ``key`` is read against, and its value: the key itself, or,
+    for a beta key the node lacks, the GA one (never the other way)."""
+    value = labels.get(key)
+    if value is None and state.beta_as_ga and key in _GA:
+        return _GA[key], labels.get(_GA[key])
+    return key, value
 
 
 def conflict(state: FilterState, node: NodeInfo) -> VolumeTopology | None:
@@ -103,8 +117,7 @@ def conflict(state: FilterState, node: NodeInfo) -> VolumeTopology | None:
     if not state.topologies or not any(k in labels for k in TOPOLOGY_LABELS):
         return None
     for t in state.topologies:
-        # v1.28 reads the volume's own key only: a beta label is not matched to a GA one.
-        value = labels.get(t.key)
+        _, value = node_value(state, t.key, labels)
         if value is None or value not in t.values:
             return t
     return None
