@@ -94,7 +94,11 @@ def test_many_rows_are_picked_from_the_whole_list() -> None:
     assert shared.pick(rows[:3]) == want[:3] and shared.pick([5]) == [-5]
 
 
-@pytest.mark.parametrize("rows", [[], [4], [4, 1], list(range(3 * shared_list._FOLD))])
+@pytest.mark.parametrize(
+    "rows",
+    [[], [4], [4, 1], list(range(3 * shared_list._FOLD))],
+    ids=["none", "one", "two", "every row"],
+)
 def test_picked_items_tell_their_rows_and_where_they_came_from(rows: list[int]) -> None:
     shared = SharedList(range(3 * shared_list._FOLD)).replaced([(4, -4)])
     picked = shared.pick(rows)
