@@ -73,13 +73,48 @@ def groups(row_keys: np.ndarray | None, rows: np.ndarray) -> tuple[np.ndarray, n
     if row_keys is None or row_keys.shape[1] == 0:
         return np.zeros(1, np.int64), np.zeros(count, np.int64)
     keys = row_keys[rows]
-    if keys.shape[1] == 1:
-        _, first, inverse = np.unique(keys[:, 0], return_index=True, return_inverse=True)
-    else:
+    codes = _folded(keys)
+    if codes is None:
         _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    else:
+        first, inverse = _distinct(codes)
     if 2 * len(first) > count:
         return None
     return first, inverse.reshape(-1)
+
+
+def _folded(keys: np.ndarray) -> np.ndarray | None:
+    """Each row's key as one int64, distinct keys distinct (each column offset by its
+    minimum, in mixed radix); None when the columns' spans do not fit one int64."""
+    low = keys.min(axis=0)
+    spans = keys.max(axis=0) - low + 1
+    if keys.shape[1] == 1:
+        return keys[:, 0] - low[0]
+    total = 1
+    for span in spans.tolist():
+        total *= span
+        if total >= 1 << 62:
+            return None
+    weights = np.cumprod(np.concatenate(([1], spans[:-1])))
+    folded: np.ndarray = (keys - low) @ weights
+    return folded
+
+
+def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The position of one row of each distinct code and each row's group (an index into
+    those): by a table over the codes' range where it is small (a sort costs more), else by
+    ``np.unique``."""
+    count = len(codes)
+    span = int(codes.max()) + 1
+    if span > 4 * count + 64:
+        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        return first, inverse
+    at = np.full(span, -1, np.int64)
+    # Rows sharing a code write in no promised order: whichever stays is one of them.
+    at[codes] = np.arange(count)
+    present = at >= 0
+    group = np.cumsum(present) - 1
+    return at[present], group[codes]
 
 
 class Copied(Sequence[Any]):
