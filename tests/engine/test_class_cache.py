@@ -926,3 +926,26 @@ def test_pods_keyed_by_a_let_s_value_decide_as_the_reference(data: st.DataObject
         decision = decide_as_the_reference(program, pod, snap, rng, options)
         if decision.node is not None:
             snap = snap.with_pod(pod, decision.node)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "dropped"),
+    [
+        ([[1], [2], [3]], [[1], [5], [3]], [1]),
+        ([[1, 0], [2, 0], [3, 0]], [[1, 0], [2, 1], [4, 0]], [1, 2]),
+        ([[1, 0, 7], [2, 0, 7]], [[1, 0, 7], [2, 0, 7]], []),
+        ([[0, 0, 0], [0, 0, 0]], [[0, 0, -1], [0, 0, 0]], [0]),
+    ],
+    ids=["one column", "two columns", "none moved", "the last column"],
+)
+def test_a_column_drops_the_rows_whose_row_keys_moved(
+    old: list[list[int]], new: list[list[int]], dropped: list[int]
+) -> None:
+    rows = len(old)
+    frame = SimpleNamespace(ids=np.arange(1, rows + 1), oids=np.arange(1, rows + 1), views=[])
+    column = ScoreColumn.empty(len(old))
+    column.by_row(np.array(old, np.int64))
+    column.store_array(np.arange(len(old)), np.zeros(len(old)), np.ones(len(old), bool), frame)  # type: ignore[arg-type]
+    column.by_row(np.array(new, np.int64))
+    assert np.flatnonzero(column.ids == 0).tolist() == dropped
+    assert column.dropped_since(0).tolist() == dropped

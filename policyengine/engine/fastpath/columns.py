@@ -90,7 +90,7 @@ class Column:
         if old is None or keys is None or old.shape != keys.shape:
             self.invalidate()
             return
-        dropped = np.flatnonzero((old != keys).any(axis=1))
+        dropped = _moved_rows(old, keys)
         if len(dropped):
             self.ids[dropped] = 0
             self.oids[dropped] = 0
@@ -169,6 +169,16 @@ class Column:
 
 
 _NO_ROWS = np.zeros(0, np.int64)
+
+
+def _moved_rows(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """The rows where two (rows, columns) key arrays differ: the columns' differences or-ed
+    one column at a time (``any(axis=1)`` reduces along the short axis, several times slower)."""
+    differs = old != new
+    moved = differs[:, 0].copy() if differs.shape[1] else np.zeros(len(differs), bool)
+    for column in range(1, differs.shape[1]):
+        moved |= differs[:, column]
+    return np.flatnonzero(moved)
 
 
 def _ids(size: int) -> tuple[np.ndarray, list[Any]]:
