@@ -280,7 +280,7 @@ class _Sums:
     """The sums over ``nodes`` of each node's part; ``present`` counts the nodes whose part
     names each pair (a pair stays while one does, even with a sum of 0)."""
 
-    __slots__ = ("counts", "generation", "nodes", "present")
+    __slots__ = ("_histograms", "counts", "generation", "nodes", "present")
 
     def __init__(
         self,
@@ -288,14 +288,28 @@ class _Sums:
         nodes: tuple[NodeInfo, ...],
         counts: dict[Any, int],
         present: dict[Any, int],
+        histograms: dict[Any, dict[int, int]] | None = None,
     ):
         self.generation = generation
         self.nodes = nodes
-        self.counts = counts
+        self.counts = counts  # never changed once made: a correction makes a new dict
         self.present = present
+        self._histograms = histograms
 
     def counts_for(self, copy: bool) -> dict[Any, int]:
         return dict(self.counts) if copy else self.counts
+
+    def histograms(self) -> dict[Any, dict[int, int]]:
+        """For sums over ``(key, value)`` pairs: per key, how many of its pairs hold each sum
+        (``{key: {sum: pairs}}``), made once and then carried through corrections (a
+        hostname key has a pair per node; its minimum is read every cycle)."""
+        found = self._histograms
+        if found is None:
+            found = {}
+            for (key, _), n in self.counts.items():
+                add_nested(found, key, n, 1)
+            self._histograms = found
+        return found
 
 
 def _never(info: PodInfo) -> bool:
@@ -391,14 +405,29 @@ def _recounted(known: _Sums, snapshot: ClusterSnapshot, part: Part, rows: list[i
     """``known`` with the parts of ``rows`` taken again from the snapshot's nodes."""
     nodes = snapshot.nodes
     if not rows:
-        return _Sums(snapshot.generation, nodes, known.counts, known.present)
+        return _Sums(snapshot.generation, nodes, known.counts, known.present, known._histograms)
     old = known.nodes
     counts = dict(known.counts)
     present = dict(known.present)
+    touched: set[Any] = set()
     for row in rows:
-        _remove(counts, present, part(old[row]))
-        _add(counts, present, part(nodes[row]))
-    return _Sums(snapshot.generation, nodes, counts, present)
+        gone, came = part(old[row]), part(nodes[row])
+        _remove(counts, present, gone)
+        _add(counts, present, came)
+        touched.update(gone, came)
+    was = known._histograms
+    histograms = None
+    if was is not None:  # carried: moved only at the pairs whose sums moved
+        histograms = {key: dict(by_sum) for key, by_sum in was.items()}
+        before = known.counts
+        for pair in touched:
+            then, now = before.get(pair), counts.get(pair)
+            if then != now:
+                if then is not None:
+                    add_nested(histograms, pair[0], then, -1)
+                if now is not None:
+                    add_nested(histograms, pair[0], now, 1)
+    return _Sums(snapshot.generation, nodes, counts, present, histograms)
 
 
 class NodeSums:
@@ -433,6 +462,19 @@ class NodeSums:
         ``ANTI_AFFINITY``, ``POD_AFFINITY``) such that a pod carrying none of them is not
         relevant; then only the steps that moved such a pod are looked at."""
         return self._kept_sums(key, snapshot, part, relevant, base, marks).counts_for(copy)
+
+    def kept(
+        self,
+        key: Hashable,
+        snapshot: ClusterSnapshot,
+        part: Part,
+        relevant: Relevant | None = None,
+        base: tuple[Hashable, Part] | None = None,
+        marks: Iterable[Hashable] | None = None,
+    ) -> _Sums:
+        """``sums`` as the kept object: its ``counts`` (never to be changed) and, for sums
+        over ``(key, value)`` pairs, its ``histograms``."""
+        return self._kept_sums(key, snapshot, part, relevant, base, marks)
 
     def _kept_sums(
         self,

@@ -246,15 +246,20 @@ def prepare_spread_filter(
         if not _hashable(key):
             return spread.prepare_filter(pod, snapshot, config)
         inputs = _SpreadInputs(pod, constraints)
-    sums = SPREAD_SUMS.sums(
-        inputs.key,
-        snapshot,
-        inputs.part,
-        inputs.counts,
-        base=inputs.base,
-        marks=inputs.marks,
+    kept = SPREAD_SUMS.kept(
+        inputs.key, snapshot, inputs.part, inputs.counts, base=inputs.base, marks=inputs.marks
     )
-    return spread.filter_state(inputs.constraints, pod, sums)
+    # The domains and minimum per key from the kept histograms (a hostname key has a pair per
+    # node): what ``spread.filter_state`` finds walking every pair.
+    histograms = kept.histograms()
+    return spread.FilterState(
+        inputs.constraints,
+        dict(pod.labels),
+        kept.counts,  # read only, as the plugin reads it
+        {key: sum(by_count.values()) for key, by_count in histograms.items()},
+        {key: min(by_count) for key, by_count in histograms.items()},
+        histograms,
+    )
 
 
 def prepare_spread_score(
@@ -655,12 +660,17 @@ def spread_filter_key(state: spread.FilterState, snapshot: ClusterSnapshot) -> R
         # then per row through its domain: one gather over the rows.
         self_match = 1 if c.selector.matches(state.pod_labels) else 0
         floor = self_match - spread.global_minimum(state, c)
-        over = {
-            value: int(n + floor > c.max_skew)
-            for value, n in _counts_by_value(state.pair_counts, c.topology_key).items()
-        }
+        default = int(floor > c.max_skew)  # a domain no node counts for holds 0 pods
+        by_count = state.histograms.get(c.topology_key) if state.histograms else None
+        if default or (by_count is not None and max(by_count, default=0) + floor <= c.max_skew):
+            over = {}  # every domain reads as the default: none of them need naming
+        else:
+            over = {
+                value: int(n + floor > c.max_skew)
+                for value, n in _counts_by_value(state.pair_counts, c.topology_key).items()
+            }
         column = label_column(snapshot, c.topology_key)
-        columns.append(column.gather(over, missing=-1, default=int(floor > c.max_skew)))
+        columns.append(column.gather(over, missing=-1, default=default))
     return RowKeyed(("spread", len(columns)), _side_by_side(columns))
 
 

@@ -92,6 +92,13 @@ def test_sums_and_label_columns_follow_every_kind_of_step(data: st.DataObject) -
         marks = (("app", "web"),) if key in ("k4", "k5") else None
         found = sums.sums(key, cluster, zone_part, relevant, base=base, marks=marks)
         assert found == fresh(cluster)
+        # Per key, how many pairs hold each sum: made once, then carried through corrections.
+        kept = sums.kept(key, cluster, zone_part, relevant, base=base, marks=marks)
+        histograms: dict[str, dict[int, int]] = {}
+        for (topology_key, _), n in fresh(cluster).items():
+            by_sum = histograms.setdefault(topology_key, {})
+            by_sum[n] = by_sum.get(n, 0) + 1
+        assert kept.histograms() == histograms
         # The rows holding pods with a label pair, as a walk over every pod finds them.
         for pairs in ([("app", "web")], [("app", "db"), ("app", "web")], [("app", "none")]):
             want = [

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from policyengine.model.frozen import FrozenDict
 from policyengine.model.labels import Selector, compile_selector_or_nothing, label_set_requirements
@@ -152,6 +152,9 @@ class FilterState:
     pair_counts: dict[Pair, int]
     domains: dict[str, int]  # topology key -> number of eligible domains
     minimum: dict[str, int]  # topology key -> smallest count over its domains
+    # Topology key -> {count: domains holding it}, where the caller kept it (not the plugin's
+    # own: ``schedlib.topology_filters``); what it says the fields above say too.
+    histograms: dict[str, dict[int, int]] | None = field(default=None, compare=False)
 
 
 def prepare_filter(
