@@ -1,10 +1,12 @@
 """The incremental pass: a class's next cycle starting from its last one (``State``).
 
-It re-examines only the rows the node frames logged as changed (and rows a cluster key
-dropped), renormalises a rule over every row only when its facts moved, and gives up —
-returning None, so the cycle runs a full pass — whenever anything it relies on may have moved:
-a column invalidated or replaced, a key changed, an error, a log that does not reach back, or
-more changed rows than ``limit`` allows.
+It re-examines only the rows the node frames logged as changed (and, per rule, the rows its
+row keys dropped), renormalises a rule over every row only when its facts moved, and brings a
+score rule it cannot follow from the last cycle (a column invalidated or replaced, a key
+changed, a zone's worth of dropped rows) up to date on its own over the feasible rows. It gives
+up — returning None, so the cycle runs a full pass — when the whole state is in doubt: an
+error, a filter column it cannot follow, a log that does not reach back, or more changed rows
+than ``limit`` allows.
 """
 
 from __future__ import annotations
