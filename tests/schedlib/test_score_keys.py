@@ -10,6 +10,7 @@ key stands and compute one row per distinct key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -57,13 +58,26 @@ def _affinity_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any
     return score_keys.affinity_pod_key(state), score_keys.affinity_rows(state, now).rows, scores
 
 
-def _decided_by_row_keys(steps: list[tuple[Any, Any, list[Any]]]) -> None:
+def _decided_by_row_keys(
+    data: st.DataObject,
+    cluster: ClusterSnapshot,
+    placements: st.SearchStrategy[dict[str, object]],
+    scores_of: Callable[[ClusterSnapshot], tuple[Any, Any, list[Any]] | None],
+) -> None:
+    """Along the scheduler's steps, under one pod key, equal row keys hold equal scores."""
+
+    def new_pod(name: str) -> Any:
+        return make_pod(name, **data.draw(placements))
+
     seen: dict[tuple[Any, tuple[int, ...]], Any] = {}
-    for pod_key, rows, scores in steps:
+    for now in assume_and_forget(data, cluster, new_pod, steps=6, forget_odds=3):
+        found = scores_of(now)
+        if found is None:
+            continue
+        pod_key, rows, scores = found
         assert len(rows) == len(scores)
         for row, score in zip(rows.tolist(), scores, strict=True):
-            found = seen.setdefault((pod_key, tuple(row)), score)
-            assert found == score, (pod_key, row)
+            assert seen.setdefault((pod_key, tuple(row)), score) == score, (pod_key, row)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -77,32 +91,14 @@ def test_a_spread_score_is_decided_by_its_row_key(cluster: Any, data: st.DataObj
     )
     for service in SERVICES.objects.values():
         cluster = cluster.with_workload(service)
-
-    def new_pod(name: str) -> Any:
-        return make_pod(name, **data.draw(placement()))
-
-    steps = []
-    for now in assume_and_forget(data, cluster, new_pod, steps=6, forget_odds=3):
-        found = _spread_scores(pod, now)
-        if found is not None:
-            steps.append(found)
-    _decided_by_row_keys(steps)
+    _decided_by_row_keys(data, cluster, placement(), lambda now: _spread_scores(pod, now))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster=clusters(), data=st.data())
 def test_an_affinity_score_is_decided_by_its_row_key(cluster: Any, data: st.DataObject) -> None:
     pod = make_pod("p", **data.draw(scoring_placement()))
-
-    def new_pod(name: str) -> Any:
-        return make_pod(name, **data.draw(scoring_placement()))
-
-    steps = []
-    for now in assume_and_forget(data, cluster, new_pod, steps=6, forget_odds=3):
-        found = _affinity_scores(pod, now)
-        if found is not None:
-            steps.append(found)
-    _decided_by_row_keys(steps)
+    _decided_by_row_keys(data, cluster, scoring_placement(), lambda now: _affinity_scores(pod, now))
 
 
 def test_the_spread_pod_key_leaves_the_counts_to_the_rows() -> None:
