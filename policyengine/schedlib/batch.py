@@ -39,7 +39,8 @@ from policyengine.model.plugins.node_resources_fit import (
 from policyengine.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource
 from policyengine.model.snapshot import NodeInfo
 from policyengine.schedlib import topology_filters
-from policyengine.schedlib.domains import label_column, rows_at
+from policyengine.schedlib.domains import label_column
+from policyengine.schedlib.node_rows import rows_at
 from policyengine.schedlib.resource_facts import LIMIT, STORE, Direct, Gathered, facts_row
 
 Form = Callable[[Any, Sequence[NodeInfo], Any], list[Any]]

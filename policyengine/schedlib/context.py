@@ -58,7 +58,7 @@ class CycleContext:
         self.device_choice: Any = None
         self.workload: Any = None
         # The cycle's node views, row for row ``snapshot.nodes`` (set by the engine; None:
-        # unknown): a batch of some of them says its rows (``domains.view_rows``).
+        # unknown): a batch of some of them says its rows (``node_rows.view_rows``).
         self.views: Any = None
 
     def prepared(self, key: Any, factory: Callable[[], T], pod_only: bool = False) -> T:

@@ -10,7 +10,7 @@ for each tuple of those labels' values some pod carries, its count per domain. O
 serves every job (``{"training.ai/job": job}`` differs only in the value), and it follows the
 snapshots: each node's part depends only on that node (an immutable ``NodeInfo``), so after
 a placement the index takes out the replaced rows' old parts and adds their new ones
-(``domains.changed_rows``), and is rebuilt only when the rows are not the same or too many
+(``steplog.changed_rows``), and is rebuilt only when the rows are not the same or too many
 changed.
 
 Its cluster key (``domain_pod_count_key``) is a row key (``schedlib.rowkeys``): per node row,
@@ -37,15 +37,10 @@ import numpy as np
 from policyengine.lang.vector import ints
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.domains import (
-    LabelColumn,
-    add_nested,
-    changed_rows,
-    label_column,
-    rows_of,
-    view_rows,
-)
+from policyengine.schedlib.domains import LabelColumn, add_nested, label_column
+from policyengine.schedlib.node_rows import rows_of, view_rows
 from policyengine.schedlib.rowkeys import RowKeyed
+from policyengine.schedlib.steplog import changed_rows
 from policyengine.schedlib.views import NodeView, PodView
 
 Wanted = tuple[tuple[str, str], ...]  # the selector's labels, sorted by name

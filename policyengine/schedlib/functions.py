@@ -33,8 +33,8 @@ from policyengine.schedlib.domain_counts import (
     domain_pod_count_key,
     domain_pod_count_pod_key,
 )
-from policyengine.schedlib.domains import node_infos
 from policyengine.schedlib.gpu import GPU_FUNCTIONS
+from policyengine.schedlib.node_rows import node_infos
 from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
 from policyengine.schedlib.storage import STORAGE_FUNCTIONS, pod_rejection
 from policyengine.schedlib.views import NodeView, PodView

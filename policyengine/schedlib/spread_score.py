@@ -28,13 +28,9 @@ from policyengine.model.frozen import FrozenDict
 from policyengine.model.labels import Selector
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
-from policyengine.schedlib.domains import (
-    RowColumns,
-    label_column,
-    label_marks,
-    pair_rows,
-    rows_at,
-)
+from policyengine.schedlib.domains import RowColumns, label_column
+from policyengine.schedlib.node_rows import pair_rows, rows_at
+from policyengine.schedlib.steplog import label_marks
 
 HOSTNAME = spread.HOSTNAME
 

@@ -121,7 +121,7 @@ _INFOS = object()  # the prepared key of the node lists' NodeInfos
 
 def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
     """The ``NodeInfo`` of each of ``nodes``, one list per list of views and cycle: the
-    filters of a cycle mostly read one list of views, and one list lets ``domains.rows_at``
+    filters of a cycle mostly read one list of views, and one list lets ``node_rows.rows_at``
     find its rows once."""
     kept: dict[int, tuple[Sequence[NodeView], list[Any]]] = ctx.prepared(_INFOS, dict)
     found = kept.get(id(nodes))

@@ -45,7 +45,9 @@ from policyengine.model.plugins import volume_zone as zone
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.storage import HOSTNAME_LABEL, CSINode, PersistentVolume
 from policyengine.model.volume_binder import ClaimMatcher
-from policyengine.schedlib.domains import changed_rows, label_column, rows_at
+from policyengine.schedlib.domains import label_column
+from policyengine.schedlib.node_rows import rows_at
+from policyengine.schedlib.steplog import changed_rows
 
 Form = Callable[[Any, Sequence[NodeInfo], ClusterSnapshot], list[list[str]]]
 Run = Callable[[Any, NodeInfo], list[str]]

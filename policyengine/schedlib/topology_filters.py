@@ -37,18 +37,10 @@ from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affini
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.model.workloads import WorkloadIndex
 from policyengine.schedlib import spread_score
-from policyengine.schedlib.domains import (
-    ANTI_AFFINITY,
-    POD_AFFINITY,
-    NodeSums,
-    add_nested,
-    label_column,
-    label_gate,
-    label_marks,
-    relevant_changes,
-    rows_of,
-)
+from policyengine.schedlib.domains import NodeSums, add_nested, label_column, relevant_changes
+from policyengine.schedlib.node_rows import rows_of
 from policyengine.schedlib.rowkeys import RowKeyed
+from policyengine.schedlib.steplog import ANTI_AFFINITY, POD_AFFINITY, label_gate, label_marks
 
 Pair = tuple[str, str]
 

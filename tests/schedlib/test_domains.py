@@ -14,14 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
-from policyengine.schedlib import domains
-from policyengine.schedlib.domains import (
-    ANTI_AFFINITY,
-    NodeSums,
-    changed_rows,
-    label_column,
-    marked_changes,
-)
+from policyengine.schedlib import domains, node_rows
+from policyengine.schedlib.domains import NodeSums, label_column
+from policyengine.schedlib.steplog import ANTI_AFFINITY, marked_changes
 from tests.model.builders import make_node, make_pod, snapshot
 
 ZONES = ["a", "b", "c"]
@@ -106,30 +101,12 @@ def test_sums_and_label_columns_follow_every_kind_of_step(data: st.DataObject) -
                 for row, node in enumerate(cluster.nodes)
                 if any((k, v) in pairs for info in node.pods for k, v in info.pod.labels.items())
             ]
-            assert domains.pair_rows(cluster, pairs) == want
+            assert node_rows.pair_rows(cluster, pairs) == want
         column = label_column(cluster, "zone")
         for row, node in enumerate(cluster.nodes):
             value = node.node.labels.get("zone")
             code = int(column.codes[row])
             assert (code == -1) if value is None else column.values[value] == code
-
-
-def test_changed_rows_follow_derivation_steps_and_fall_back_to_comparing() -> None:
-    domains.clear()
-    cluster = snapshot([make_node(f"n{i}", labels={"zone": "a"}) for i in range(4)])
-    first = cluster
-    changed_rows(first, first.generation, first.nodes)  # seen
-    second = first.with_pod(make_pod("p1"), "n2")
-    changed_rows(second, first.generation, first.nodes)
-    third = second.with_pod(make_pod("p2"), "n0")
-    assert sorted(changed_rows(third, first.generation, first.nodes) or []) == [0, 2]
-    # A snapshot derived by ``replace`` has no step: rows are compared one by one.
-    loaded = third.with_loads({})
-    assert loaded.derivation is None or loaded is third
-    assert sorted(changed_rows(third, first.generation, first.nodes) or []) == [0, 2]
-    # Other rows (a node added) are not the same rows.
-    grown = third.with_node(make_node("n9"))
-    assert changed_rows(grown, first.generation, first.nodes) is None
 
 
 def test_label_column_gathers_per_value_counts_and_marks_missing_labels() -> None:
@@ -205,37 +182,3 @@ ANTI_ZONE = {
         ]
     }
 }
-
-
-def test_views_of_the_cycle_tell_their_rows_and_others_do_not() -> None:
-    from types import SimpleNamespace
-
-    from policyengine.model.shared_list import SharedList
-
-    snap = snapshot([make_node(f"n{i}") for i in range(6)])
-    views = SharedList(SimpleNamespace(info=info) for info in snap.nodes)
-    ctx = SimpleNamespace(views=views, snapshot=snap)
-    cases = [
-        (views, list(range(6))),  # the cycle's views, whole
-        (views.pick([5, 0, 2]), [5, 0, 2]),  # some of them, by row
-        (SharedList(views).pick([1]), None),  # another list's: looked up instead
-        (list(views), None),
-    ]
-    for asked, rows in cases:
-        found = domains.view_rows(ctx, asked)
-        assert (None if found is None else found.tolist()) == rows
-        infos = domains.node_infos(ctx, asked)
-        assert infos == [view.info for view in asked]
-        told = domains.rows_at(snap, infos)
-        assert told is not None and told.tolist() == [snap.nodes.index(i) for i in infos]
-    assert domains.view_rows(SimpleNamespace(views=None), views) is None
-    other = snapshot([make_node(f"n{i}") for i in range(6)])
-    assert domains.node_infos(ctx, views).rows_in(other) is None  # type: ignore[attr-defined]
-
-
-def test_rows_by_label_pair_need_label_pairs() -> None:
-    cluster = snapshot([make_node("n0")]).with_pod(make_pod("p", labels={"app": "web"}), "n0")
-    assert domains.pair_rows(cluster, None) is None
-    assert domains.pair_rows(cluster, [ANTI_AFFINITY]) is None  # not a label pair: no index
-    assert domains.pair_rows(cluster, [("app", "web")]) == [0]
-    assert domains.pair_rows(cluster, []) == []
