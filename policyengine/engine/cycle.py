@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from policyengine.engine.absent_nodes import reported
 from policyengine.engine.decision import (
     Decision,
     Names,
@@ -50,7 +51,7 @@ from policyengine.engine.histogram import histogram_line
 from policyengine.engine.overcommit import policy_config
 from policyengine.engine.profiles import profile_for
 from policyengine.engine.selection import pick_by_key, pick_by_values
-from policyengine.engine.volumes import pod_volumes, reported
+from policyengine.engine.volumes import pod_volumes
 from policyengine.lang.compiler import CompiledSelect, Program
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import Env

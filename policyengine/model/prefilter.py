@@ -4,8 +4,8 @@ When a PreFilter plugin rejects a pod outright, kube-scheduler filters no node a
 FailedScheduling line carries the message alone, without a node count:
 ``0/7 nodes are available: persistentvolumeclaim "data" not found.`` The policy engine
 evaluates filters per node, so such a message reaches it as every node's one reason;
-``is_pod_rejection`` recognises the storage plugins' messages so the line can be printed as
-kube-scheduler prints it.
+``is_pod_rejection`` recognises the storage plugins' messages (and the one of PreFilters whose
+node names have none in common) so the line can be printed as kube-scheduler prints it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ _PATTERNS = (
     r"pod has unbound immediate PersistentVolumeClaims",
     r'nodeinfo not found for node name "[^"]*"',
     r"node\(s\) didn't satisfy plugin \S+",
+    r"node\(s\) didn't satisfy plugin\(s\) \[[^\]]*\] simultaneously",
     r"PersistentVolumeClaim had no pv name and storageClass name",
     r"PersistentVolume had no name",
     r'storageclass\.storage\.k8s\.io "[^"]*" not found',

@@ -128,11 +128,16 @@ def _considered_names(ctx: CycleContext) -> frozenset[str] | None:
     storage plugin's PreFilter rejects the pod (``schedlib.storage``)."""
     if pod_rejection(ctx) is not None:
         return frozenset()
+    return node_affinity_node_names(ctx)
+
+
+def node_affinity_node_names(ctx: CycleContext) -> frozenset[str] | None:
+    """The only nodes kube-scheduler filters when the pod's required node affinity names them
+    (``matchFields`` on ``metadata.name`` in every term: NodeAffinity's PreFilter result);
+    None when it does not restrict them."""
     state = _filter_state(ctx, PLUGINS_BY_NAME["NodeAffinity"])
     result = PLUGINS_BY_NAME["NodeAffinity"].prefilter_result(state)  # type: ignore[misc]
-    if result is None or result.node_names is None:
-        return None
-    return result.node_names
+    return None if result is None else result.node_names
 
 
 def considered(ctx: CycleContext, pod: PodView, node: NodeView) -> bool:

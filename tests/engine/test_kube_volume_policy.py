@@ -62,7 +62,7 @@ def test_volume_case(path: Path, program: Any) -> None:
         return
     # kube-scheduler's message, up to its preemption part (the engine's line has none). When
     # bound local volumes restrict the nodes (VolumeBinding's PreFilter), v1.28 counts only
-    # those it filtered; so does the engine's line (``engine.volumes.reported``).
+    # those it filtered; so does the engine's line (``engine.absent_nodes.reported``).
     message = decision.message
     assert message.endswith("."), message
     assert expected == message or expected.startswith(message + " preemption: "), (

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from policyengine.engine.absent_nodes import unsatisfied
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
-from policyengine.engine.volumes import UNSATISFIED
 from policyengine.lang.compiler import compile_paths
 from policyengine.model.parse import parse_pod
 from policyengine.model.plugins import DEFAULT_CONFIG, KUBE_1_28
@@ -26,6 +26,7 @@ from policyengine.schedlib import default_schema
 from tests.model.storage_builders import claims, cluster, node, pod, pv, pvc
 
 ROOT = Path(__file__).resolve().parents[2]
+UNSATISFIED = unsatisfied(["VolumeBinding"])
 CASES = ROOT / "tests" / "data" / "kube-scheduler-volume-cases"
 MIGRATED = "storage.alpha.kubernetes.io/migrated-plugins"
 EBS = "ebs.csi.aws.com"
