@@ -26,6 +26,7 @@ from policyengine.engine.fastpath.rules import (
     column_key,
     filter_at,
     normalised,
+    normalised_whole,
     prepare,
     store_at,
 )
@@ -370,16 +371,15 @@ def score_rows(
             whole = True
     normalisers = Normalisers(plans, columns, feasible, stats)
     if whole:
-        # Only the feasible rows hold anything but 0.
+        # Summed over every row in rule order (each row as a node-by-node sum would), the
+        # infeasible ones then set to 0: they may hold anything on the way.
         totals = np.zeros(frame.size)
-        at = np.flatnonzero(feasible)
-        part = np.zeros(len(at))
-        for plan, column, facts in zip(plans, columns, stats, strict=True):
-            kind = plan.rule.normalize or "none"
-            scored = column.scored[at]
-            norm = normalised(column, kind, facts, at, scored, state.seen)  # type: ignore[arg-type]
-            part = part + plan.rule.weight * norm
-        totals[at] = part
+        with np.errstate(all="ignore"):
+            for plan, column, facts in zip(plans, columns, stats, strict=True):
+                kind = plan.rule.normalize or "none"
+                norm = normalised_whole(column, kind, facts)  # type: ignore[arg-type]
+                totals = totals + plan.rule.weight * norm
+        totals[~feasible] = 0.0
         return totals, stats, normalisers
     assert state.totals is not None
     totals = state.totals.copy()

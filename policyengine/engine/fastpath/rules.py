@@ -150,6 +150,23 @@ def normalised(
     return apply_stats(kind, column.values[rows], scored, facts)
 
 
+def normalised_whole(column: ScoreColumn, kind: str, facts: Stats) -> np.ndarray:
+    """``apply_stats`` over every row of ``column`` (rows outside the feasible set may hold
+    anything: the caller reads the feasible ones), kept on the column until its next store."""
+    kept = column.normalised
+    if (
+        kept is not None
+        and kept[2] == column.stamp
+        and kept[0] == kind
+        and (kept[1] is facts or (kept[1] == facts and repr(kept[1]) == repr(facts)))
+    ):
+        return kept[3]
+    with np.errstate(all="ignore"):
+        whole = apply_stats(kind, column.values, column.scored, facts)
+    column.normalised = (kind, facts, column.stamp, whole)
+    return whole
+
+
 class Normalisers(Sequence[Callable[[np.ndarray], np.ndarray]]):
     """Each rule's normalised values at some rows, read later (the columns are lent by then:
     their arrays are taken now). Made when read: most decisions never read one."""
