@@ -409,6 +409,8 @@ def _choose_by_key(
     if len(rows) == 1:
         return str(entry.names[int(rows[0])]), best
     rows = rows[np.argsort(entry.ranks[rows], kind="stable")]
+    if select.by_name:  # ``ranks`` are the names' order, and names are unique
+        return str(entry.names[int(rows[0] if select.mode == "lowest" else rows[-1])]), best
     views = entry.frame.views
     at = rows.tolist()
     if select.many is not None:

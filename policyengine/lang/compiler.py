@@ -127,6 +127,9 @@ class CompiledSelect:
     source: n.Select = field(repr=False)
     # The key over a ``NodeBatch`` of the tied nodes at once, when it has such a form.
     many: Callable[[Any], Any] | None = field(default=None, repr=False)
+    # The key is ``node.name`` itself: node names are unique, so the winner is the first or
+    # last tied node in name order, with no key to evaluate.
+    by_name: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -392,7 +395,14 @@ class _ProgramBuilder:
         except PlanError as error:
             self.problems.append(error.diagnostic)
             return None
-        return CompiledSelect(statement.mode, plan.fn, statement, batch_form(plan))
+        key = statement.key
+        by_name = (
+            isinstance(key, n.Attribute)
+            and key.name == "name"
+            and isinstance(key.obj, n.Name)
+            and key.obj.id == "node"
+        )
+        return CompiledSelect(statement.mode, plan.fn, statement, batch_form(plan), by_name)
 
     def _gang(self, linked: LinkedPolicy) -> CompiledGang | None:
         blocks = linked.policy.gangs

@@ -130,3 +130,21 @@ def test_compiled_select(statement: str, mode: str | None) -> None:
     assert result.program is not None, result.diagnostics
     (policy,) = result.program.policies
     assert (policy.select.mode if policy.select is not None else None) == mode
+
+
+@pytest.mark.parametrize(
+    ("statement", "by_name"),
+    [
+        ("select lowest { node.name }", True),
+        ("select highest { node.name }", True),
+        ('select lowest { node.labels["name"] ?? "" }', False),
+        ("select lowest { pod.name }", False),
+        ('select lowest { node.name + "" }', False),
+    ],
+    ids=["lowest name", "highest name", "a label", "the pod's name", "an expression of it"],
+)
+def test_a_key_that_is_the_node_name_orders_by_name_alone(statement: str, by_name: bool) -> None:
+    result = compile_texts({PATH: f'policy "p" {{\n  {statement}\n}}\n'}, default_schema())
+    assert result.program is not None, result.diagnostics
+    (policy,) = result.program.policies
+    assert policy.select is not None and policy.select.by_name is by_name
