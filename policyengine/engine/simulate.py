@@ -26,7 +26,7 @@ from policyengine.engine.gpu_report import GpuReport, Shapes, gpu_report, shapes
 from policyengine.engine.preemption import PreemptionDecision, preempt_in_simulation
 from policyengine.engine.volumes import assume_volumes
 from policyengine.lang.compiler import Program
-from policyengine.model.fragmentation import Workload, shape_key
+from policyengine.model.fragmentation import Workload
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.resources import NVIDIA_GPU, PODS, pod_requests
@@ -209,8 +209,11 @@ def workload_of(snapshot: ClusterSnapshot, pending: Sequence[Pod]) -> Workload |
     if not any(info.gpus.total_gpus for info in snapshot.nodes):
         return None
     workload = Workload(refresh=0.0)
-    workload.extend(shape_key(p.pod) for info in snapshot.nodes for p in info.pods)
-    workload.extend(shape_key(pod) for pod in pending)
+    for info in snapshot.nodes:
+        for p in info.pods:
+            workload.add_pod(p.pod)
+    for pod in pending:
+        workload.add_pod(pod)
     return workload
 
 

@@ -22,7 +22,7 @@ from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gpu_placement import with_devices
 from policyengine.lang.compiler import Program
-from policyengine.model.fragmentation import Workload, shape_key
+from policyengine.model.fragmentation import Workload
 from policyengine.model.gpu_share import pod_demand
 from policyengine.model.objects import Pod
 from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
@@ -110,7 +110,7 @@ def replay_trace(
     for index, pod in enumerate(arrivals):
         demand = pod_demand(pod).gpus
         arrived_gpus += demand
-        workload.add(shape_key(pod))
+        workload.add_pod(pod)
         decision = schedule(program, pod, snapshot, rng, options, topology, config)
         if decision.node is not None:
             before = snapshot.node(decision.node).gpus.allocated_gpus

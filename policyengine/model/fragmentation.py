@@ -31,6 +31,7 @@ from policyengine.model.gpu_devices import (
     BEST_FIT,
     FIRST_FIT,
     MOST_FREE,
+    NO_DEMAND,
     DeviceUse,
     GpuDemand,
     Grant,
@@ -163,13 +164,13 @@ def signature_fragmentation(
     known = _MEMO.get(key)
     if known is not None:
         return known
-    total = sum(s.weight for s in shapes if s.weight > 0)
+    total = sum(s.weight for s in shapes if s.weight > 0 and not s.demand.empty)
     if total <= 0 or not sig:
         return _remember(key, 0.0)
     everything = sum(_free(e) for e in sig)
     lost = 0.0
     for shape, fit in zip(shapes, host_fits, strict=True):
-        if shape.weight <= 0:
+        if shape.weight <= 0 or shape.demand.empty:  # a pod asking no GPU loses none
             continue
         lost += shape.weight * (_lost(sig, shape.demand, everything) if fit else everything)
     return _remember(key, lost / total)
@@ -500,6 +501,56 @@ def _node_state(info: NodeInfo) -> tuple[float, int, int]:
     return found
 
 
+# --- CPU the pods asking no GPU take from the GPUs -------------------------------------------
+#
+# Pods asking no GPU need CPU too. They first take the CPU the cluster has beyond its GPUs'
+# share (what its GPUs need at the GPU pods' CPU per GPU); whatever they need beyond that is
+# taken from the GPU pods, so the free CPU of a node accompanies fewer GPUs than the GPU pods'
+# own ratio says. ``with_host_only`` adds that excess to the shapes as one shape asking no GPU
+# (fragmentation skips it; ``host_per_gpu`` counts its CPU): nothing when the cluster's spare
+# CPU covers those pods, as in a workload whose GPUs run out before its CPU.
+
+_WITH_HOST_ONLY: dict[tuple[object, ...], tuple[Sequence[Shape], Shapes]] = {}
+
+
+def host_only_excess(
+    shapes: Sequence[Shape], host_only_per_gpu: float, cluster_cpu_milli: int, cluster_gpus: int
+) -> int:
+    """The CPU (millicores) per GPU the pods asking no GPU (``host_only_per_gpu`` of it) need
+    beyond the cluster's spare CPU per GPU (its CPU per GPU less the shapes' CPU per GPU, at
+    least 0); 0 when the spare covers them, or the cluster has no GPUs."""
+    if cluster_gpus <= 0 or host_only_per_gpu <= 0:
+        return 0
+    per_cpu, _ = host_per_gpu(shapes)
+    spare = max(cluster_cpu_milli / cluster_gpus - per_cpu, 0.0)
+    return max(round(host_only_per_gpu - spare), 0)
+
+
+def with_host_only(
+    shapes: Shapes, host_only_per_gpu: float, cluster_cpu_milli: int, cluster_gpus: int, limit: int
+) -> Shapes:
+    """``shapes`` and, when ``host_only_excess`` is above 0, one shape asking no GPU with that
+    CPU, weighted by the GPUs the shapes ask (so ``host_per_gpu`` grows by the excess); at most
+    ``limit`` shapes (the least common GPU shape gives way). The same tuple for the same
+    arguments: results kept by shape set are found again."""
+    excess = host_only_excess(shapes, host_only_per_gpu, cluster_cpu_milli, cluster_gpus)
+    if excess <= 0:
+        return shapes
+    key = (_token(shapes), excess, limit)
+    kept = _WITH_HOST_ONLY.get(key)
+    if kept is not None and kept[0] is shapes:
+        return kept[1]
+    gpus = sum(s.weight * s.demand.gpus for s in shapes if s.weight > 0)
+    if gpus <= 0:
+        return shapes
+    base = shapes[: limit - 1] if len(shapes) >= limit else shapes
+    found = (*base, Shape(NO_DEMAND, float(gpus), excess, 0))
+    if len(_WITH_HOST_ONLY) > 256:
+        _WITH_HOST_ONLY.clear()
+    _WITH_HOST_ONLY[key] = (shapes, found)
+    return found
+
+
 # --- learned shapes --------------------------------------------------------------------------
 
 # A shape's key: GPU demand, CPU millicores, memory MiB.
@@ -544,7 +595,12 @@ class Workload:
         self.total = 0
         self.refresh = refresh
         self.version = 0
+        # The CPU (millicores) the pods asking no GPU ask, in all, and how many they are.
+        self.host_only_cpu = 0
+        self.host_only_pods = 0
         self._learned: dict[tuple[float, int], tuple[int, Shapes]] = {}
+        # Per learned set: the pods asking no GPU, CPU per GPU the GPU pods ask, when learned.
+        self._host_only: dict[tuple[float, int], float] = {}
 
     def add(self, key: ShapeKey | None) -> None:
         if key is None:
@@ -556,6 +612,23 @@ class Workload:
         for key in keys:
             self.add(key)
 
+    def add_pod(self, pod: Pod) -> None:
+        """Count ``pod``: a GPU pod by its shape, a pod asking no GPU by its CPU."""
+        key = shape_key(pod)
+        if key is not None:
+            self.add(key)
+            return
+        cpu, _ = pod_host(pod)
+        if cpu > 0:
+            self.host_only_cpu += cpu
+            self.host_only_pods += 1
+
+    def host_only_per_gpu(self, coverage: float, limit: int) -> float:
+        """The CPU (millicores) the pods asking no GPU ask per GPU the GPU pods ask, as it was
+        when ``shapes(coverage, limit)`` was last computed (so it changes with the shapes)."""
+        self.shapes(coverage, limit)
+        return self._host_only.get((coverage, limit), 0.0)
+
     def state_key(self, limit: int) -> tuple[tuple[float, Shapes], ...]:
         """The shapes ``shapes`` gives now for every coverage asked so far (refreshed first):
         equal keys, equal learned shapes."""
@@ -565,14 +638,24 @@ class Workload:
             if kept_limit == limit
         )
 
+    def host_state_key(self, limit: int) -> tuple[tuple[float, Shapes, float], ...]:
+        """``state_key`` with, per coverage, ``host_only_per_gpu`` beside the shapes."""
+        return tuple(
+            (coverage, shapes, self._host_only.get((coverage, limit), 0.0))
+            for coverage, shapes in self.state_key(limit)
+        )
+
     def shapes(self, coverage: float, limit: int) -> Shapes:
         kept = self._learned.get((coverage, limit))
         if kept is not None and self.total <= kept[0] * (1 + self.refresh):
             return kept[1]
         found = learned(self.counts, coverage, limit)
-        if kept is None or kept[1] != found:
+        gpus = sum(key[0].gpus * count for key, count in self.counts.items())
+        host_only = self.host_only_cpu / gpus if gpus > 0 else 0.0
+        if kept is None or kept[1] != found or self._host_only.get((coverage, limit)) != host_only:
             self.version += 1
         self._learned[(coverage, limit)] = (self.total, found)
+        self._host_only[(coverage, limit)] = host_only
         return found
 
 

@@ -23,6 +23,7 @@ policy chooses.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -84,10 +85,26 @@ def shape_demand(shape: Mapping[str, Any]) -> tuple[GpuDemand, float]:
     ), weight
 
 
+_GPU_KEYS = ("gpus", "cores", "memory", "memory_percent")
+
+
 def host_shape(shape: Mapping[str, Any]) -> fgd.Shape:
     """One declared shape with its host part: ``cpu`` in cores (``500m``, ``4``) and
-    ``host_memory`` in bytes (``16Gi``); raises ValueError naming a bad key."""
-    demand, weight = shape_demand(shape)
+    ``host_memory`` in bytes (``16Gi``); raises ValueError naming a bad key. A shape with a
+    host part and no GPU part is a pod asking no GPU (fragmentation skips it; the CPU and
+    memory per GPU of stranding count it)."""
+    if not any(_number(shape, key) for key in _GPU_KEYS if key in shape) and (
+        _number(shape, "cpu") or _number(shape, "host_memory")
+    ):
+        for key in shape:
+            if key not in SHAPE_KEYS:
+                raise ValueError(
+                    f"unknown shape key {key!r} (expected one of {', '.join(SHAPE_KEYS)})"
+                )
+        demand = whole(0)
+        weight = float(_number(shape, "weight")) if "weight" in shape else 1.0
+    else:
+        demand, weight = shape_demand(shape)
     cpu = _number(shape, "cpu")
     memory = _number(shape, "host_memory")
     return fgd.Shape(
@@ -269,6 +286,41 @@ def gpu_stranding_growth_batch(ctx: Any, pod: Any, nodes: Any, shapes: Any) -> l
     )
 
 
+def loss_score(loss: float | None) -> int | None:
+    """FGD's score of a placement losing ``loss`` GPUs: 100 · sigmoid(−loss), truncated to a
+    whole number (50 for no loss; losses within a few hundredths of a GPU tie)."""
+    if loss is None:
+        return None
+    if loss > 700:  # math.exp would overflow; the score is 0 long before
+        return 0
+    return int(100.0 / (1.0 + math.exp(loss)))
+
+
+def gpu_placement_score(
+    ctx: Any,
+    pod: PodView,
+    node: NodeView,
+    shapes: Sequence[Mapping[str, Any]],
+    host_shapes: Sequence[Mapping[str, Any]],
+) -> int | None:
+    growth = gpu_fragmentation_growth(ctx, pod, node, shapes)
+    if growth is None:
+        return None
+    return loss_score(growth + gpu_stranding_growth(ctx, pod, node, host_shapes))
+
+
+def gpu_placement_score_batch(
+    ctx: Any, pod: Any, nodes: Any, shapes: Any, host_shapes: Any
+) -> list[int | None]:
+    """``gpu_placement_score`` over many nodes; the pod and both shape lists must be the same
+    for all of them (anything else raises: the engine then calls it node by node)."""
+    growths = gpu_fragmentation_growth_batch(ctx, pod, nodes, shapes)
+    strandings = gpu_stranding_growth_batch(ctx, pod, nodes, host_shapes)
+    return [
+        None if g is None else loss_score(g + s) for g, s in zip(growths, strandings, strict=True)
+    ]
+
+
 def gpu_device(ctx: Any, pod: PodView, node: NodeView) -> int | None:
     if pod.gpu_demand.empty:
         return None
@@ -298,17 +350,27 @@ _NO_SHAPES: tuple[Any, Any] = (("gpu-shapes", "none"), _no_shapes)
 _WORKLOADS: list[tuple[object, fgd.Workload]] = []
 
 
+# The pods asking no GPU are counted under these two keys: their CPU and their number.
+_HOST_ONLY_CPU = ("host-only", "cpu")
+_HOST_ONLY_PODS = ("host-only", "pods")
+
+
 def _shapes_on(node: Any) -> dict[Any, int]:
     counts: dict[Any, int] = {}
     for info in node.pods:
         key = fgd.shape_key(info.pod)
         if key is not None:
             counts[key] = counts.get(key, 0) + 1
+            continue
+        cpu, _ = fgd.pod_host(info.pod)
+        if cpu > 0:
+            counts[_HOST_ONLY_CPU] = counts.get(_HOST_ONLY_CPU, 0) + cpu
+            counts[_HOST_ONLY_PODS] = counts.get(_HOST_ONLY_PODS, 0) + 1
     return counts
 
 
-def _is_gpu_pod(info: Any) -> bool:  # a PodInfo: what moving it may change
-    return fgd.shape_key(info.pod) is not None
+def _is_counted_pod(info: Any) -> bool:  # a PodInfo: what moving it may change
+    return fgd.shape_key(info.pod) is not None or fgd.pod_host(info.pod)[0] > 0
 
 
 def workload(ctx: Any) -> fgd.Workload:
@@ -319,15 +381,20 @@ def workload(ctx: Any) -> fgd.Workload:
     if found is not None:
         return found
     sums = _WORKLOAD_SUMS.sums(
-        _WORKLOAD_KEY, ctx.snapshot, _shapes_on, _is_gpu_pod, copy=False, base=_NO_SHAPES
+        _WORKLOAD_KEY, ctx.snapshot, _shapes_on, _is_counted_pod, copy=False, base=_NO_SHAPES
     )
     for kept, counted in _WORKLOADS:
         if kept is sums:
             return counted
     counted = fgd.Workload(refresh=0.0)
     for key, count in sums.items():
-        counted.counts[key] += count
-        counted.total += count
+        if key == _HOST_ONLY_CPU:
+            counted.host_only_cpu += count
+        elif key == _HOST_ONLY_PODS:
+            counted.host_only_pods += count
+        else:
+            counted.counts[key] += count
+            counted.total += count
     _WORKLOADS[:] = [(sums, counted)]
     return counted
 
@@ -344,10 +411,14 @@ def shape_maps(shapes: fgd.Shapes) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for shape in shapes:
         d = shape.demand
-        item: dict[str, Any] = (
-            {"gpus": Fraction(d.devices)} if d.whole else {"cores": Fraction(d.cores)}
-        )
-        if not d.whole:
+        item: dict[str, Any]
+        if d.empty:  # a pod asking no GPU: its host part alone
+            item = {}
+        elif d.whole:
+            item = {"gpus": Fraction(d.devices)}
+        else:
+            item = {"cores": Fraction(d.cores)}
+        if not d.whole and not d.empty:
             if d.memory_mib:
                 item["memory"] = Fraction(d.memory_mib * MIB)
             else:
@@ -371,6 +442,49 @@ def learned_gpu_shapes(ctx: Any, coverage: Any) -> list[dict[str, Any]]:
     if not 0 < share <= 1:
         raise ValueError(f"coverage {share:g} is not a share of the pods (above 0, at most 1)")
     return shape_maps(workload(ctx).shapes(share, LEARNED_LIMIT))
+
+
+# The cluster's CPU (millicores) and GPUs, summed over its nodes and kept from one snapshot to
+# the next derived from it (placing a pod changes neither).
+_CAPACITY_SUMS = NodeSums(1)
+_CAPACITY_KEY = ("gpu-capacity",)
+
+
+def _capacity_of(node: Any) -> dict[Any, int]:
+    return {"cpu": node.allocatable_units.get("cpu", 0), "gpus": node.gpus.total_gpus}
+
+
+def _never(info: Any) -> bool:  # no pod moved changes a node's allocatable CPU or GPUs
+    return False
+
+
+def cluster_capacity(ctx: Any) -> tuple[int, int]:
+    """The cluster's allocatable CPU (millicores) and GPUs."""
+    sums = _CAPACITY_SUMS.sums(_CAPACITY_KEY, ctx.snapshot, _capacity_of, _never, copy=False)
+    return sums.get("cpu", 0), sums.get("gpus", 0)
+
+
+def learned_host_shapes(ctx: Any, coverage: Any) -> list[dict[str, Any]]:
+    share = float(coverage)
+    if not 0 < share <= 1:
+        raise ValueError(f"coverage {share:g} is not a share of the pods (above 0, at most 1)")
+    counted = workload(ctx)
+    cpu, gpus = cluster_capacity(ctx)
+    return shape_maps(
+        fgd.with_host_only(
+            counted.shapes(share, LEARNED_LIMIT),
+            counted.host_only_per_gpu(share, LEARNED_LIMIT),
+            cpu,
+            gpus,
+            LEARNED_LIMIT,
+        )
+    )
+
+
+def _host_workload_key(ctx: Any) -> Any:
+    """What learned host shapes read of the cluster: the learned shapes and the CPU the pods
+    asking no GPU ask per GPU, for each coverage asked so far, and the cluster's capacity."""
+    return workload(ctx).host_state_key(LEARNED_LIMIT), cluster_capacity(ctx)
 
 
 def _workload_key(ctx: Any) -> Any:
@@ -505,6 +619,22 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         keys_alike=True,
     ),
     Function(
+        "gpu_placement_score",
+        (*_POD_NODE, Param("shapes", SHAPES), Param("host_shapes", SHAPES)),
+        Nullable(INT),
+        gpu_placement_score,
+        "FGD's score of placing the pod on the node, 0–100: 100 · sigmoid(−x), truncated to a "
+        "whole number, where x is the GPUs the placement is expected to lose — "
+        "gpu_fragmentation_growth(pod, node, shapes) + gpu_stranding_growth(pod, node, "
+        "host_shapes) — so 50 for no loss, and losses within a few hundredths of a GPU tie; null "
+        "when no device has room. host_shapes [] counts fragmentation alone.",
+        cost=110,
+        needs_context=True,
+        batch=gpu_placement_score_batch,
+        cluster_key=_choice_key,
+        pod_key=_host_demand_key,
+    ),
+    Function(
         "gpu_device",
         _POD_NODE,
         Nullable(INT),
@@ -530,6 +660,21 @@ GPU_FUNCTIONS: tuple[Function, ...] = (
         cost=40,
         needs_context=True,
         cluster_key=_workload_key,
+        pod_key=lambda ctx: None,
+    ),
+    Function(
+        "learned_host_shapes",
+        (Param("coverage", FLOAT),),
+        SHAPES,
+        learned_host_shapes,
+        "learned_gpu_shapes(coverage) and, when the pods asking no GPU need more CPU than the "
+        "cluster has beyond its GPUs' share (its CPU per GPU less the shapes' CPU per GPU), one "
+        "shape asking no GPU (only cpu) carrying that excess per GPU, weighted by the GPUs the "
+        "shapes ask: the CPU per GPU that gpu_stranded and gpu_stranding_growth read then counts "
+        "the CPU those pods take from the GPU pods. Fragmentation skips a shape asking no GPU.",
+        cost=40,
+        needs_context=True,
+        cluster_key=_host_workload_key,
         pod_key=lambda ctx: None,
     ),
     Function(

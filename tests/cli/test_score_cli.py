@@ -172,13 +172,13 @@ def test_shipped_policies_on_real_kubectl_output(
         "kube.node_affinity",
         "kube.pod_topology_spread",
         "kube.inter_pod_affinity",
-        "kube.node_resources_fit",
-        "kube.balanced_allocation",
         "kube.image_locality",
-        # cpu-pods governs pods asking no GPU: its rules score GPU nodes (none here)
+        # cpu-pods governs pods asking no GPU: kube's resource scores on nodes without GPUs,
+        # its other rules score GPU nodes (none here)
+        "node_resources_fit",
+        "balanced_allocation",
         "off_gpu_nodes",
         "gpu_fragmentation",
-        "gpu_node_packing",
     }
 
 

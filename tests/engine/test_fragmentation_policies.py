@@ -14,7 +14,7 @@ from policyengine.engine.gpu_placement import device_choice_for, with_devices
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.lang.compiler import Program, compile_texts
 from policyengine.lang.runtime import Env
-from policyengine.model.fragmentation import Workload, shape_key
+from policyengine.model.fragmentation import Workload
 from policyengine.model.openb import node_object, pod_object
 from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
@@ -36,12 +36,20 @@ SELECTS = [
     "select highest { gpu_allocated_after(pod, node) ?? 0 }",
 ]
 SHAPE_LETS = [f"let shapes = {SHAPES}", "let shapes = learned_gpu_shapes(0.95)"]
+# Shapes for stranding with pods asking no GPU: declared (one asking 6 CPUs, no GPU), learned.
+HOST_SHAPES = SHAPES[:-1] + ', {"cpu": 6, "weight": 7}]'
+HOST_LETS = [
+    f"let host_shapes = {HOST_SHAPES}",
+    "let host_shapes = learned_host_shapes(0.95)",
+    "let host_shapes = []",
+]
 
 
-def program(device: str, select: str, shapes: str) -> Program:
+def program(device: str, select: str, shapes: str, host: str = HOST_LETS[1]) -> Program:
     source = f"""
 policy "p" {{
   {shapes}
+  {host}
   {device}
   {select}
   filter fits {{ gpu_fits(pod, node) }} reason "no device"
@@ -51,6 +59,8 @@ policy "p" {{
   score device weight 1 {{ gpu_device(pod, node) ?? 0 }}
   score stranding weight 2 normalize minmax {{ 0 - gpu_stranding_growth(pod, node, shapes) }}
   score stranded weight 1 normalize minmax {{ 0 - gpu_stranded(node, shapes) }}
+  score placement weight 2 normalize none {{ gpu_placement_score(pod, node, shapes, host_shapes) ?? 0 }}
+  score host weight 1 normalize minmax {{ 0 - gpu_stranding_growth(pod, node, host_shapes) }}
 }}
 """
     result = compile_texts({"p.sched": source}, default_schema())
@@ -79,14 +89,15 @@ pods_st = st.lists(
     device=st.sampled_from(DEVICES),
     select=st.sampled_from(SELECTS),
     shapes=st.sampled_from(SHAPE_LETS),
+    host=st.sampled_from(HOST_LETS),
     cluster=nodes_st,
     arrivals=pods_st,
     seed=st.integers(0, 9),
 )
 def test_fast_path_decides_as_the_reference(
-    device, select, shapes, cluster, arrivals, seed
+    device, select, shapes, host, cluster, arrivals, seed
 ) -> None:
-    prog = program(device, select, shapes)
+    prog = program(device, select, shapes, host)
     snap = ClusterSnapshot.build(
         [
             parse_node(node_object(f"n{i}", cpu, 65536, gpus, "T4"))
@@ -98,7 +109,7 @@ def test_fast_path_decides_as_the_reference(
     for index, (gpus, milli, cpu) in enumerate(arrivals):
         milli = 1000 if gpus != 1 else milli
         pod = parse_pod(pod_object(f"p{index}", cpu, 1024, gpus, milli if gpus else 0, ()))
-        workload.add(shape_key(pod))
+        workload.add_pod(pod)
         state = rng.getstate()
         options = CycleOptions(all_filters=False, workload=workload)
         decision = schedule(prog, pod, snap, rng, options)
@@ -148,6 +159,12 @@ def test_the_running_workload_is_counted_as_a_recount_would_through_derived_snap
             placed.append(pod.key)
         ctx = CycleContext(snap, PodView(parse_pod(pod_object("q", 1000, 1024, 1, 1000, ()))))
         expected = Workload(refresh=0.0)
-        expected.extend(shape_key(p.pod) for info in snap.nodes for p in info.pods)
+        for info in snap.nodes:
+            for p in info.pods:
+                expected.add_pod(p.pod)
         counted = workload(ctx)
         assert +counted.counts == +expected.counts and counted.total == expected.total
+        assert (counted.host_only_cpu, counted.host_only_pods) == (
+            expected.host_only_cpu,
+            expected.host_only_pods,
+        )

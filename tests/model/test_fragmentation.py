@@ -229,3 +229,70 @@ def test_the_batch_of_stranding_growths_is_each_nodes() -> None:
                 for i in infos
             ]
             assert batch == pytest.approx(each)
+
+
+# --- the CPU pods asking no GPU take from the GPU pods ------------------------------------------
+# SHAPES ask 8 CPUs per GPU (56 cores for 7 GPUs).
+
+
+@pytest.mark.parametrize(
+    ("host_only", "cluster_cpu", "cluster_gpus", "expected"),
+    [
+        # 10 CPUs per GPU: 2 to spare per GPU cover the 1.5 the CPU pods ask
+        (1500, 40000, 4, 0),
+        # they ask 5 per GPU: 3 beyond the 2 to spare
+        (5000, 40000, 4, 3000),
+        # 6 CPUs per GPU, fewer than the shapes ask: nothing to spare, all 5 count
+        (5000, 24000, 4, 5000),
+        # no pod asking no GPU, or no GPUs: nothing
+        (0, 24000, 4, 0),
+        (5000, 24000, 0, 0),
+    ],
+    ids=["spare-covers", "beyond-spare", "no-spare", "no-cpu-pods", "no-gpus"],
+)
+def test_host_only_excess(host_only, cluster_cpu, cluster_gpus, expected) -> None:
+    assert f.host_only_excess(SHAPES, host_only, cluster_cpu, cluster_gpus) == expected
+
+
+def test_with_host_only_adds_the_excess_as_a_shape_asking_no_gpu() -> None:
+    shapes = f.with_host_only(SHAPES, 5000, 40000, 4, 64)
+    # the excess (3 CPUs per GPU) weighted by the 7 GPUs the shapes ask
+    assert shapes == (*SHAPES, f.Shape(whole(0), 7.0, 3000, 0))
+    assert f.with_host_only(SHAPES, 5000, 40000, 4, 64) is shapes  # kept: found again
+    assert f.host_per_gpu(shapes) == pytest.approx((11000.0, 0.0))
+    # no excess: the shapes themselves
+    assert f.with_host_only(SHAPES, 1500, 40000, 4, 64) is SHAPES
+    # at most ``limit``: the least common GPU shape gives way
+    assert f.with_host_only(SHAPES, 5000, 40000, 4, 3)[:2] == SHAPES[:2]
+    assert len(f.with_host_only(SHAPES, 5000, 40000, 4, 3)) == 3
+
+
+def test_fragmentation_skips_a_shape_asking_no_gpu() -> None:
+    shapes = (*SHAPES, f.Shape(whole(0), 7.0, 3000, 0))
+    assert f.fragmentation(node(50, 100), 32000, 0, shapes) == pytest.approx(0.25)
+    assert f.fragmentation(node(50, 100), 6000, 0, shapes) == pytest.approx(0.75)
+    # stranding counts its CPU: 11 CPUs per GPU, 12 CPUs accompany 12/11 of 2 free GPUs
+    assert f.stranded(node(100, 100), 12000, 0, shapes) == pytest.approx(2 - 12 / 11)
+
+
+def test_a_workload_counts_the_cpu_of_pods_asking_no_gpu() -> None:
+    from policyengine.model.openb import pod_object
+    from policyengine.model.parse import parse_pod
+
+    workload = f.Workload(refresh=0.5)
+    workload.add_pod(parse_pod(pod_object("g", 8000, 1024, 1, 1000, ())))
+    workload.add_pod(parse_pod(pod_object("h", 4000, 1024, 1, 500, ())))
+    workload.add_pod(parse_pod(pod_object("c", 6000, 1024, 0, 0, ())))
+    assert (workload.total, workload.host_only_cpu, workload.host_only_pods) == (2, 6000, 1)
+    # 6 CPUs per the 1.5 GPUs the GPU pods ask
+    assert workload.host_only_per_gpu(1.0, 8) == pytest.approx(4000.0)
+    workload.add_pod(parse_pod(pod_object("d", 6000, 1024, 0, 0, ())))
+    # as it was when the shapes were learned: they are not refreshed yet (2 GPU pods)
+    assert workload.host_only_per_gpu(1.0, 8) == pytest.approx(4000.0)
+    workload.add_pod(parse_pod(pod_object("e", 3000, 1024, 1, 1000, ())))
+    assert workload.host_only_per_gpu(1.0, 8) == pytest.approx(4000.0)  # 3: not 50% more
+    workload.add_pod(parse_pod(pod_object("f", 3000, 1024, 1, 1000, ())))  # 4: refreshed
+    assert workload.host_only_per_gpu(1.0, 8) == pytest.approx(12000 / 3.5)
+    assert workload.host_state_key(8) == (
+        (1.0, workload.shapes(1.0, 8), pytest.approx(12000 / 3.5)),
+    )

@@ -18,8 +18,12 @@ from policyengine.schedlib.gpu import (
     gpu_fits,
     gpu_fragmentation,
     gpu_fragmentation_delta,
+    gpu_placement_score,
     gpu_stranded,
     gpu_stranding_growth,
+    host_shape,
+    learned_host_shapes,
+    loss_score,
     shape_demand,
 )
 from policyengine.schedlib.views import NodeView, PodView
@@ -118,6 +122,75 @@ def test_stranding_builtins() -> None:
     assert gpu_stranding_growth(None, cpu_pod, view(snap, "n1"), shapes) == pytest.approx(
         1.2 - 2 / 3
     )
+
+
+@pytest.mark.parametrize(
+    ("loss", "score"),
+    [
+        (0.0, 50),  # no loss
+        (1.0, 26),  # 100 / (1 + e) = 26.9
+        (-1.0, 73),  # 100 / (1 + 1/e) = 73.1
+        (0.03, 49),  # 49.25: a few hundredths of a GPU tie with slightly less
+        (2.0 + 2 / 3, 6),  # 100 / (1 + e^2.667) = 6.5
+        (1000.0, 0),  # past what exp holds
+        (-1000.0, 100),
+        (None, None),  # no device has room
+    ],
+    ids=["zero", "one", "minus-one", "tiny", "large", "huge", "huge-gain", "none"],
+)
+def test_loss_score(loss: float | None, score: int | None) -> None:
+    assert loss_score(loss) == score
+
+
+def test_placement_score() -> None:
+    snap = cluster()  # both nodes have 64 CPUs free; n1 1.2 GPUs free (no whole device), n2 2
+    shapes = [{"gpus": 1, "cpu": 48}]
+    cpu_pod = PodView(gpu_pod("c", resources={"cpu": "32"}))
+    # n2: the whole-GPU shape no longer fits (32 CPUs left): fragmentation +2; stranding +2/3
+    assert gpu_placement_score(None, cpu_pod, view(snap, "n2"), shapes, shapes) == 6
+    # n1: its 1.2 free GPUs were lost to the shape already; stranding +0.533: 100/(1+e^0.533)
+    assert gpu_placement_score(None, cpu_pod, view(snap, "n1"), shapes, shapes) == 36
+    # fragmentation alone
+    assert gpu_placement_score(None, cpu_pod, view(snap, "n2"), shapes, []) == 11
+    assert gpu_placement_score(None, cpu_pod, view(snap, "n1"), shapes, []) == 50
+    # no device has room for a whole GPU on n1
+    whole_pod = PodView(gpu_pod("w", gpus=1))
+    assert gpu_placement_score(None, whole_pod, view(snap, "n1"), shapes, shapes) is None
+
+
+def test_a_shape_asking_no_gpu() -> None:
+    shape = host_shape({"cpu": 6, "weight": 7})
+    assert (shape.demand.empty, shape.weight, shape.cpu_milli) == (True, 7.0, 6000)
+    with pytest.raises(ValueError, match="a shape needs gpus"):
+        shape_demand({"cpu": 6})  # the device-only builtins take none
+    with pytest.raises(ValueError, match="a shape needs gpus"):
+        host_shape({"weight": 2})  # nor a shape asking nothing
+
+
+def test_learned_host_shapes() -> None:
+    from policyengine.model.fragmentation import Workload
+    from policyengine.model.openb import node_object, pod_object
+    from policyengine.model.parse import parse_node, parse_pod
+    from policyengine.schedlib.context import CycleContext
+
+    # 40 CPUs for 4 GPUs: 10 per GPU; the GPU pods ask 8 per GPU, so 2 per GPU are spare
+    snap = ClusterSnapshot.build([parse_node(node_object("n", 40000, 65536, 4, "T4"))])
+    workload = Workload(refresh=0.0)
+    for name, cpu, gpus in [("g1", 8000, 1), ("g2", 8000, 1), ("c1", 4000, 0), ("c2", 6000, 0)]:
+        workload.add_pod(parse_pod(pod_object(name, cpu, 1024, gpus, 1000 * gpus, ())))
+    context = CycleContext(snap, PodView(parse_pod(pod_object("q", 1000, 1024, 1, 1000, ()))))
+    context.workload = workload
+    # the pods asking no GPU ask 10 CPUs for the 2 GPUs asked: 5 per GPU, 3 beyond the spare
+    shapes = learned_host_shapes(context, 0.95)
+    assert [(m.get("gpus"), m["cpu"], m["weight"]) for m in shapes] == [
+        (1, 8, 2),
+        (None, 3, 2),
+    ]
+    # with 64 CPUs (16 per GPU) the spare covers them: the GPU shapes alone
+    roomy = ClusterSnapshot.build([parse_node(node_object("n", 64000, 65536, 4, "T4"))])
+    context = CycleContext(roomy, context.pod)
+    context.workload = workload
+    assert [m["cpu"] for m in learned_host_shapes(context, 0.95)] == [8]
 
 
 @pytest.mark.parametrize(
