@@ -37,7 +37,8 @@ import numpy as np
 from policyengine.lang.vector import ints
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.domains import LabelColumn, add_nested, label_column
+from policyengine.schedlib.domains import LabelColumn, label_column
+from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.node_rows import rows_of, view_rows
 from policyengine.schedlib.rowkeys import RowKeyed
 from policyengine.schedlib.steplog import changed_rows

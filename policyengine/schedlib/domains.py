@@ -31,6 +31,7 @@ import numpy as np
 from policyengine.model.cached import cached_property
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.schedlib import node_rows, steplog
+from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.node_rows import pair_rows
 from policyengine.schedlib.steplog import (
     changed_rows,
@@ -85,21 +86,6 @@ class _Sums:
 
 def _never(info: PodInfo) -> bool:
     return False
-
-
-def add_nested(counts: dict[Any, dict[Any, int]], outer: Any, inner: Any, delta: int) -> None:
-    """``counts[outer][inner] += delta``, keeping no zero count and no empty inner map (the
-    kept sums compare equal to ones summed afresh)."""
-    found = counts.get(outer)
-    if found is None:
-        found = counts[outer] = {}
-    left = found.get(inner, 0) + delta
-    if left:
-        found[inner] = left
-    else:
-        del found[inner]
-        if not found:
-            del counts[outer]
 
 
 def _add(counts: dict[Any, int], present: dict[Any, int], part: dict[Any, int]) -> None:

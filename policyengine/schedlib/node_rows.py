@@ -20,6 +20,7 @@ import numpy as np
 
 from policyengine.model.shared_list import Picked
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
+from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.steplog import changed_rows, note
 
 _ROWS: list[tuple[int, tuple[NodeInfo, ...], dict[int, int]]] = []
@@ -131,25 +132,11 @@ def _node_pairs(node: NodeInfo) -> list[tuple[str, str]]:
     return [pair for info in node.pods for pair in info.pod.labels.items()]
 
 
-def _count(rows: dict[tuple[str, str], dict[int, int]], pair: Any, row: int, delta: int) -> None:
-    """``rows[pair][row] += delta``, keeping no zero and no empty map."""
-    held = rows.get(pair)
-    if held is None:
-        held = rows[pair] = {}
-    left = held.get(row, 0) + delta
-    if left:
-        held[row] = left
-    else:
-        del held[row]
-        if not held:
-            del rows[pair]
-
-
 def _indexed(nodes: tuple[NodeInfo, ...]) -> dict[tuple[str, str], dict[int, int]]:
     rows: dict[tuple[str, str], dict[int, int]] = {}
     for row, node in enumerate(nodes):
         for pair in _node_pairs(node):
-            _count(rows, pair, row, 1)
+            add_nested(rows, pair, row, 1)
     return rows
 
 
@@ -172,7 +159,7 @@ def _pair_index(snapshot: ClusterSnapshot) -> _PairIndex:
                     if pair not in copied:
                         copied.add(pair)
                         rows[pair] = dict(rows.get(pair, {}))
-                    _count(rows, pair, row, delta)
+                    add_nested(rows, pair, row, delta)
     found = _PairIndex(snapshot.generation, nodes, rows)
     with _PAIRS_LOCK:
         _PAIRS[:] = [found]

@@ -37,7 +37,8 @@ from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affini
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.model.workloads import WorkloadIndex
 from policyengine.schedlib import spread_score
-from policyengine.schedlib.domains import NodeSums, add_nested, label_column, relevant_changes
+from policyengine.schedlib.domains import NodeSums, label_column, relevant_changes
+from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.node_rows import rows_of
 from policyengine.schedlib.rowkeys import RowKeyed
 from policyengine.schedlib.steplog import ANTI_AFFINITY, POD_AFFINITY, label_gate, label_marks

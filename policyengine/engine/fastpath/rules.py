@@ -134,25 +134,17 @@ def normalised(
     is for many cycles: it is normalised whole once per facts, and read at the rows until a
     store (classes whose feasible sets give equal facts share it). Normalising is row by
     row, so a row reads alike either way."""
-    kept = column.normalised
-    if (
-        kept is not None
-        and kept[2] == column.stamp
-        and kept[0] == kind
-        and (kept[1] is facts or (kept[1] == facts and repr(kept[1]) == repr(facts)))
-    ):
-        return kept[3][rows]
+    kept = _kept_normalised(column, kind, facts)
+    if kept is not None:
+        return kept[rows]
     if column.stamp <= seen:
-        with np.errstate(all="ignore"):  # rows outside the feasible set may hold anything
-            whole = apply_stats(kind, column.values, column.scored, facts)
-        column.normalised = (kind, facts, column.stamp, whole)
-        return whole[rows]
+        return normalised_whole(column, kind, facts)[rows]
     return apply_stats(kind, column.values[rows], scored, facts)
 
 
-def normalised_whole(column: ScoreColumn, kind: str, facts: Stats) -> np.ndarray:
-    """``apply_stats`` over every row of ``column`` (rows outside the feasible set may hold
-    anything: the caller reads the feasible ones), kept on the column until its next store."""
+def _kept_normalised(column: ScoreColumn, kind: str, facts: Stats) -> np.ndarray | None:
+    """The column's whole normalised values for ``kind`` and ``facts``, if kept since its
+    last store."""
     kept = column.normalised
     if (
         kept is not None
@@ -161,6 +153,15 @@ def normalised_whole(column: ScoreColumn, kind: str, facts: Stats) -> np.ndarray
         and (kept[1] is facts or (kept[1] == facts and repr(kept[1]) == repr(facts)))
     ):
         return kept[3]
+    return None
+
+
+def normalised_whole(column: ScoreColumn, kind: str, facts: Stats) -> np.ndarray:
+    """``apply_stats`` over every row of ``column`` (rows outside the feasible set may hold
+    anything: the caller reads the feasible ones), kept on the column until its next store."""
+    kept = _kept_normalised(column, kind, facts)
+    if kept is not None:
+        return kept
     with np.errstate(all="ignore"):
         whole = apply_stats(kind, column.values, column.scored, facts)
     column.normalised = (kind, facts, column.stamp, whole)
