@@ -230,15 +230,21 @@ def gpu_fragmentation_growth(
     )
 
 
+def _one_for_every_node(pod: Any, shapes: Any) -> None:
+    """Raises unless the batch forms' pod and shapes are one value for every node (the
+    engine then calls the builtin node by node)."""
+    if not isinstance(shapes, list) or (shapes and not isinstance(shapes[0], Mapping)):
+        raise TypeError("shapes vary per node")
+    if isinstance(pod, Sequence):
+        raise TypeError("the pod varies per node")
+
+
 def gpu_fragmentation_growth_batch(
     ctx: Any, pod: Any, nodes: Any, shapes: Any
 ) -> list[float | None]:
     """``gpu_fragmentation_growth`` over many nodes; the pod and the shapes must be the same
     for all of them (anything else raises: the engine then calls it node by node)."""
-    if not isinstance(shapes, list) or (shapes and not isinstance(shapes[0], Mapping)):
-        raise TypeError("shapes vary per node")
-    if isinstance(pod, Sequence):
-        raise TypeError("the pod varies per node")
+    _one_for_every_node(pod, shapes)
     rule, choice_shapes = device_choice(ctx)
     pod_cpu, pod_memory = _pod_host(ctx, pod)
     return fgd.placement_growths(
@@ -272,10 +278,7 @@ def gpu_stranding_growth(
 def gpu_stranding_growth_batch(ctx: Any, pod: Any, nodes: Any, shapes: Any) -> list[float]:
     """``gpu_stranding_growth`` over many nodes; the pod and the shapes must be the same for
     all of them (anything else raises: the engine then calls it node by node)."""
-    if not isinstance(shapes, list) or (shapes and not isinstance(shapes[0], Mapping)):
-        raise TypeError("shapes vary per node")
-    if isinstance(pod, Sequence):
-        raise TypeError("the pod varies per node")
+    _one_for_every_node(pod, shapes)
     pod_cpu, pod_memory = _pod_host(ctx, pod)
     return fgd.stranding_growths(
         [view.info for view in nodes],
