@@ -189,6 +189,17 @@ def _access_modes_fit(claim: PersistentVolumeClaim, pv: PersistentVolume) -> boo
     return set(claim.access_modes) <= set(pv.access_modes)
 
 
+def _claim_selector(claim: PersistentVolumeClaim) -> tuple[bool, Any]:
+    """The claim's compiled selector (None: it has none), and False when it does not compile
+    (then no volume matches the claim)."""
+    if claim.selector is None:
+        return True, None
+    try:
+        return True, claim.selector.compile()
+    except SelectorError:
+        return False, None
+
+
 def find_matching_volume(
     claim: PersistentVolumeClaim,
     volumes: Sequence[PersistentVolume],
@@ -201,12 +212,9 @@ def find_matching_volume(
     of the claim's volume mode, not being deleted, matching the claim's selector and access
     modes, and reaching the node. Equal sizes go to the first by name."""
     requested = quantity_value(claim.request)
-    selector = None
-    if claim.selector is not None:
-        try:
-            selector = claim.selector.compile()
-        except SelectorError:
-            return None
+    valid, selector = _claim_selector(claim)
+    if not valid:
+        return None
     best: PersistentVolume | None = None
     best_size = 0
     for pv in volumes:
@@ -260,12 +268,9 @@ class ClaimMatcher:
     ) -> ClaimMatcher | None:
         """None when the claim's selector is invalid (then nothing matches)."""
         requested = quantity_value(claim.request)
-        selector = None
-        if claim.selector is not None:
-            try:
-                selector = claim.selector.compile()
-            except SelectorError:
-                return None
+        valid, selector = _claim_selector(claim)
+        if not valid:
+            return None
         wanted = frozenset(claim.access_modes)
         prebound: list[PersistentVolume] = []
         pinned: dict[str, list[tuple[str, int, PersistentVolume]]] = {}
@@ -485,12 +490,9 @@ def shared_matcher(
 ) -> ClaimMatcher | None:
     """``ClaimMatcher.of(claim, volumes)``, its shape's part carried from the last volumes
     it was built from."""
-    selector = None
-    if claim.selector is not None:
-        try:
-            selector = claim.selector.compile()
-        except SelectorError:
-            return None
+    valid, selector = _claim_selector(claim)
+    if not valid:
+        return None
     shape = _shape(claim)
     try:
         hash(shape)
