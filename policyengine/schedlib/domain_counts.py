@@ -14,9 +14,9 @@ a placement the index takes out the replaced rows' old parts and adds their new 
 changed.
 
 Its cluster key (``domain_pod_count_key``) is a row key (``schedlib.rowkeys``): per node row,
-a stamp of the row's domain in each index of the pod's namespace, which changes only when a
-node of that domain changed what it adds to the index. A cached result of a rule calling the
-builtin stays valid on the nodes of every domain where no matching pod came or went.
+the count at the row's domain of each selector the pod's class asked before. A cached result of
+a rule calling the builtin stays valid on the nodes of every domain whose counts it read did
+not move, whatever other apps' pods came or went.
 
 ``fresh_counts`` is the pass from scratch; ``tests/schedlib/test_batch_forms.py`` holds the
 kept counts, the per-node function and its batch form equal to a count over every pod along
@@ -73,16 +73,18 @@ def fresh_counts(
 # --- the kept index ------------------------------------------------------------------------
 
 
-# Stamps are never reused: a stamp names the counts of one domain between two changes.
-_stamps = itertools.count(1)
+# Versions are never reused: a version names the counts of one tuple of label values between
+# two changes.
+_versions = itertools.count(1)
 
 
 class _Index:
     """For the nodes of one snapshot: ``counts[values][domain]``, the pods of ``namespace``
     whose labels ``names`` have ``values``, on the nodes of ``domain`` (only counts above 0).
 
-    ``stamps[domain]`` (``base`` for a domain not in it) changes whenever a count of the
-    domain may have: the row keys of ``domain_pod_count_key``."""
+    ``versions[values]`` (``base`` for values not in it) changes whenever a count of those
+    values may have; ``tables[values]`` keeps their last row column of counts (and the table
+    by label code it was read from, corrected for the ``dirty`` domains alone)."""
 
     __slots__ = (
         "base",
@@ -90,13 +92,11 @@ class _Index:
         "dirty",
         "generation",
         "key",
-        "keyed",
         "names",
         "namespace",
         "nodes",
-        "stamps",
-        "table",
-        "version",
+        "tables",
+        "versions",
     )
 
     def __init__(self, key: str, namespace: str, names: tuple[str, ...]):
@@ -106,14 +106,11 @@ class _Index:
         self.generation = -1
         self.nodes: tuple[NodeInfo, ...] = ()
         self.counts: dict[Values, dict[str, int]] = {}
-        self.stamps: dict[str, int] = {}
-        self.base = next(_stamps)
-        self.version = 0  # counts changes of ``stamps`` and ``base``
-        # The last row column of stamps made: (version, label column, rows), and its table of
-        # stamps by label code (kept to be corrected for the ``dirty`` domains alone).
-        self.keyed: tuple[int, LabelColumn, np.ndarray] | None = None
-        self.table: np.ndarray | None = None
-        self.dirty: set[str] | None = None  # domains restamped since the table; None: all
+        self.versions: dict[Values, int] = {}
+        self.base = next(_versions)
+        # Per tuple of values: (label column, table by code, rows, version).
+        self.tables: dict[Values, tuple[LabelColumn, np.ndarray, np.ndarray, int]] = {}
+        self.dirty: dict[Values, set[str]] = {}  # domains recounted since the values' table
 
     def _part(self, node: NodeInfo) -> tuple[str | None, dict[Values, int]]:
         """The node's domain and its matching pods per tuple of label values."""
@@ -135,12 +132,11 @@ class _Index:
     def _add(self, domain: str | None, part: dict[Values, int], sign: int) -> None:
         if domain is None or not part:
             return
-        self.stamps[domain] = next(_stamps)
-        self.version += 1
-        if self.dirty is not None:
-            self.dirty.add(domain)
         for values, n in part.items():
             add_nested(self.counts, values, domain, sign * n)
+            self.versions[values] = next(_versions)
+            if values in self.tables:
+                self.dirty.setdefault(values, set()).add(domain)
 
     def follow(self, snapshot: ClusterSnapshot) -> None:
         """Make the index count ``snapshot``'s nodes."""
@@ -150,10 +146,10 @@ class _Index:
         rows = changed_rows(snapshot, self.generation, self.nodes) if self.nodes else None
         if rows is None:
             self.counts = {}
-            self.stamps = {}
-            self.base = next(_stamps)
-            self.version += 1
-            self.dirty = None
+            self.versions = {}
+            self.base = next(_versions)
+            self.tables = {}
+            self.dirty = {}
             for node in nodes:
                 self._add(*self._part(node), 1)
         else:
@@ -167,37 +163,33 @@ class _Index:
         self.nodes = nodes
         self.generation = snapshot.generation
 
-    def row_stamps(self, snapshot: ClusterSnapshot) -> np.ndarray:
-        """Per row of the snapshot it follows, the stamp of the row's domain (-1: the node
-        lacks the label)."""
+    def row_counts(self, snapshot: ClusterSnapshot, values: Values) -> np.ndarray:
+        """Per row of the snapshot it follows, the count of ``values`` at the row's domain
+        (-1: the node lacks the label)."""
         column = label_column(snapshot, self.key)
-        keyed = self.keyed
-        if keyed is not None and keyed[0] == self.version and keyed[1] is column:
-            return keyed[2]
+        version = self.versions.get(values, self.base)
+        kept = self.tables.get(values)
+        counts = self.counts.get(values, {})
         codes = column.values
-        table = self.table
-        if (
-            keyed is not None
-            and keyed[1] is column
-            and table is not None
-            and self.dirty is not None
-        ):
-            # The same label column: only the domains restamped since moved.
-            for domain in self.dirty:
+        if kept is not None and kept[0] is column:
+            if kept[3] == version:
+                return kept[2]
+            table = kept[1]
+            # The same label column: only the domains recounted since moved.
+            for domain in self.dirty.get(values, ()):
                 code = codes.get(domain)
                 if code is not None:
-                    table[code] = self.stamps.get(domain, self.base)
+                    table[code] = counts.get(domain, 0)
         else:
-            table = np.full(len(codes) + 1, self.base, np.int64)
+            table = np.zeros(len(codes) + 1, np.int64)
             table[-1] = -1  # code -1: the node lacks the label
-            for domain, stamp in self.stamps.items():
+            for domain, n in counts.items():
                 code = codes.get(domain)
                 if code is not None:
-                    table[code] = stamp
-            self.table = table
-        self.dirty = set()
+                    table[code] = n
+        self.dirty[values] = set()
         rows = table[column.codes]
-        self.keyed = (self.version, column, rows)
+        self.tables[values] = (column, table, rows, version)
         return rows
 
 
@@ -207,6 +199,16 @@ _indexes: OrderedDict[Hashable, _Index] = OrderedDict()
 _lock = threading.Lock()
 
 
+def _index(snapshot: ClusterSnapshot, index_key: tuple[str, str, tuple[str, ...]]) -> _Index:
+    """The kept index for ``index_key`` following ``snapshot`` (the caller holds ``_lock``)."""
+    index = _indexes.pop(index_key, None) or _Index(*index_key)
+    index.follow(snapshot)
+    _indexes[index_key] = index
+    while len(_indexes) > _KEPT:
+        _indexes.popitem(last=False)
+    return index
+
+
 def kept_counts(
     snapshot: ClusterSnapshot, key: str, namespace: str, wanted: Wanted
 ) -> dict[str, int]:
@@ -214,14 +216,8 @@ def kept_counts(
     namespace and selector names (domains with no matching pod left out)."""
     names = tuple(name for name, _ in wanted)
     values = tuple(value for _, value in wanted)
-    index_key = (key, namespace, names)
     with _lock:
-        index = _indexes.pop(index_key, None) or _Index(key, namespace, names)
-        index.follow(snapshot)
-        _indexes[index_key] = index
-        while len(_indexes) > _KEPT:
-            _indexes.popitem(last=False)
-        found = index.counts.get(values)
+        found = _index(snapshot, (key, namespace, names)).counts.get(values)
         return dict(found) if found else {}
 
 
@@ -236,8 +232,29 @@ def _cycle_counts(
     namespace = pod.pod.namespace
     return ctx.prepared(
         ("domain_pod_count", key, namespace, wanted),
-        lambda: kept_counts(ctx.snapshot, key, namespace, wanted),
+        lambda: _counted(ctx, key, namespace, wanted),
     )
+
+
+def _counted(ctx: CycleContext, key: str, namespace: str, wanted: Wanted) -> dict[str, int]:
+    counts = kept_counts(ctx.snapshot, key, namespace, wanted)
+    if ctx.alike is not None:
+        # What pods of the class asked: their row key covers these counts from now on.
+        asked: dict[Asked, None] = ctx.prepared(_ASKED, dict, pod_only=True)
+        pair = ((key, namespace, tuple(name for name, _ in wanted)), tuple(v for _, v in wanted))
+        if pair not in asked:
+            global _epoch
+            with _lock:
+                asked[pair] = None
+                _epoch += 1
+    return counts
+
+
+# A class's calls: (index key, label values), in first-asked order (a dict: ordered).
+Asked = tuple[tuple[str, str, tuple[str, ...]], Values]
+_ASKED = object()  # the prepared key of a class's asked counts
+# Moves whenever a class asks counts it had not asked before (``domain_pod_count_key``).
+_epoch = 0
 
 
 def domain_pod_count(
@@ -282,28 +299,29 @@ _INFO_OF = operator.attrgetter("info")
 
 
 def domain_pod_count_key(ctx: CycleContext) -> Hashable:
-    """The cluster key of the builtin: per row, the stamp of the row's domain (-1: the node
-    lacks the label) in every index kept for the pod's namespace, so a cached result stands
-    while no count of its node's domains moved (``schedlib.rowkeys``).
+    """The cluster key of the builtin: per row, the count at the row's domain (-1: the node
+    lacks the label) of each selector the pod's class asked in its earlier cycles, so a
+    cached result stands while no count it read moved (``schedlib.rowkeys``); pods of other
+    apps placed meanwhile move nothing.
 
-    The key is made before the cycle's calls and cannot see their arguments: it covers every
-    index of the namespace, which holds each call's counts once one call made it (a call
-    making a new index changes the whole part, and every row is computed again)."""
+    The key is made before the cycle's calls and cannot see their arguments. A call asking
+    counts its class had not asked moves a process-wide epoch held in the whole part: a result
+    computed from counts outside its key is then never read again under that key. A pod
+    without a class (``CycleContext.alike``) is keyed apart every cycle."""
     return ctx.prepared(("domain_pod_count", "row key"), lambda: _row_key(ctx))
 
 
 def _row_key(ctx: CycleContext) -> RowKeyed:
-    namespace = ctx.pod.pod.namespace
     snapshot = ctx.snapshot
+    alike = ctx.alike
+    if alike is None:
+        return RowKeyed(("domain_pod_count", object()), np.zeros((snapshot.num_nodes, 0), np.int64))
+    asked: dict[Asked, None] = alike.get(_ASKED) or {}
     columns: list[np.ndarray] = []
-    names: list[Hashable] = []
     with _lock:
-        for index_key, index in _indexes.items():
-            if index.namespace == namespace:
-                index.follow(snapshot)
-                columns.append(index.row_stamps(snapshot))
-                names.append(index_key)
-    whole = ("domain_pod_count", namespace, tuple(names))
+        whole = ("domain_pod_count", _epoch, tuple(asked))
+        for index_key, values in asked:
+            columns.append(_index(snapshot, index_key).row_counts(snapshot, values))
     if not columns:
         return RowKeyed(whole, np.zeros((snapshot.num_nodes, 0), np.int64))
     # ``np.stack``'s checks cost more than filling the few columns (a cycle of every gang

@@ -367,7 +367,7 @@ def _score_key(plugin_name: str) -> Callable[[CycleContext], Hashable]:
     return key
 
 
-_SCORE_ROWS: dict[str, Callable[[Any, Any], Hashable]] = {
+_SCORE_ROWS: dict[str, Callable[[Any, CycleContext], Hashable]] = {
     "PodTopologySpread": score_keys.spread_rows,
     "InterPodAffinity": score_keys.affinity_rows,
 }

@@ -31,26 +31,42 @@ from policyengine.schedlib.spread_score import HOSTNAME, host_counts
 
 
 def spread_pod_key(state: spread.ScoreState, require_all: bool) -> Hashable:
-    """What the spread score reads of the pod besides the row keys: its constraints,
-    namespace and normalising weights, and whether a node missing a key is left unscored."""
-    return ("spread-score", state.constraints, state.namespace, state.weights, require_all)
+    """What the spread score reads of the pod besides the row keys: its constraints and
+    namespace, and whether a node missing a key is left unscored. The normalising weights
+    are not: they move with the number of feasible nodes (a hostname constraint's size), and
+    the row keys hold the scores they give."""
+    return ("spread-score", state.constraints, state.namespace, require_all)
 
 
-def spread_rows(state: spread.ScoreState, snapshot: ClusterSnapshot) -> RowKeyed:
-    """Per row and constraint what ``pod_topology_spread.score`` reads: the matching pods at
-    the node's domain (its own, for a hostname constraint), -1 where it lacks the key."""
-    columns = []
-    for c in state.constraints:
+def spread_rows(state: spread.ScoreState, ctx: Any) -> RowKeyed:
+    """Per row the raw score ``pod_topology_spread.score`` gives the node (-1 where a node
+    missing a key is left unscored): the counts at the node's domains (its own matching pods
+    for a hostname constraint) weighted as the plugin weighs them. A count that moves, or a
+    weight that moves with the feasible nodes' number, changes the rows whose score it
+    changes, and no other (most nodes hold no matching pod: their score reads no weight)."""
+    snapshot: ClusterSnapshot = ctx.snapshot
+    total = np.zeros(snapshot.num_nodes, np.float64)
+    missing = np.zeros(snapshot.num_nodes, bool)
+    for c, weight in zip(state.constraints, state.weights, strict=True):
         labels = label_column(snapshot, c.topology_key)
+        present = labels.codes >= 0
         if c.topology_key == HOSTNAME:
             counts = host_counts(snapshot, c.selector, state.namespace)
-            columns.append(np.where(labels.codes >= 0, counts, -1))
         else:
             by_value = {
                 value: n for (key, value), n in state.pair_counts.items() if key == c.topology_key
             }
-            columns.append(labels.gather(by_value, missing=-1))
-    return RowKeyed(("spread-score",), _side_by_side(columns, snapshot))
+            counts = labels.gather(by_value)
+        # The plugin's order of operations: count * weight, + (maxSkew - 1), added to the sum.
+        part = counts.astype(np.float64) * weight + float(c.max_skew - 1)
+        total = np.where(present, total + part, total)
+        missing |= ~present
+    # Go's math.Round (half away from zero) of a sum that is never negative.
+    whole = np.floor(total)
+    rounded = whole.astype(np.int64) + (total - whole >= 0.5)
+    if spread.requires_all_keys(ctx.pod.pod, ctx.config):
+        rounded[missing] = -1
+    return RowKeyed(("spread-score",), rounded)
 
 
 def affinity_pod_key(state: affinity.ScoreState) -> Hashable:
@@ -58,9 +74,10 @@ def affinity_pod_key(state: affinity.ScoreState) -> Hashable:
     return ("affinity-score", tuple(sorted(state.topology_score)))
 
 
-def affinity_rows(state: affinity.ScoreState, snapshot: ClusterSnapshot) -> RowKeyed:
+def affinity_rows(state: affinity.ScoreState, ctx: Any) -> RowKeyed:
     """Per row and topology key (sorted) the weight summed at the node's value (0 without
     the label): the score is their sum."""
+    snapshot: ClusterSnapshot = ctx.snapshot
     columns = [
         label_column(snapshot, key).gather(state.topology_score[key])
         for key in sorted(state.topology_score)
@@ -75,6 +92,6 @@ def _side_by_side(columns: list[np.ndarray], snapshot: ClusterSnapshot) -> np.nd
 
 
 def score_rows(ctx: Any, kind: str, state: Any, make: Any) -> RowKeyed:
-    """The row key ``make(state, snapshot)``, made once per cycle (the cluster key and the
-    batch form both read it)."""
-    return ctx.prepared((kind, "score-rows", id(state)), lambda: make(state, ctx.snapshot))
+    """The row key ``make(state, ctx)``, made once per cycle (the cluster key and the batch
+    form both read it)."""
+    return ctx.prepared((kind, "score-rows", id(state)), lambda: make(state, ctx))

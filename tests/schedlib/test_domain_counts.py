@@ -85,38 +85,67 @@ def test_domain_pod_count_counts_the_pods_of_the_node_s_domain(
     assert domain_pod_count_batch(ctx, pod, views, key, labels) == expected
 
 
-def _row_key(snap: ClusterSnapshot, namespace: str = "default") -> RowKeyed:
-    key = domain_pod_count_key(CycleContext(snap, PodView(make_pod("p", namespace=namespace))))
+def _context(snap: ClusterSnapshot, alike: dict[object, object] | None) -> CycleContext:
+    ctx = CycleContext(snap, PodView(make_pod("p", labels={"app": "web"})))
+    ctx.alike = alike  # the class memo the engine sets: pods of one class share it
+    return ctx
+
+
+def _row_key(snap: ClusterSnapshot, alike: dict[object, object] | None) -> RowKeyed:
+    key = domain_pod_count_key(_context(snap, alike))
     assert isinstance(key, RowKeyed)
     return key
 
 
-def test_row_keys_move_only_where_a_domain_s_counts_may_have() -> None:
+def test_row_keys_hold_the_counts_the_class_asked_and_move_only_with_them() -> None:
     domain_counts.clear()
     snap = cluster()
-    assert _row_key(snap).rows.shape == (5, 0)  # no call made an index yet
-    ctx = CycleContext(snap, PodView(make_pod("p")))
-    domain_pod_count_batch(ctx, ctx.pod, [NodeView(i) for i in snap.nodes], "zone", {"app": "x"})
-    before = _row_key(snap)
-    assert before.rows.shape == (5, 1)
-    assert before.rows[4, 0] == -1  # n4 lacks the label
+    alike: dict[object, object] = {}
+    assert _row_key(snap, alike).rows.shape == (5, 0)  # the class asked nothing yet
+    ctx = _context(snap, alike)
+    domain_pod_count_batch(ctx, ctx.pod, [NodeView(i) for i in snap.nodes], "zone", {"app": "web"})
+    before = _row_key(snap, alike)
+    assert before.rows[:, 0].tolist() == [2, 2, 1, 1, -1]  # the counts; n4 lacks the label
     cases = [
         # (pod placed, its node, rows whose key must move)
         (make_pod("web-a", labels={"app": "web"}), "n1", {0, 1}),
-        (make_pod("db-b", labels={"app": "db"}), "n3", {2, 3}),  # same label names: same index
+        (make_pod("db-b", labels={"app": "db"}), "n3", set()),  # another app's counts
         (make_pod("plain", labels={"tier": "y"}), "n2", set()),  # lacks the selector's label
         (make_pod("elsewhere", namespace="other", labels={"app": "web"}), "n0", set()),
         (make_pod("nozone", labels={"app": "web"}), "n4", set()),
+        (make_pod("web-b", labels={"app": "web"}), "n3", {2, 3}),
     ]
     for pod, node, moved in cases:
         snap = snap.with_pod(pod, node)
-        after = _row_key(snap)
+        after = _row_key(snap, alike)
         assert after.whole == before.whole
         changed = set(np.flatnonzero((after.rows != before.rows).any(axis=1)).tolist())
         assert changed == moved, pod.name
         before = after
-    # Another namespace's pods have indexes of their own.
-    assert _row_key(snap, "other").rows.shape == (5, 0)
+    # Another class asked nothing: its key holds no counts.
+    assert _row_key(snap, {}).rows.shape == (5, 0)
+
+
+def test_asking_new_counts_moves_every_class_s_whole_key() -> None:
+    # A result computed from counts outside its key is never read again under that key.
+    domain_counts.clear()
+    snap = cluster()
+    first: dict[object, object] = {}
+    other: dict[object, object] = {}
+    before = _row_key(snap, other).whole
+    ctx = _context(snap, first)
+    domain_pod_count_batch(ctx, ctx.pod, [NodeView(i) for i in snap.nodes], "zone", {"app": "web"})
+    assert _row_key(snap, other).whole != before
+    # Asked again: nothing moves.
+    again = _row_key(snap, other).whole
+    ctx = _context(snap, first)
+    domain_pod_count_batch(ctx, ctx.pod, [NodeView(i) for i in snap.nodes], "zone", {"app": "web"})
+    assert _row_key(snap, other).whole == again
+
+
+def test_a_pod_without_a_class_is_keyed_apart_every_cycle() -> None:
+    snap = cluster()
+    assert _row_key(snap, None).whole != _row_key(snap, None).whole
 
 
 def test_cached_counts_follow_pods_placed_on_other_nodes_of_the_domain() -> None:
@@ -156,18 +185,21 @@ def test_cached_counts_follow_pods_placed_on_other_nodes_of_the_domain() -> None
     steps=st.lists(
         st.tuples(st.sampled_from(["add", "remove", "other"]), st.integers(0, 4), st.booleans()),
         max_size=12,
-    )
+    ),
+    asked=st.sampled_from(["web", "db"]),
 )
-def test_row_stamps_kept_between_snapshots_equal_stamps_laid_out_afresh(
-    steps: list[tuple[str, int, bool]],
+def test_row_counts_kept_between_snapshots_equal_counts_made_afresh(
+    steps: list[tuple[str, int, bool]], asked: str
 ) -> None:
-    # Each row's stamp is its domain's in the index (the index's base for a domain it never
-    # stamped, -1 without the label), however the table was corrected on the way; a step
-    # from an unrelated snapshot (another lineage) is one the index rebuilds on.
+    # Each row's key is its domain's count of the asked app (-1 without the label), however
+    # the table was corrected on the way; a step from an unrelated snapshot (another
+    # lineage) is one the index rebuilds on.
     domain_counts.clear()
     snap = cluster()
-    ctx = CycleContext(snap, PodView(make_pod("p")))
-    domain_pod_count_batch(ctx, ctx.pod, [NodeView(i) for i in snap.nodes], "zone", {"app": "x"})
+    alike: dict[object, object] = {}
+    ctx = _context(snap, alike)
+    labels = {"app": asked}
+    domain_pod_count_batch(ctx, ctx.pod, [NodeView(i) for i in snap.nodes], "zone", labels)
     placed: list[str] = []
     for index, (kind, row, web) in enumerate(steps):
         if kind == "remove" and placed:
@@ -179,10 +211,10 @@ def test_row_stamps_kept_between_snapshots_equal_stamps_laid_out_afresh(
             pod = make_pod(f"s{index}", labels={"app": "web" if web else "db"})
             snap = snap.with_pod(pod, f"n{row}")
             placed.append(pod.key)
-        rows = _row_key(snap).rows[:, 0]
-        (index_,) = [i for k, i in domain_counts._indexes.items() if k[0] == "zone"]
+        rows = _row_key(snap, alike).rows[:, 0]
+        counts = domain_counts.fresh_counts(snap, "zone", "default", (("app", asked),))
         expected = [
-            -1 if zone is None else index_.stamps.get(zone, index_.base)
+            -1 if zone is None else counts.get(zone, 0)
             for zone in (info.node.labels.get("zone") for info in snap.nodes)
         ]
         assert rows.tolist() == expected

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +24,9 @@ from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import DEFAULT_CONFIG
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib import score_keys
-from tests.model.builders import make_pod
+from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.views import PodView
+from tests.model.builders import make_node, make_pod, snapshot
 from tests.schedlib.batch_strategies import (
     SERVICES,
     assume_and_forget,
@@ -36,6 +40,10 @@ SPREAD = PLUGINS_BY_NAME["PodTopologySpread"]
 AFFINITY = PLUGINS_BY_NAME["InterPodAffinity"]
 
 
+def _context(pod: Any, now: ClusterSnapshot) -> CycleContext:
+    return CycleContext(now, PodView(pod), DEFAULT_CONFIG)
+
+
 def _spread_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any]] | None:
     assert SPREAD.prepare_score is not None and SPREAD.score is not None
     state = SPREAD.prepare_score(pod, now, now.nodes, DEFAULT_CONFIG)
@@ -46,7 +54,7 @@ def _spread_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any]]
         None if info.name in state.ignored else SPREAD.score(state, info) for info in now.nodes
     ]
     pod_key = score_keys.spread_pod_key(state, require_all)
-    return pod_key, score_keys.spread_rows(state, now).rows, scores
+    return pod_key, score_keys.spread_rows(state, _context(pod, now)).rows, scores
 
 
 def _affinity_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any]] | None:
@@ -55,7 +63,11 @@ def _affinity_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any
     if state is None:
         return None
     scores = [AFFINITY.score(state, info) for info in now.nodes]
-    return score_keys.affinity_pod_key(state), score_keys.affinity_rows(state, now).rows, scores
+    return (
+        score_keys.affinity_pod_key(state),
+        score_keys.affinity_rows(state, _context(pod, now)).rows,
+        scores,
+    )
 
 
 def _decided_by_row_keys(
@@ -101,8 +113,56 @@ def test_an_affinity_score_is_decided_by_its_row_key(cluster: Any, data: st.Data
     _decided_by_row_keys(data, cluster, scoring_placement(), lambda now: _affinity_scores(pod, now))
 
 
-def test_the_spread_pod_key_leaves_the_counts_to_the_rows() -> None:
+def test_the_spread_pod_key_leaves_the_counts_and_weights_to_the_rows() -> None:
     a = spread.ScoreState((), "ns", frozenset(), FrozenDict({("zone", "a"): 1}), (1.0,))
     b = spread.ScoreState((), "ns", frozenset(), FrozenDict({("zone", "a"): 9}), (1.0,))
+    c = spread.ScoreState((), "ns", frozenset(), FrozenDict({("zone", "a"): 1}), (2.5,))
     assert score_keys.spread_pod_key(a, True) == score_keys.spread_pod_key(b, True)
+    assert score_keys.spread_pod_key(a, True) == score_keys.spread_pod_key(c, True)
     assert score_keys.spread_pod_key(a, True) != score_keys.spread_pod_key(a, False)
+
+
+def _hostname_pod() -> Any:
+    return make_pod(
+        "p",
+        labels={"app": "web"},
+        spread=[
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("feasible", "moved"),
+    [
+        pytest.param(4, set(), id="same feasible count: no row moves"),
+        # round(3 * log(6)) == round(3 * log(5)) == 5: the weight moved, no score did
+        pytest.param(3, set(), id="one node fewer: no score moves"),
+        # round(3 * log(4)) == 4: only the node holding matching pods scores differently
+        pytest.param(2, {0}, id="two nodes fewer: only the node holding matching pods moves"),
+    ],
+)
+def test_a_hostname_weight_moves_only_the_rows_it_scores_differently(
+    feasible: int, moved: set[int]
+) -> None:
+    # The weight is log(feasible nodes + 2): a pod's own placements under hostname
+    # anti-affinity change it every cycle. A node without matching pods scores maxSkew - 1
+    # whatever the weight; the node holding 3 of them scores round(3 * weight).
+    nodes = [make_node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}"}) for i in range(4)]
+    running = [make_pod(f"w{i}", labels={"app": "web"}, node_name="n0") for i in range(3)]
+    now = snapshot(nodes, running)
+    pod = _hostname_pod()
+    assert SPREAD.prepare_score is not None
+    rows = []
+    for count in (4, feasible):
+        state = SPREAD.prepare_score(pod, now, now.nodes[:count], DEFAULT_CONFIG)
+        rows.append(score_keys.spread_rows(state, _context(pod, now)).rows)
+        assert SPREAD.score is not None
+        scores = [SPREAD.score(state, info) for info in now.nodes]
+        assert rows[-1][:, 0].tolist() == scores  # the row key is the raw score itself
+    assert set(np.flatnonzero((rows[0] != rows[1]).any(axis=1)).tolist()) == moved

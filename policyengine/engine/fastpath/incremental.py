@@ -199,6 +199,13 @@ def limit(frame: Frame) -> int:
 FEW = 32
 
 
+def score_limit(frame: Frame) -> int:
+    """The feasible rows a score rule's row keys may drop before it is brought up to date
+    over every feasible row instead (a zone's count moving drops a fifth of a five-zone
+    cluster: re-scored incrementally, the other rules keep their normalisation)."""
+    return max(frame.size // 2, FEW)
+
+
 def same_columns(kept: Sequence[Column], columns: Sequence[Column]) -> bool:
     return len(kept) == len(columns) and all(a is b for a, b in zip(kept, columns, strict=True))
 
@@ -316,11 +323,12 @@ def score_rows(
     stats = list(state.stats)
     touched = [moved] if len(moved) else []
     whole = False
-    most = limit(frame)
+    most = score_limit(frame)
     for index, (plan, column) in enumerate(zip(plans, columns, strict=True)):
         kind = plan.rule.normalize or "none"
         drops, stable = _followed(plan, column, state, index, context)
-        if drops is None or len(drops) > most:
+        extra = drops if drops is None or not len(drops) else drops[feasible[drops]]
+        if extra is None or len(extra) > most:
             # Up to date over every feasible row, as the full pass brings it.
             try:
                 stable = prepare(plan, column, context)
@@ -340,11 +348,9 @@ def score_rows(
             continue
         mine = live
         checked = at_live
-        if len(drops):
-            extra = drops[feasible[drops]]
-            if len(extra):
-                mine = np.union1d(live, extra)
-                checked = Rows(mine, frame)
+        if len(extra):
+            mine = np.union1d(live, extra)
+            checked = Rows(mine, frame)
         renewed = mine[:0]
         if len(mine):
             found_ids = column.oids[mine] if stable else column.ids[mine]

@@ -150,22 +150,42 @@ def _kept_normalised(column: ScoreColumn, kind: str, facts: Stats) -> np.ndarray
         kept is not None
         and kept[2] == column.stamp
         and kept[0] == kind
-        and (kept[1] is facts or (kept[1] == facts and repr(kept[1]) == repr(facts)))
+        and _same_facts(kept[1], facts)
     ):
         return kept[3]
     return None
 
 
+def _same_facts(kept: Stats, facts: Stats) -> bool:
+    """Equal facts (``repr`` too: 0.0 and -0.0, an int and its float, normalise apart)."""
+    return kept is facts or (kept == facts and repr(kept) == repr(facts))
+
+
 def normalised_whole(column: ScoreColumn, kind: str, facts: Stats) -> np.ndarray:
     """``apply_stats`` over every row of ``column`` (rows outside the feasible set may hold
-    anything: the caller reads the feasible ones), kept on the column until its next store."""
-    kept = _kept_normalised(column, kind, facts)
-    if kept is not None:
-        return kept
+    anything: the caller reads the feasible ones), kept on the column: after a store of a few
+    rows under the same facts, only those rows are normalised again (the kept array is read
+    by the caller alone, never handed out)."""
+    kept = column.normalised
+    if kept is not None and kept[0] == kind and _same_facts(kept[1], facts):
+        if kept[2] == column.stamp:
+            return kept[3]
+        rows = np.flatnonzero(column.stamps > kept[2])
+        if len(rows) <= len(column.values) // _PATCHED:
+            whole = kept[3]
+            with np.errstate(all="ignore"):
+                whole[rows] = apply_stats(kind, column.values[rows], column.scored[rows], facts)
+            column.normalised = (kind, facts, column.stamp, whole)
+            return whole
     with np.errstate(all="ignore"):
         whole = apply_stats(kind, column.values, column.scored, facts)
     column.normalised = (kind, facts, column.stamp, whole)
     return whole
+
+
+# A kept normalisation is patched at the rows stored since while they are at most this
+# fraction of the column (1/4); beyond, normalising every row costs about the same.
+_PATCHED = 4
 
 
 class Normalisers(Sequence[Callable[[np.ndarray], np.ndarray]]):
