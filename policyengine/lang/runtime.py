@@ -1,7 +1,7 @@
 """What a compiled rule needs at evaluation time, and what it hands back.
 
-The planner turns expressions into closures over an ``Env``; this module defines that
-environment, the error a closure raises when a value does not fit (``EvalError``), and the
+The planner turns expressions into closures over an ``Env`` (``Closure``); this module defines
+that environment, the error a closure raises when a value does not fit (``EvalError``), and the
 verdicts a rule returns (``FilterVerdict``, ``ScoreValue``). A runtime error never escapes a
 rule: the rule evaluators (``evaluators``) catch it and turn it into a ``RuleError`` inside the
 verdict, so one bad node or one buggy domain function cannot take a scheduling cycle down.

@@ -24,21 +24,23 @@ int       ``int``
 float     ``float``
 quantity  ``fractions.Fraction`` (``16Gi``, ``500m``: exact, parsed by ``quantity``)
 string    ``str``
-list      ``list``, or a ``tuple`` a domain function returns
-set       ``frozenset`` (``set`` from a domain function)
-map       ``dict``, or any ``Mapping`` a getter or a domain function returns
-record    any object the schema's field getters read (a pod, a node, a taint...)
+list      ``list`` (a ``tuple`` reads as one too)
+set       ``frozenset`` (a ``set`` reads as one too)
+map       ``dict``, or any other ``Mapping`` a getter or a domain function returns
+record    any other object: what the schema's field getters read (a pod's or a node's
+          view, a taint, a toleration...)
 ========  ==============================================================================
 
 ``runtime.type_name`` and ``runtime.format_value`` name and print exactly these.
 
 Records make the set open-ended: honestly written, the union is ``object``. It is ``Any``
-instead because the language's checker, not mypy, proves what each value is before a closure
-runs (``a + b`` is planned only once both sides are known to be numbers); typed ``object``,
-every operation on a value would need a cast or an ``isinstance`` check in the scheduler's hot
-path to tell mypy what the checker already knows. The alias says "a language value" where a
-bare ``Any`` said nothing; what stays a bare ``Any`` means something else (a lark token, a
-JSON document, the engine's evaluation context).
+instead because the language's checker, not mypy, tells what each value is: a closure is
+planned for the types the checker proved, and one that meets a value it cannot use raises
+``EvalError``. Typed ``object``, every operation a closure does on a value would need a cast
+or an ``isinstance`` check in the scheduler's hot path to tell mypy what the checker already
+knows. So the alias says "a language value" where a bare ``Any`` said nothing; what stays a
+bare ``Any`` means something else (a lark token, a JSON document, the engine's evaluation
+context, a plugin's state).
 """
 
 Column: TypeAlias = Sequence[Value]

@@ -25,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from policyengine.lang.evaluators import NodeBatch
+from policyengine.lang.evaluators import BatchBody, NodeBatch
 from policyengine.lang.runtime import Closure, format_value
 from policyengine.lang.values import Column, Value
 
-Vec = Callable[[NodeBatch], Column]
+# A columnar form is a batched body: one value per node of the batch, in one call.
+Vec = BatchBody
 
 
 class Side:
