@@ -21,6 +21,7 @@ from policyengine.lang import nodes as n
 from policyengine.lang.checker import CheckResult, check
 from policyengine.lang.cost import RuleCost
 from policyengine.lang.evaluators import (
+    BatchBody,
     NodeBatch,
     ScoreArrays,
     filter_batch_evaluator,
@@ -33,9 +34,10 @@ from policyengine.lang.evaluators import (
 from policyengine.lang.link import Linked, LinkedPolicy, LinkedRule, link
 from policyengine.lang.loader import RecordedSources, Unit, load, load_texts
 from policyengine.lang.planner import PLAN_ERROR, Plan, PlanError, Planner, batch_form
-from policyengine.lang.runtime import Env, FilterVerdict, ScoreValue
+from policyengine.lang.runtime import Closure, Env, FilterVerdict, ScoreValue
 from policyengine.lang.schema import Schema
 from policyengine.lang.types import BOOL, ListType, non_null
+from policyengine.lang.values import Value
 
 DEFAULT_PROFILE = "policyengine"
 DEFAULT_NORMALIZE = "none"
@@ -87,7 +89,7 @@ class CompiledRule:
     # The owner's lets that vary with the pod alone, by name: each evaluates its let on an
     # ``Env`` holding the pod (caches key results by a let's value instead of by what it
     # reads: ``engine.fastpath.sharekeys``).
-    lets: Mapping[str, Callable[[Env], Any]] = field(default_factory=dict, repr=False)
+    lets: Mapping[str, Closure] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,10 +125,10 @@ class CompiledSelect:
     evaluator."""
 
     mode: str
-    key: Callable[[Env], Any] = field(repr=False)
+    key: Closure = field(repr=False)
     source: n.Select = field(repr=False)
     # The key over a ``NodeBatch`` of the tied nodes at once, when it has such a form.
-    many: Callable[[Any], Any] | None = field(default=None, repr=False)
+    many: BatchBody | None = field(default=None, repr=False)
     # The key is ``node.name`` itself: node names are unique, so the winner is the first or
     # last tied node in name order, with no key to evaluate.
     by_name: bool = False
@@ -138,7 +140,7 @@ class CompiledDevice:
     ``least_fragmentation`` weighs; None for the modes that weigh none."""
 
     mode: str
-    shapes: Callable[[Env], Any] | None = field(default=None, repr=False)
+    shapes: Closure | None = field(default=None, repr=False)
     source: n.Device | None = field(default=None, repr=False)
 
 
@@ -189,7 +191,9 @@ class Program:
     def policy(self, name: str) -> CompiledPolicy | None:
         return next((p for p in self.policies if p.name == name), None)
 
-    def env(self, roots: Mapping[str, Any] | None = None, context: Any = None, **named: Any) -> Env:
+    def env(
+        self, roots: Mapping[str, Value] | None = None, context: Any = None, **named: Value
+    ) -> Env:
         """An ``Env`` for this program's rules (the same as ``Env({**roots, **named}, context)``)."""
         return Env({**(roots or {}), **named}, context)
 
@@ -314,7 +318,7 @@ class _ProgramBuilder:
         self.problems: list[Diagnostic] = []
         # A library rule used by several policies is planned once.
         self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any, Any, Any]] = {}
-        self._lets: dict[int, Mapping[str, Callable[[Env], Any]]] = {}
+        self._lets: dict[int, Mapping[str, Closure]] = {}
 
     def build(self) -> Program:
         policies = []
@@ -455,13 +459,13 @@ class _ProgramBuilder:
             lets=self._pod_lets(linked.owner),
         )
 
-    def _pod_lets(self, owner: n.Policy | None) -> Mapping[str, Callable[[Env], Any]]:
+    def _pod_lets(self, owner: n.Policy | None) -> Mapping[str, Closure]:
         """``CompiledRule.lets`` of the rules of ``owner``, made once per owner."""
         if owner is None:
             return MappingProxyType({})
         found = self._lets.get(id(owner))
         if found is None:
-            lets: dict[str, Callable[[Env], Any]] = {}
+            lets: dict[str, Closure] = {}
             for decl in owner.lets:
                 try:
                     plan = self.planner.let_plan(owner, decl.name)
@@ -622,7 +626,7 @@ class _ProgramBuilder:
         return profiles
 
 
-def _guard_fn(guard: Plan | None) -> Callable[[Env], Any] | None:
+def _guard_fn(guard: Plan | None) -> Closure | None:
     if guard is None or (guard.const and guard.value is True):
         return None
     return guard.fn

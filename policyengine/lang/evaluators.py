@@ -24,6 +24,7 @@ from policyengine.lang.runtime import (
     NOT_SCORED,
     PASSED,
     ROOTS,
+    Closure,
     Env,
     EvalError,
     FilterVerdict,
@@ -33,10 +34,9 @@ from policyengine.lang.runtime import (
     format_value,
     type_name,
 )
+from policyengine.lang.values import Column, Value
 
 # --- rule evaluators -----------------------------------------------------------------------
-
-Evaluator = Callable[[Env], Any]
 
 
 def _failure(rule: str, error: EvalError) -> RuleError:
@@ -51,10 +51,10 @@ def _internal(span: Span, error: Exception) -> EvalError:
 def filter_evaluator(
     rule: str,
     span: Span,
-    guard: Evaluator | None,
-    body: Evaluator,
+    guard: Closure | None,
+    body: Closure,
     body_kind: str,
-    reason: Evaluator | None,
+    reason: Closure | None,
     constant_reason: str | None,
 ) -> Callable[[Env], FilterVerdict]:
     """The ``filter(env)`` of one rule.
@@ -75,7 +75,7 @@ def filter_evaluator(
         assert reason is not None
         return FilterVerdict(False, (reason(env),))
 
-    def from_value(value: Any, env: Env) -> FilterVerdict:
+    def from_value(value: Value, env: Env) -> FilterVerdict:
         if value is True:
             return PASSED
         if value is False:
@@ -135,7 +135,7 @@ def filter_evaluator(
     return evaluate
 
 
-def _score_of(rule: str, span: Span, value: Any) -> ScoreValue:
+def _score_of(rule: str, span: Span, value: Value) -> ScoreValue:
     """A score body's value as the rule's ``ScoreValue`` (shared by the single and batch paths)."""
     try:
         if value is None:
@@ -156,7 +156,7 @@ def _score_of(rule: str, span: Span, value: Any) -> ScoreValue:
 
 
 def score_evaluator(
-    rule: str, span: Span, guard: Evaluator | None, body: Evaluator
+    rule: str, span: Span, guard: Closure | None, body: Closure
 ) -> Callable[[Env], ScoreValue]:
     """The ``score(env)`` of one rule: a float, None when the guard or a null body excludes
     the node (it is then not scored by this rule, as kube-scheduler's PreScore Skip does)."""
@@ -175,7 +175,7 @@ def score_evaluator(
     return evaluate
 
 
-def match_evaluator(expr: Evaluator | None) -> Callable[[Env], bool]:
+def match_evaluator(expr: Closure | None) -> Callable[[Env], bool]:
     """A policy's ``match``: true for every pod when absent; a runtime error means no match."""
     if expr is None:
         return lambda env: True
@@ -204,7 +204,7 @@ class NodeBatch:
 
     __slots__ = ("_columns", "_envs", "_rows", "_selected", "_taken", "env", "size")
 
-    def __init__(self, env: Env, columns: Mapping[str, Sequence[Any]]):
+    def __init__(self, env: Env, columns: Mapping[str, Column]):
         self.env = env
         self._columns = {name: values for name, values in columns.items()}
         size = len(next(iter(columns.values()))) if columns else 0
@@ -212,7 +212,7 @@ class NodeBatch:
         # By row, made when first asked (most cycles of a class ask a few rows of thousands).
         self._envs: dict[int, Env] = {}
         self._rows: Sequence[int] | None = None
-        self._selected: dict[int, Sequence[Any]] = {}
+        self._selected: dict[int, Column] = {}
         self._taken: tuple[list[int], NodeBatch] | None = None
 
     def take(self, rows: Sequence[int]) -> NodeBatch:
@@ -234,7 +234,7 @@ class NodeBatch:
             self._taken = (list(rows), batch)  # a copy: the caller's list may change
         return batch
 
-    def column(self, slot: int) -> Sequence[Any] | None:
+    def column(self, slot: int) -> Column | None:
         """The values of the root in ``slot`` for the nodes of this batch (None: not a column)."""
         selected = self._selected.get(slot)
         if selected is not None:
@@ -260,7 +260,7 @@ class NodeBatch:
 _new_batch = object.__new__
 
 
-def _pick(values: Sequence[Any], rows: Sequence[int]) -> list[Any]:
+def _pick(values: Column, rows: Sequence[int]) -> list[Value]:
     """``[values[r] for r in rows]``, at C speed. A column that is not a list may offer
     ``pick(rows)`` (the engine's frames share their rows between cycles: ``SharedList``)."""
     if type(values) is not list:
@@ -274,7 +274,7 @@ def _pick(values: Sequence[Any], rows: Sequence[int]) -> list[Any]:
 
 # A batched body: every node's value in one call; raises when the batch cannot be evaluated
 # that way (the rule then falls back to its single-node evaluator, which reports errors).
-BatchBody = Callable[[NodeBatch], Sequence[Any]]
+BatchBody = Callable[[NodeBatch], Column]
 
 
 def filter_batch_evaluator(
@@ -282,10 +282,10 @@ def filter_batch_evaluator(
     span: Span,
     single: Callable[[Env], FilterVerdict],
     per_node: bool,
-    guard: Evaluator | None,
+    guard: Closure | None,
     guard_per_node: bool,
     body: BatchBody | None,
-    reason: Evaluator | None,
+    reason: Closure | None,
     constant_reason: str | None,
     guard_body: BatchBody | None = None,
     reason_body: BatchBody | None = None,
@@ -315,7 +315,7 @@ def filter_batch_evaluator(
     if body is None or (guard_per_node and guard_body is None):
         return one_by_one
 
-    def settle(value: Any, batch: NodeBatch, position: int) -> FilterVerdict:
+    def settle(value: Value, batch: NodeBatch, position: int) -> FilterVerdict:
         # The single evaluator's reading of a body value, for one node of the batch.
         try:
             if value is True:
@@ -350,7 +350,7 @@ def filter_batch_evaluator(
             return one_by_one(batch)
         return read(values, batch)
 
-    def read(values: Sequence[Any], batch: NodeBatch) -> list[FilterVerdict]:
+    def read(values: Column, batch: NodeBatch) -> list[FilterVerdict]:
         # Builtins give thousands of nodes the same (shared) value: each distinct object is
         # read once, and one verdict serves every node with equal reasons.
         ids = list(map(id, values))
@@ -386,8 +386,8 @@ def filter_batch_evaluator(
 
 
 def _guarded_values(
-    body: BatchBody, guard: Evaluator | None, guard_body: BatchBody | None, batch: NodeBatch
-) -> tuple[list[int] | None, Sequence[Any]]:
+    body: BatchBody, guard: Closure | None, guard_body: BatchBody | None, batch: NodeBatch
+) -> tuple[list[int] | None, Column]:
     """A score body's values over the nodes its guard admits, and those nodes' positions
     (None: every node); raises when the batch cannot be evaluated."""
     rows: list[int] | None = None
@@ -410,10 +410,10 @@ def _guarded_values(
 
 def _score_many(
     body: BatchBody,
-    guard: Evaluator | None,
+    guard: Closure | None,
     guard_body: BatchBody | None,
     one_by_one: Callable[[NodeBatch], list[Any]],
-    convert: Callable[[Sequence[Any], NodeBatch], list[Any]],
+    convert: Callable[[Column, NodeBatch], list[Any]],
     unscored: Any = NOT_SCORED,
 ) -> Callable[[NodeBatch], list[Any]]:
     """``score_many`` (or ``score_numbers``) over the batch: ``convert`` reads the body's
@@ -442,7 +442,7 @@ class _NotPlain(Exception):
 
 def score_numbers_evaluator(
     per_node: bool,
-    guard: Evaluator | None,
+    guard: Closure | None,
     guard_per_node: bool,
     body: BatchBody | None,
     guard_body: BatchBody | None = None,
@@ -481,7 +481,7 @@ _ARRAY_KINDS = frozenset({"int", "quantity", "float"})  # ``vector.Numbers.kind`
 ScoreArrays = tuple[np.ndarray, np.ndarray]
 
 
-def _plain_numbers(values: Sequence[Any]) -> ScoreArrays:
+def _plain_numbers(values: Column) -> ScoreArrays:
     """``values`` as ``ScoreArrays``; raises ``_NotPlain`` for a value that is no finite
     number or null (and OverflowError for one no float holds)."""
     held = getattr(values, "array", None)  # a ``vector.Numbers`` (which imports this module)
@@ -510,7 +510,7 @@ def _plain_numbers(values: Sequence[Any]) -> ScoreArrays:
 
 def _reasons_at(
     pending: list[int],
-    values: Sequence[Any],
+    values: Column,
     batch: NodeBatch,
     reason_body: BatchBody,
     out: list[FilterVerdict | None],
@@ -568,7 +568,7 @@ def _scores_of_array(rule: str, span: Span, array: Any) -> list[ScoreValue] | No
 
 
 def _shared_verdict(
-    value: Any, rejected: FilterVerdict | None, made: dict[tuple[Any, ...], FilterVerdict]
+    value: Value, rejected: FilterVerdict | None, made: dict[tuple[Any, ...], FilterVerdict]
 ) -> FilterVerdict | None:
     """The verdict of a body value that does not depend on which node gave it; None when the
     node must be consulted (a reason that reads it, or a value only ``settle`` reads)."""
@@ -595,7 +595,7 @@ def score_batch_evaluator(
     span: Span,
     single: Callable[[Env], ScoreValue],
     per_node: bool,
-    guard: Evaluator | None,
+    guard: Closure | None,
     guard_per_node: bool,
     body: BatchBody | None,
     guard_body: BatchBody | None = None,
@@ -616,7 +616,7 @@ def score_batch_evaluator(
     if body is None or (guard_per_node and guard_body is None):
         return one_by_one
 
-    def convert(values: Sequence[Any], batch: NodeBatch) -> list[ScoreValue]:
+    def convert(values: Column, batch: NodeBatch) -> list[ScoreValue]:
         array = getattr(values, "array", None)
         if (
             array is not None
@@ -630,7 +630,7 @@ def score_batch_evaluator(
             # Scores repeat a lot (0–100, null): one ScoreValue per distinct value.
             by_value = {value: _score_of(rule, span, value) for value in set(values)}
             return list(map(by_value.__getitem__, values))
-        cache: dict[Any, ScoreValue] = {}
+        cache: dict[Value, ScoreValue] = {}
         out = []
         for value in values:
             # Scores repeat a lot (0–100); the same value reads as the same ScoreValue.

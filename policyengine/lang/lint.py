@@ -48,6 +48,7 @@ from policyengine.lang.loader import Unit
 from policyengine.lang.schema import Schema
 from policyengine.lang.suppress import apply_suppressions
 from policyengine.lang.types import QUANTITY, MapType, Type, non_null
+from policyengine.lang.values import Value
 
 # --- the code table ------------------------------------------------------------------------
 
@@ -368,7 +369,7 @@ _ORDERING = {
 }
 
 
-def fold(expr: n.Expr) -> Any:
+def fold(expr: n.Expr) -> Value:
     """The value of ``expr`` when it is a constant, else ``UNKNOWN``.
 
     Only literals and what is built from them fold: ``let`` names do not, since a named
@@ -396,7 +397,7 @@ def fold(expr: n.Expr) -> Any:
     return UNKNOWN
 
 
-def _fold_binary(expr: n.Binary) -> Any:
+def _fold_binary(expr: n.Binary) -> Value:
     left, right = fold(expr.left), fold(expr.right)
     op = expr.op
     if op in ("and", "or"):

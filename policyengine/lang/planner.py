@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import repeat
@@ -29,7 +29,7 @@ from policyengine.diagnostics import Diagnostic, Severity, Span
 from policyengine.lang import nodes as n
 from policyengine.lang import vector
 from policyengine.lang.evaluators import BatchBody, NodeBatch
-from policyengine.lang.runtime import ROOTS, Env, EvalError, format_value, type_name
+from policyengine.lang.runtime import ROOTS, Closure, Env, EvalError, format_value, type_name
 from policyengine.lang.schema import Function, Schema
 from policyengine.lang.types import (
     BOOL,
@@ -48,9 +48,8 @@ from policyengine.lang.types import (
     join,
     non_null,
 )
+from policyengine.lang.values import Column, Value
 from policyengine.quantity import QuantityError, parse_quantity
-
-Evaluator = Callable[[Env], Any]
 
 # The code of every diagnostic the planner itself raises. The checker catches these problems
 # first; the planner reports them only when it runs on an unchecked tree.
@@ -65,18 +64,18 @@ class Plan:
     carry their ``value`` (and a closure returning it). ``root`` is the slot of a bare root.
     """
 
-    fn: Evaluator
+    fn: Closure
     type: Type
     per_node: bool
     const: bool = False
-    value: Any = None
+    value: Value = None
     root: int | None = None
     # The whole-``NodeBatch`` form of a plan that varies per node, when it has one (a domain
     # call with a batch form, or an expression over such values: ``lang.vector``).
     batch: BatchBody | None = None
     # A domain call whose function tells when it does nothing (``Function.idle``), its
     # arguments bare roots: true when the call gives its empty value at every node.
-    idle: Evaluator | None = None
+    idle: Closure | None = None
 
 
 def _side(plan: Plan) -> vector.Side | None:
@@ -108,7 +107,7 @@ def batch_form(plan: Plan) -> BatchBody | None:
     return plan.batch
 
 
-def _each(plan: Plan, op: Callable[[Any], Any]) -> BatchBody | None:
+def _each(plan: Plan, op: Callable[[Value], Value]) -> BatchBody | None:
     if not plan.per_node or plan.batch is None:
         return None
     return vector.each(plan.batch, op)
@@ -134,7 +133,7 @@ class _Scope:
     locals: Mapping[str, _Local]
 
 
-def _const(value: Any, type_: Type) -> Plan:
+def _const(value: Value, type_: Type) -> Plan:
     return Plan(lambda env: value, type_, False, True, value)
 
 
@@ -160,7 +159,7 @@ def _describe(expr: n.Expr) -> str:
 # --- operators -----------------------------------------------------------------------------
 
 
-def _divide(a: Any, b: Any) -> Any:
+def _divide(a: Value, b: Value) -> Value:
     # A quantity divided by a count stays exact (half of 3 CPUs is 1500m); any other division
     # is a ratio, which the language calls float.
     if type(b) is int and type(a) is Fraction:
@@ -169,7 +168,7 @@ def _divide(a: Any, b: Any) -> Any:
     return float(result) if type(result) is Fraction else result
 
 
-_ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
+_ARITHMETIC: dict[str, Callable[[Value, Value], Value]] = {
     "+": operator.add,
     "-": operator.sub,
     "*": operator.mul,
@@ -184,7 +183,7 @@ _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _binary_error(span: Span, symbol: str, a: Any, b: Any, error: Exception) -> EvalError:
+def _binary_error(span: Span, symbol: str, a: Value, b: Value, error: Exception) -> EvalError:
     if isinstance(error, ZeroDivisionError):
         return EvalError(span, "modulo by zero" if symbol == "%" else "division by zero")
     if isinstance(error, TypeError):
@@ -196,13 +195,13 @@ def _binary_error(span: Span, symbol: str, a: Any, b: Any, error: Exception) -> 
     return EvalError(span, f"'{symbol}' failed: {error}")
 
 
-def _checked_binary(symbol: str, span: Span, left: Plan, right: Plan) -> Evaluator:
+def _checked_binary(symbol: str, span: Span, left: Plan, right: Plan) -> Closure:
     op = _ARITHMETIC[symbol]
     lf, rf = left.fn, right.fn
     if right.const:
         b = right.value
 
-        def right_const(env: Env) -> Any:
+        def right_const(env: Env) -> Value:
             a = lf(env)
             try:
                 return op(a, b)
@@ -213,7 +212,7 @@ def _checked_binary(symbol: str, span: Span, left: Plan, right: Plan) -> Evaluat
     if left.const:
         a = left.value
 
-        def left_const(env: Env) -> Any:
+        def left_const(env: Env) -> Value:
             b = rf(env)
             try:
                 return op(a, b)
@@ -222,7 +221,7 @@ def _checked_binary(symbol: str, span: Span, left: Plan, right: Plan) -> Evaluat
 
         return left_const
 
-    def both(env: Env) -> Any:
+    def both(env: Env) -> Value:
         a = lf(env)
         b = rf(env)
         try:
@@ -254,13 +253,13 @@ def _arithmetic_type(symbol: str, lt: Type, rt: Type) -> Type:
 # --- indexing ------------------------------------------------------------------------------
 
 
-def _list_at(items: Any, position: Any) -> Any:
+def _list_at(items: Value, position: Value) -> Value:
     if type(position) is not int:
         raise TypeError("list index")
     return items[position] if 0 <= position < len(items) else None
 
 
-def _index_any(obj: Any, key: Any) -> Any:
+def _index_any(obj: Value, key: Value) -> Value:
     if isinstance(obj, Mapping):
         return obj.get(key)
     if isinstance(obj, list | tuple | str):
@@ -268,7 +267,7 @@ def _index_any(obj: Any, key: Any) -> Any:
     raise TypeError("not indexable")
 
 
-def _index_error(span: Span, obj: Any, key: Any, error: Exception) -> EvalError:
+def _index_error(span: Span, obj: Value, key: Value, error: Exception) -> EvalError:
     if obj is None:
         return EvalError(span, "cannot index null")
     if isinstance(obj, Mapping):
@@ -284,7 +283,7 @@ _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
-def _to_int(value: Any) -> int | None:
+def _to_int(value: Value) -> int | None:
     if type(value) is str:
         text = value.strip()
         return int(text) if _INT_TEXT.fullmatch(text) else None
@@ -293,7 +292,7 @@ def _to_int(value: Any) -> int | None:
     return int(value)
 
 
-def _to_float(value: Any) -> float | None:
+def _to_float(value: Value) -> float | None:
     if type(value) is str:
         text = value.strip()
         return float(text) if _FLOAT_TEXT.fullmatch(text) else None
@@ -302,7 +301,7 @@ def _to_float(value: Any) -> float | None:
     return float(value)
 
 
-def _to_quantity(value: Any) -> Fraction | None:
+def _to_quantity(value: Value) -> Fraction | None:
     if type(value) is Fraction or value is None:
         return value
     try:
@@ -313,15 +312,15 @@ def _to_quantity(value: Any) -> Fraction | None:
         raise TypeError(f"cannot make a quantity of a {type_name(value)}") from None
 
 
-def _count(items: Any) -> int:
+def _count(items: Value) -> int:
     return sum(1 for item in items if item)
 
 
-def _least(items: Any) -> Any:
+def _least(items: Value) -> Value:
     return min(items, default=None)
 
 
-def _greatest(items: Any) -> Any:
+def _greatest(items: Value) -> Value:
     return max(items, default=None)
 
 
@@ -329,7 +328,7 @@ def _greatest(items: Any) -> Any:
 _EARLY_EXIT = frozenset({"any", "all", "count"})
 
 # name → implementation over one evaluated argument
-_UNARY_BUILTINS: dict[str, Callable[[Any], Any]] = {
+_UNARY_BUILTINS: dict[str, Callable[[Value], Value]] = {
     "len": len,
     "any": any,
     "all": all,
@@ -382,7 +381,7 @@ def _builtin_type(name: str, args: list[Plan]) -> Type:
 
 # --- methods -------------------------------------------------------------------------------
 
-_STRING_METHODS: dict[str, tuple[tuple[int, ...], Callable[..., Any], Type]] = {
+_STRING_METHODS: dict[str, tuple[tuple[int, ...], Callable[..., Value], Type]] = {
     "startswith": ((1,), str.startswith, BOOL),
     "endswith": ((1,), str.endswith, BOOL),
     "contains": ((1,), lambda s, part: part in s, BOOL),
@@ -391,7 +390,7 @@ _STRING_METHODS: dict[str, tuple[tuple[int, ...], Callable[..., Any], Type]] = {
     "upper": ((0,), str.upper, STRING),
     "trim": ((0,), str.strip, STRING),
 }
-_MAP_METHODS: dict[str, Callable[[Any], Any]] = {
+_MAP_METHODS: dict[str, Callable[[Value], Value]] = {
     "keys": lambda m: list(m.keys()),
     "values": lambda m: list(m.values()),
 }
@@ -544,7 +543,7 @@ class Planner:
         compute = inner.fn
         if inner.per_node:
 
-            def per_node_let(env: Env) -> Any:
+            def per_node_let(env: Env) -> Value:
                 memo = env.memo
                 try:
                     return memo[slot]
@@ -554,7 +553,7 @@ class Planner:
 
             return Plan(per_node_let, inner.type, True, batch=inner.batch)
 
-        def per_pod_let(env: Env) -> Any:
+        def per_pod_let(env: Env) -> Value:
             shared = env.shared
             try:
                 return shared[slot]
@@ -586,7 +585,7 @@ class Planner:
         def missing() -> str:  # spelled only when it happens: most plans never fail
             return f"{_describe(expr)} is null, but it is declared {field_type}"
 
-        def failure(value: Any, error: Exception) -> EvalError:
+        def failure(value: Value, error: Exception) -> EvalError:
             if value is None:
                 return EvalError(span, f"cannot read .{name} of null")
             return EvalError(span, f"reading .{name} failed: {type(error).__name__}: {error}")
@@ -594,7 +593,7 @@ class Planner:
         if obj.root is not None:
             index = obj.root
 
-            def root_attribute(env: Env) -> Any:
+            def root_attribute(env: Env) -> Value:
                 value = env.values[index]
                 try:
                     result = getter(value)
@@ -614,7 +613,7 @@ class Planner:
             )
         of = obj.fn
 
-        def attribute(env: Env) -> Any:
+        def attribute(env: Env) -> Value:
             value = of(env)
             try:
                 result = getter(value)
@@ -640,29 +639,29 @@ class Planner:
         span = expr.span
         of, kf = obj.fn, key.fn
         result_type: Type
-        lookup: Callable[[Any, Any], Any]
+        lookup: Callable[[Value, Value], Value]
         if isinstance(container, MapType):
             # A total map (resources) reads its default for a missing key; others read null.
             missing = container.default
 
-            def lookup(o: Any, k: Any, missing: Any = missing) -> Any:
+            def lookup(o: Value, k: Value, missing: Value = missing) -> Value:
                 return o.get(k, missing)
 
             result_type = container.value if missing is not None else Nullable(container.value)
             if key.const:
                 k = key.value
 
-                def map_get_const(env: Env) -> Any:
+                def map_get_const(env: Env) -> Value:
                     o = of(env)
                     try:
                         return o.get(k, missing)
                     except Exception as error:
                         raise _index_error(span, o, k, error) from None
 
-                fn: Evaluator = map_get_const
+                fn: Closure = map_get_const
             else:
 
-                def map_get(env: Env) -> Any:
+                def map_get(env: Env) -> Value:
                     o = of(env)
                     k = kf(env)
                     try:
@@ -676,7 +675,7 @@ class Planner:
             lookup = at
             result_type = Nullable(container.element) if isinstance(container, ListType) else DYN
 
-            def index(env: Env) -> Any:
+            def index(env: Env) -> Value:
                 o = of(env)
                 k = kf(env)
                 try:
@@ -729,7 +728,7 @@ class Planner:
             pick = min if name == "min" else max
             fns = tuple(arg.fn for arg in args)
 
-            def several(env: Env) -> Any:
+            def several(env: Env) -> Value:
                 values = [f(env) for f in fns]
                 try:
                     return pick(values)
@@ -745,7 +744,7 @@ class Planner:
         else:
             column = _each(args[0], impl)
 
-        def builtin(env: Env) -> Any:
+        def builtin(env: Env) -> Value:
             value = af(env)
             try:
                 return impl(value)
@@ -812,7 +811,7 @@ class Planner:
         fns = tuple(arg.fn for arg in args)
         with_context = function.needs_context
 
-        def call(env: Env) -> Any:
+        def call(env: Env) -> Value:
             values = [f(env) for f in fns]
             try:
                 result = impl(env.context, *values) if with_context else impl(*values)
@@ -826,7 +825,7 @@ class Planner:
         if len(fns) == 2 and not with_context:
             f0, f1 = fns
 
-            def call2(env: Env) -> Any:
+            def call2(env: Env) -> Value:
                 a, b = f0(env), f1(env)
                 try:
                     result = impl(a, b)
@@ -842,7 +841,7 @@ class Planner:
         elif len(fns) == 1:
             f0 = fns[0]
 
-            def call1(env: Env) -> Any:
+            def call1(env: Env) -> Value:
                 a = f0(env)
                 try:
                     result = impl(env.context, a) if with_context else impl(a)
@@ -882,7 +881,7 @@ class Planner:
             if isinstance(container, MapType):
                 result_type = ListType(container.key if name == "keys" else container.value)
 
-            def map_method(env: Env) -> Any:
+            def map_method(env: Env) -> Value:
                 o = of(env)
                 try:
                     return impl(o)
@@ -903,7 +902,7 @@ class Planner:
             )
         per_node = obj.per_node or any(arg.per_node for arg in args)
 
-        def failure(o: Any, values: list[Any], error: Exception) -> EvalError:
+        def failure(o: Value, values: list[Value], error: Exception) -> EvalError:
             if type(o) is not str:
                 return EvalError(span, f"cannot call {name}() on a {type_name(o)}")
             kinds = ", ".join(type_name(v) for v in values)
@@ -911,7 +910,7 @@ class Planner:
 
         if not args:
 
-            def method0(env: Env) -> Any:
+            def method0(env: Env) -> Value:
                 o = of(env)
                 try:
                     return impl(o)
@@ -923,7 +922,7 @@ class Planner:
         if args[0].const:
             a = args[0].value
 
-            def method_const(env: Env) -> Any:
+            def method_const(env: Env) -> Value:
                 o = of(env)
                 try:
                     return impl(o, a)
@@ -935,7 +934,7 @@ class Planner:
                 Plan(method_const, result_type, per_node, batch=_each(obj, with_arg)), obj
             )
 
-        def method1(env: Env) -> Any:
+        def method1(env: Env) -> Value:
             o = of(env)
             a = af(env)
             try:
@@ -979,7 +978,7 @@ class Planner:
             except TypeError:
                 raise EvalError(span, f"cannot call matches() on a {type_name(o)}") from None
 
-        def found(o: Any) -> bool:
+        def found(o: Value) -> bool:
             return search(o) is not None
 
         return self._fold(Plan(matches, BOOL, obj.per_node, batch=_each(obj, found)), obj)
@@ -1000,7 +999,7 @@ class Planner:
                 operand,
             )
 
-        def negate(env: Env) -> Any:
+        def negate(env: Env) -> Value:
             value = f(env)
             try:
                 return -value
@@ -1047,7 +1046,7 @@ class Planner:
             if right.const:
                 default = right.value
 
-                def coalesce_const(env: Env) -> Any:
+                def coalesce_const(env: Env) -> Value:
                     value = lf(env)
                     return default if value is None else value
 
@@ -1058,7 +1057,7 @@ class Planner:
                     batch=_columnar(vector.coalesce, left, right),
                 )
 
-            def coalesce(env: Env) -> Any:
+            def coalesce(env: Env) -> Value:
                 value = lf(env)
                 return rf(env) if value is None else value
 
@@ -1069,7 +1068,7 @@ class Planner:
             eq = op == "=="
             if right.const:
                 c = right.value
-                fn: Evaluator = (lambda env: lf(env) == c) if eq else (lambda env: lf(env) != c)
+                fn: Closure = (lambda env: lf(env) == c) if eq else (lambda env: lf(env) != c)
             elif left.const:
                 c = left.value
                 fn = (lambda env: c == rf(env)) if eq else (lambda env: c != rf(env))
@@ -1084,7 +1083,7 @@ class Planner:
                 test = _member_test(lf, members, op, expr.span, right.value)
                 positive = op == "in"
 
-                def member(value: Any) -> bool:
+                def member(value: Value) -> bool:
                     # An unhashable value raises here: the closures then decide node by node.
                     return (value in members) is positive
 
@@ -1132,7 +1131,7 @@ class Planner:
         items = [self._plan(item, scope) for item in expr.items]
         fns, span = tuple(item.fn for item in items), expr.span
 
-        def make_set(env: Env) -> frozenset[Any]:
+        def make_set(env: Env) -> frozenset[Value]:
             values = [f(env) for f in fns]
             try:
                 return frozenset(values)
@@ -1147,7 +1146,7 @@ class Planner:
         entries = [(self._plan(k, scope), self._plan(v, scope)) for k, v in expr.entries]
         fns, span = tuple((k.fn, v.fn) for k, v in entries), expr.span
 
-        def make_map(env: Env) -> dict[Any, Any]:
+        def make_map(env: Env) -> dict[Value, Value]:
             try:
                 return {kf(env): vf(env) for kf, vf in fns}
             except TypeError:
@@ -1161,7 +1160,7 @@ class Planner:
 
     def _loop(
         self, expr: n.Comprehension, scope: _Scope
-    ) -> tuple[Plan, _Scope, int, Callable[[Any], Any]]:
+    ) -> tuple[Plan, _Scope, int, Callable[[Value], Iterator[Value]]]:
         """Plan the iterable; bind the targets in a new scope to one fresh slot.
 
         The slot holds the current item; with two targets it holds a (key, value) pair and
@@ -1195,7 +1194,7 @@ class Planner:
         per_node = source.per_node or element.per_node or bool(condition and condition.per_node)
         cf = condition.fn if condition is not None else _always
 
-        def comprehension(env: Env) -> list[Any]:
+        def comprehension(env: Env) -> list[Value]:
             names = env.locals
             out = []
             for item in start(items(env)):
@@ -1234,7 +1233,7 @@ def _batched(function: Function, args: list[Plan], must_exist: bool) -> BatchBod
     specs = tuple((arg.fn, arg.root if arg.per_node else None) for arg in args)
     with_context = function.needs_context
 
-    def run(nodes: NodeBatch) -> Sequence[Any]:
+    def run(nodes: NodeBatch) -> Column:
         env = nodes.env
         values = []
         for fn, slot in specs:
@@ -1258,7 +1257,7 @@ def _batched(function: Function, args: list[Plan], must_exist: bool) -> BatchBod
     return run
 
 
-def _idle_call(function: Function, args: list[Plan]) -> Evaluator | None:
+def _idle_call(function: Function, args: list[Plan]) -> Closure | None:
     """``Plan.idle`` of a call: the function's own test, when evaluating the arguments cannot
     fail (bare roots) and its empty value is one a rule can read (a list, or null)."""
     test = function.idle
@@ -1279,15 +1278,15 @@ def _always(env: Env) -> bool:
     return True
 
 
-def _with_argument(impl: Callable[..., Any], argument: Any) -> Callable[[Any], Any]:
-    def call(value: Any) -> Any:
+def _with_argument(impl: Callable[..., Value], argument: Value) -> Callable[[Value], Value]:
+    def call(value: Value) -> Value:
         return impl(value, argument)
 
     return call
 
 
-def _items_of(span: Span) -> Callable[[Any], Any]:
-    def start(collection: Any) -> Any:
+def _items_of(span: Span) -> Callable[[Value], Iterator[Value]]:
+    def start(collection: Value) -> Iterator[Value]:
         try:
             return iter(collection)
         except TypeError:
@@ -1296,14 +1295,14 @@ def _items_of(span: Span) -> Callable[[Any], Any]:
     return start
 
 
-def _pairs_of(span: Span) -> Callable[[Any], Any]:
-    def checked(items: Any) -> Any:
+def _pairs_of(span: Span) -> Callable[[Value], Iterator[Value]]:
+    def checked(items: Value) -> Iterator[Value]:
         for item in items:
             if not (isinstance(item, list | tuple) and len(item) == 2):
                 raise EvalError(span, "two targets need a map or a list of pairs")
             yield item
 
-    def start(collection: Any) -> Any:
+    def start(collection: Value) -> Iterator[Value]:
         if isinstance(collection, Mapping):
             return iter(collection.items())
         try:
@@ -1314,10 +1313,10 @@ def _pairs_of(span: Span) -> Callable[[Any], Any]:
     return start
 
 
-def _dyn_getter(name: str) -> Callable[[Any], Any]:
+def _dyn_getter(name: str) -> Callable[[Value], Value]:
     """Reading an attribute of a value whose record type is unknown until run time."""
 
-    def getter(obj: Any) -> Any:
+    def getter(obj: Value) -> Value:
         if isinstance(obj, Mapping):
             return obj.get(name)
         if obj is None:
@@ -1327,7 +1326,7 @@ def _dyn_getter(name: str) -> Callable[[Any], Any]:
     return getter
 
 
-def _as_member_set(value: Any) -> frozenset[Any] | None:
+def _as_member_set(value: Value) -> frozenset[Value] | None:
     """A constant list or set searched with ``in`` becomes a frozenset (hashing beats scanning)."""
     if not isinstance(value, list | tuple | frozenset):
         return None
@@ -1338,8 +1337,8 @@ def _as_member_set(value: Any) -> frozenset[Any] | None:
 
 
 def _member_test(
-    lf: Evaluator, members: frozenset[Any], op: str, span: Span, container: Any
-) -> Evaluator:
+    lf: Closure, members: frozenset[Value], op: str, span: Span, container: Value
+) -> Closure:
     positive = op == "in"
 
     def member(env: Env) -> bool:
@@ -1357,7 +1356,7 @@ def _member_test(
     return member
 
 
-def _builtin_error(span: Span, name: str, value: Any, error: Exception) -> EvalError:
+def _builtin_error(span: Span, name: str, value: Value, error: Exception) -> EvalError:
     if value is None:
         return EvalError(span, f"{name}() of null")
     if isinstance(error, TypeError):

@@ -17,6 +17,7 @@ from typing import Any
 from policyengine.lang import nodes as n
 from policyengine.lang.checker import CheckResult
 from policyengine.lang.schema import Function
+from policyengine.lang.values import Value
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class RuleReads:
     attributes: frozenset[tuple[str, str]]
     root_args: tuple[tuple[Function, str], ...] = ()
     bare_roots: frozenset[str] = frozenset()
-    entries: frozenset[tuple[str, str, Any]] = frozenset()
+    entries: frozenset[tuple[str, str, Value]] = frozenset()
     # Every chain of attributes read off a root, longest first-seen: ``node.gpu.product`` is
     # ("node", "gpu", "product"); ``node.allocatable["cpu"]`` is ("node", "allocatable").
     paths: frozenset[tuple[str, ...]] = frozenset()
@@ -82,7 +83,7 @@ class _Walker:
         self.attributes: set[tuple[str, str]] = set()
         self.root_args: dict[tuple[int, str], tuple[Function, str]] = {}
         self.bare_roots: set[str] = set()
-        self.entries: set[tuple[str, str, Any]] = set()
+        self.entries: set[tuple[str, str, Value]] = set()
         self.paths: set[tuple[str, ...]] = set()
         self.followed: dict[int, n.Let] = {}  # the lets walked into
         self.skipped: dict[int, n.Let] = {}  # the opaque lets referred to

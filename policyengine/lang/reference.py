@@ -50,6 +50,7 @@ from policyengine.lang.types import (
     Type,
     non_null,
 )
+from policyengine.lang.values import Value
 from policyengine.quantity import QuantityError, parse_quantity
 
 
@@ -86,7 +87,7 @@ class SourceRule(Protocol):
     def checked(self) -> Tables | None: ...
 
 
-def _divide(a: Any, b: Any) -> Any:
+def _divide(a: Value, b: Value) -> Value:
     # A quantity shared out by a count stays an exact quantity; every other quotient is a
     # ratio, which the language calls float.
     if type(a) is Fraction and type(b) is int:
@@ -95,7 +96,7 @@ def _divide(a: Any, b: Any) -> Any:
     return float(quotient) if type(quotient) is Fraction else quotient
 
 
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+_OPERATORS: dict[str, Callable[[Value, Value], Value]] = {
     "+": operator.add,
     "-": operator.sub,
     "*": operator.mul,
@@ -111,7 +112,7 @@ _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 
 
-def _operator_failure(span: Span, op: str, a: Any, b: Any, error: Exception) -> EvalError:
+def _operator_failure(span: Span, op: str, a: Value, b: Value, error: Exception) -> EvalError:
     if isinstance(error, ZeroDivisionError):
         return EvalError(span, "modulo by zero" if op == "%" else "division by zero")
     if isinstance(error, TypeError):
@@ -127,7 +128,7 @@ _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
-def _to_int(value: Any) -> Any:
+def _to_int(value: Value) -> Value:
     # Text that is not a whole number is null, not an error: labels are untrusted input.
     if type(value) is str:
         text = value.strip()
@@ -135,14 +136,14 @@ def _to_int(value: Any) -> Any:
     return None if value is None else int(value)
 
 
-def _to_float(value: Any) -> Any:
+def _to_float(value: Value) -> Value:
     if type(value) is str:
         text = value.strip()
         return float(text) if _DECIMAL_NUMBER.fullmatch(text) else None
     return None if value is None else float(value)
 
 
-def _to_quantity(value: Any) -> Any:
+def _to_quantity(value: Value) -> Value:
     if value is None or type(value) is Fraction:
         return value
     try:
@@ -153,11 +154,11 @@ def _to_quantity(value: Any) -> Any:
         raise TypeError(f"cannot make a quantity of a {type_name(value)}") from None
 
 
-def _count(items: Any) -> int:
+def _count(items: Value) -> int:
     return sum(1 for item in items if item)
 
 
-_BUILTINS: dict[str, Callable[[Any], Any]] = {
+_BUILTINS: dict[str, Callable[[Value], Value]] = {
     "len": len,
     "any": any,
     "all": all,
@@ -175,7 +176,7 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
 _SHORT_CIRCUIT = frozenset({"any", "all", "count"})
 
 
-def _builtin_failure(span: Span, name: str, value: Any, error: Exception) -> EvalError:
+def _builtin_failure(span: Span, name: str, value: Value, error: Exception) -> EvalError:
     if value is None:
         return EvalError(span, f"{name}() of null")
     if isinstance(error, TypeError):
@@ -183,7 +184,7 @@ def _builtin_failure(span: Span, name: str, value: Any, error: Exception) -> Eva
     return EvalError(span, f"{name}() failed: {error}")
 
 
-_STRING_METHODS: dict[str, Callable[..., Any]] = {
+_STRING_METHODS: dict[str, Callable[..., Value]] = {
     "startswith": str.startswith,
     "endswith": str.endswith,
     "contains": lambda s, part: part in s,
@@ -192,7 +193,7 @@ _STRING_METHODS: dict[str, Callable[..., Any]] = {
     "upper": str.upper,
     "trim": str.strip,
 }
-_MAP_METHODS: dict[str, Callable[..., Any]] = {
+_MAP_METHODS: dict[str, Callable[..., Value]] = {
     "keys": lambda m: list(m.keys()),
     "values": lambda m: list(m.values()),
 }
@@ -211,7 +212,7 @@ def _describe(expr: n.Expr) -> str:
     return "the value"
 
 
-def _read_unknown(obj: Any, name: str) -> Any:
+def _read_unknown(obj: Value, name: str) -> Value:
     """An attribute of a value whose record type the checker could not name."""
     if isinstance(obj, Mapping):
         return obj.get(name)
@@ -220,13 +221,13 @@ def _read_unknown(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def _list_item(items: Any, position: Any) -> Any:
+def _list_item(items: Value, position: Value) -> Value:
     if type(position) is not int:
         raise TypeError("a list index is an int")
     return items[position] if 0 <= position < len(items) else None
 
 
-def _item_of_anything(obj: Any, key: Any) -> Any:
+def _item_of_anything(obj: Value, key: Value) -> Value:
     if isinstance(obj, Mapping):
         return obj.get(key)
     if isinstance(obj, list | tuple | str):
@@ -234,7 +235,7 @@ def _item_of_anything(obj: Any, key: Any) -> Any:
     raise TypeError("not indexable")
 
 
-def _index_failure(span: Span, obj: Any, key: Any) -> EvalError:
+def _index_failure(span: Span, obj: Value, key: Value) -> EvalError:
     if obj is None:
         return EvalError(span, "cannot index null")
     if isinstance(obj, Mapping):
@@ -257,15 +258,15 @@ class Evaluation:
     reports, without evaluating anything a second time.
     """
 
-    def __init__(self, env: Env, tables: Tables, record: dict[int, Any] | None = None):
+    def __init__(self, env: Env, tables: Tables, record: dict[int, Value] | None = None):
         self.env = env
         self.tables = tables
         self.record = record
         self.failed: n.Expr | None = None
-        self._lets: dict[int, Any] = {}
-        self._items: dict[int, Any] = {}
+        self._lets: dict[int, Value] = {}
+        self._items: dict[int, Value] = {}
 
-    def value(self, expr: n.Expr) -> Any:
+    def value(self, expr: n.Expr) -> Value:
         method = _CONSTRUCTS.get(type(expr))
         if method is None:
             raise EvalError(_span(expr), f"cannot evaluate a {type(expr).__name__}")
@@ -284,10 +285,10 @@ class Evaluation:
 
     # leaves -------------------------------------------------------------------------------
 
-    def _literal(self, expr: n.Literal) -> Any:
+    def _literal(self, expr: n.Literal) -> Value:
         return expr.value
 
-    def _name(self, expr: n.Name) -> Any:
+    def _name(self, expr: n.Name) -> Value:
         binding = self.tables.bindings.get(id(expr))
         if binding is None:
             raise EvalError(expr.span, f"unknown name {expr.id}")
@@ -303,7 +304,7 @@ class Evaluation:
             return item[comprehension.targets.index(binding.name)]
         return item
 
-    def _let(self, let: n.Let) -> Any:
+    def _let(self, let: n.Let) -> Value:
         # Computed at most once per evaluation, as the planner memoises it per Env; a let
         # that fails is not remembered, so every use of it fails the same way.
         key = id(let)
@@ -313,7 +314,7 @@ class Evaluation:
 
     # access -------------------------------------------------------------------------------
 
-    def _attribute(self, expr: n.Attribute) -> Any:
+    def _attribute(self, expr: n.Attribute) -> Value:
         obj = self.value(expr.obj)
         record = non_null(self.type_of(expr.obj))
         name = expr.name
@@ -336,7 +337,7 @@ class Evaluation:
             raise EvalError(expr.span, f"{_describe(expr)} is null, but it is declared {declared}")
         return result
 
-    def _index(self, expr: n.Index) -> Any:
+    def _index(self, expr: n.Index) -> Value:
         obj = self.value(expr.obj)
         key = self.value(expr.index)
         container = non_null(self.type_of(expr.obj))
@@ -352,13 +353,13 @@ class Evaluation:
 
     # calls --------------------------------------------------------------------------------
 
-    def _argument(self, arg: n.Expr) -> Any:
+    def _argument(self, arg: n.Expr) -> Value:
         # A generator handed to anything but an early-exit aggregate is a plain list.
         if isinstance(arg, n.Comprehension):
             return list(self._elements(arg))
         return self.value(arg)
 
-    def _call(self, expr: n.Call) -> Any:
+    def _call(self, expr: n.Call) -> Value:
         name = expr.func
         if name in _BUILTINS:
             return self._builtin(expr)
@@ -381,7 +382,7 @@ class Evaluation:
             )
         return result
 
-    def _builtin(self, expr: n.Call) -> Any:
+    def _builtin(self, expr: n.Call) -> Value:
         name, args = expr.func, expr.args
         if name in _SHORT_CIRCUIT and len(args) == 1 and isinstance(args[0], n.Comprehension):
             elements = self._elements(args[0])
@@ -405,7 +406,7 @@ class Evaluation:
         except Exception as error:
             raise _builtin_failure(expr.span, name, value, error) from None
 
-    def _methodcall(self, expr: n.MethodCall) -> Any:
+    def _methodcall(self, expr: n.MethodCall) -> Value:
         name = expr.name
         obj = self.value(expr.obj)
         if name == "matches":
@@ -427,7 +428,7 @@ class Evaluation:
             kinds = ", ".join(type_name(arg) for arg in args)
             raise EvalError(expr.span, f"{name}({kinds}) failed: {error}") from None
 
-    def _matches(self, expr: n.MethodCall, obj: Any) -> bool:
+    def _matches(self, expr: n.MethodCall, obj: Value) -> bool:
         pattern = self.tables.patterns.get(id(expr))
         if pattern is None:
             literal = expr.args[0] if len(expr.args) == 1 else None
@@ -441,7 +442,7 @@ class Evaluation:
 
     # operators ----------------------------------------------------------------------------
 
-    def _unary(self, expr: n.Unary) -> Any:
+    def _unary(self, expr: n.Unary) -> Value:
         value = self.value(expr.operand)
         if expr.op == "not":
             return not value
@@ -450,7 +451,7 @@ class Evaluation:
         except Exception:
             raise EvalError(expr.span, f"cannot negate a {type_name(value)}") from None
 
-    def _binary(self, expr: n.Binary) -> Any:
+    def _binary(self, expr: n.Binary) -> Value:
         op = expr.op
         left = self.value(expr.left)
         # The right side is evaluated only when the left does not decide.
@@ -473,25 +474,25 @@ class Evaluation:
         except Exception as error:
             raise _operator_failure(expr.span, op, left, right, error) from None
 
-    def _conditional(self, expr: n.Conditional) -> Any:
+    def _conditional(self, expr: n.Conditional) -> Value:
         if self.value(expr.cond):
             return self.value(expr.then)
         return self.value(expr.otherwise)
 
     # collections --------------------------------------------------------------------------
 
-    def _listlit(self, expr: n.ListLit) -> list[Any]:
+    def _listlit(self, expr: n.ListLit) -> list[Value]:
         return [self.value(item) for item in expr.items]
 
-    def _setlit(self, expr: n.SetLit) -> frozenset[Any]:
+    def _setlit(self, expr: n.SetLit) -> frozenset[Value]:
         values = [self.value(item) for item in expr.items]
         try:
             return frozenset(values)
         except TypeError:
             raise EvalError(expr.span, "a set holds only strings, numbers and bools") from None
 
-    def _maplit(self, expr: n.MapLit) -> dict[Any, Any]:
-        result: dict[Any, Any] = {}
+    def _maplit(self, expr: n.MapLit) -> dict[Value, Value]:
+        result: dict[Value, Value] = {}
         for key_expr, value_expr in expr.entries:
             key = self.value(key_expr)
             value = self.value(value_expr)
@@ -501,17 +502,17 @@ class Evaluation:
                 raise EvalError(expr.span, "a map key is a string, a number or a bool") from None
         return result
 
-    def _comprehension(self, expr: n.Comprehension) -> list[Any]:
+    def _comprehension(self, expr: n.Comprehension) -> list[Value]:
         return list(self._elements(expr))
 
-    def _elements(self, expr: n.Comprehension) -> Iterator[Any]:
+    def _elements(self, expr: n.Comprehension) -> Iterator[Value]:
         """The comprehension's elements one by one, each computed only when asked for."""
         for item in self._iterate(expr):
             self._items[id(expr)] = item
             if expr.condition is None or self.value(expr.condition):
                 yield self.value(expr.element)
 
-    def _iterate(self, expr: n.Comprehension) -> Iterator[Any]:
+    def _iterate(self, expr: n.Comprehension) -> Iterator[Value]:
         collection = self.value(expr.iterable)
         span = _span(expr.iterable)
         if len(expr.targets) == 2 and isinstance(collection, Mapping):
@@ -532,7 +533,7 @@ class Evaluation:
         )
 
 
-_CONSTRUCTS: dict[type, Callable[[Evaluation, Any], Any]] = {
+_CONSTRUCTS: dict[type, Callable[[Evaluation, Any], Value]] = {
     n.Literal: Evaluation._literal,
     n.Name: Evaluation._name,
     n.Attribute: Evaluation._attribute,
@@ -555,13 +556,13 @@ def _span(expr: n.Expr) -> Span:
     return span
 
 
-def _attribute_failure(expr: n.Attribute, obj: Any, error: Exception) -> EvalError:
+def _attribute_failure(expr: n.Attribute, obj: Value, error: Exception) -> EvalError:
     if obj is None:
         return EvalError(expr.span, f"cannot read .{expr.name} of null")
     return EvalError(expr.span, f"reading .{expr.name} failed: {type(error).__name__}: {error}")
 
 
-def evaluate(expr: n.Expr, env: Env, tables: Tables) -> Any:
+def evaluate(expr: n.Expr, env: Env, tables: Tables) -> Value:
     """The value of ``expr`` in ``env``; a runtime error raises ``EvalError`` with its span."""
     return Evaluation(env, tables).value(expr)
 
@@ -609,7 +610,7 @@ def run_filter(rule: SourceRule, evaluation: Evaluation) -> RuleRun:
 
 
 def _filter_verdict(
-    rule: SourceRule, source: n.Filter, evaluation: Evaluation, value: Any
+    rule: SourceRule, source: n.Filter, evaluation: Evaluation, value: Value
 ) -> FilterVerdict:
     body_type = non_null(evaluation.type_of(source.body))
     # A body typed as a list of reasons passes when it is empty, or falsy in any other way.

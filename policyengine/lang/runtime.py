@@ -1,7 +1,7 @@
 """What a compiled rule needs at evaluation time, and what it hands back.
 
-The planner turns expressions into closures over an ``Env``; this module defines that
-environment, the error a closure raises when a value does not fit (``EvalError``), and the
+The planner turns expressions into closures over an ``Env`` (``Closure``); this module defines
+that environment, the error a closure raises when a value does not fit (``EvalError``), and the
 verdicts a rule returns (``FilterVerdict``, ``ScoreValue``). A runtime error never escapes a
 rule: the rule evaluators (``evaluators``) catch it and turn it into a ``RuleError`` inside the
 verdict, so one bad node or one buggy domain function cannot take a scheduling cycle down.
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, NamedTuple
 
 from policyengine.diagnostics import Span
 from policyengine.lang.schema import Schema
+from policyengine.lang.values import Value
 from policyengine.quantity import format_quantity
 
 # --- environment ---------------------------------------------------------------------------
@@ -73,9 +74,9 @@ class Env:
 
     __slots__ = ("context", "locals", "memo", "shared", "values")
 
-    def __init__(self, roots: Mapping[str, Any], context: Any = None):
+    def __init__(self, roots: Mapping[str, Value], context: Any = None):
         index = ROOTS.index
-        values: list[Any] = [None] * len(index)
+        values: list[Value] = [None] * len(index)
         for name, value in roots.items():
             slot = index.get(name)
             if slot is None:
@@ -84,15 +85,15 @@ class Env:
             values[slot] = value
         self.values = values
         self.context = context
-        self.memo: dict[int, Any] = {}
-        self.shared: dict[int, Any] = {}
-        self.locals: dict[int, Any] = {}
+        self.memo: dict[int, Value] = {}
+        self.shared: dict[int, Value] = {}
+        self.locals: dict[int, Value] = {}
 
-    def root(self, name: str) -> Any:
+    def root(self, name: str) -> Value:
         slot = ROOTS.index.get(name)
         return self.values[slot] if slot is not None and slot < len(self.values) else None
 
-    def derive(self, context: Any = ..., **roots: Any) -> Env:
+    def derive(self, context: Any = ..., **roots: Value) -> Env:
         """A copy with some roots (and maybe the context) replaced.
 
         When only roots that vary per node change, the copy shares this env's table of
@@ -122,6 +123,9 @@ class Env:
 
 
 _new_env = object.__new__
+
+# What the planner makes of an expression: its value in one evaluation's environment.
+Closure = Callable[[Env], Value]
 
 
 # --- errors --------------------------------------------------------------------------------
@@ -178,7 +182,7 @@ _TYPE_NAMES: dict[type, str] = {
 }
 
 
-def type_name(value: Any) -> str:
+def type_name(value: Value) -> str:
     """The language's name for a runtime value's type, for error messages."""
     name = _TYPE_NAMES.get(type(value))
     if name is not None:
@@ -205,7 +209,7 @@ def format_float(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def format_value(value: Any) -> str:
+def format_value(value: Value) -> str:
     """How a value reads inside a reason: ``16Gi``, ``0.5``, ``null``, ``[a, b]``."""
     kind = type(value)
     if kind is str:

@@ -9,11 +9,12 @@ reference is generated from the docs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from policyengine.lang.types import Type
+from policyengine.lang.values import Column, Value
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,12 +97,12 @@ class Function:
     name: str
     params: tuple[Param, ...]
     returns: Type
-    impl: Callable[..., Any]
+    impl: Callable[..., Value]
     doc: str = ""
     cost: int = 10
     needs_context: bool = False
     varies_per_node: bool = False
-    batch: Callable[..., Sequence[Any]] | None = None
+    batch: Callable[..., Column] | None = None
     cluster_key: Callable[[Any], Hashable] | None = None
     pod_key: Callable[[Any], Hashable] | None = None
     stable_only: Callable[[Any], bool] | None = None

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from policyengine.diagnostics import Span
 from policyengine.lang import nodes as n
@@ -32,6 +31,7 @@ from policyengine.lang.nodes import children
 from policyengine.lang.reference import Evaluation, run_filter, run_score
 from policyengine.lang.runtime import Env, FilterVerdict, format_value
 from policyengine.lang.types import RecordType, non_null
+from policyengine.lang.values import Value
 
 _COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">=", "in", "not in"})
 
@@ -70,7 +70,7 @@ def trace_rule(rule: CompiledRule, env: Env) -> RuleTrace:
     if rule.source is None or rule.checked is None:
         raise ValueError(f"rule {rule.qualified_name} was compiled without its syntax tree")
     source = rule.source
-    values: dict[int, Any] = {}
+    values: dict[int, Value] = {}
     evaluation = Evaluation(env, rule.checked, record=values)
     run = run_filter(rule, evaluation) if rule.kind == "filter" else run_score(rule, evaluation)
     result = run.result
@@ -110,7 +110,7 @@ def trace_rule(rule: CompiledRule, env: Env) -> RuleTrace:
     )
 
 
-def _deciding(expr: n.Expr, values: Mapping[int, Any]) -> Iterator[n.Expr]:
+def _deciding(expr: n.Expr, values: Mapping[int, Value]) -> Iterator[n.Expr]:
     """The sub-expressions whose values decided ``expr``'s (already recorded) value."""
     if isinstance(expr, n.Binary) and expr.op in _COMPARISONS:
         yield expr.left
@@ -129,7 +129,9 @@ def _deciding(expr: n.Expr, values: Mapping[int, Any]) -> Iterator[n.Expr]:
         yield expr
 
 
-def _failure_inputs(failed: n.Expr | None, body: n.Expr, values: Mapping[int, Any]) -> list[n.Expr]:
+def _failure_inputs(
+    failed: n.Expr | None, body: n.Expr, values: Mapping[int, Value]
+) -> list[n.Expr]:
     if failed is None:  # the body's value itself was refused (a filter given a number …)
         return [body]
     return [child for child in children(failed) if id(child) in values]
@@ -137,7 +139,7 @@ def _failure_inputs(failed: n.Expr | None, body: n.Expr, values: Mapping[int, An
 
 def _observe(
     chosen: list[n.Expr],
-    values: Mapping[int, Any],
+    values: Mapping[int, Value],
     evaluation: Evaluation,
     sources: Mapping[str, str],
 ) -> tuple[Observation, ...]:

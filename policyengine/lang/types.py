@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from policyengine.lang.values import Value
 
 
 class Type:
@@ -95,7 +96,7 @@ class Field:
 
     name: str
     type: Type
-    getter: Callable[[Any], Any]
+    getter: Callable[[Value], Value]
     doc: str = ""
     cost: int = 1
 

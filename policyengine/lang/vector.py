@@ -25,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from policyengine.lang.evaluators import NodeBatch
-from policyengine.lang.runtime import Env, format_value
+from policyengine.lang.evaluators import BatchBody, NodeBatch
+from policyengine.lang.runtime import Closure, format_value
+from policyengine.lang.values import Column, Value
 
-Vec = Callable[[NodeBatch], Sequence[Any]]
-Scalar = Callable[[Env], Any]
+# A columnar form is a batched body: one value per node of the batch, in one call.
+Vec = BatchBody
 
 
 class Side:
@@ -37,13 +38,13 @@ class Side:
 
     __slots__ = ("fn", "vec")
 
-    def __init__(self, vec: Vec | None, fn: Scalar):
+    def __init__(self, vec: Vec | None, fn: Closure):
         self.vec = vec
         self.fn = fn
 
 
 def root(slot: int) -> Vec:
-    def column(batch: NodeBatch) -> Sequence[Any]:
+    def column(batch: NodeBatch) -> Column:
         values = batch.column(slot)
         if values is None:
             raise LookupError("the batch has no column for this root")
@@ -52,17 +53,17 @@ def root(slot: int) -> Vec:
     return column
 
 
-def each(of: Vec, op: Callable[[Any], Any]) -> Vec:
+def each(of: Vec, op: Callable[[Value], Value]) -> Vec:
     """``op`` applied to every value of a column."""
 
-    def column(batch: NodeBatch) -> list[Any]:
+    def column(batch: NodeBatch) -> list[Value]:
         return [op(value) for value in of(batch)]
 
     return column
 
 
-def attribute(of: Vec, getter: Callable[[Any], Any], must_exist: bool) -> Vec:
-    def column(batch: NodeBatch) -> list[Any]:
+def attribute(of: Vec, getter: Callable[[Value], Value], must_exist: bool) -> Vec:
+    def column(batch: NodeBatch) -> list[Value]:
         values = [getter(value) for value in of(batch)]
         if must_exist and any(value is None for value in values):
             raise ValueError("a declared non-null attribute read null")
@@ -72,7 +73,7 @@ def attribute(of: Vec, getter: Callable[[Any], Any], must_exist: bool) -> Vec:
 
 
 def binary(
-    left: Side, right: Side, op: Callable[[Any, Any], Any], symbol: str | None = None
+    left: Side, right: Side, op: Callable[[Value, Value], Value], symbol: str | None = None
 ) -> Vec | None:
     """``op(a, b)`` per node; None when neither side varies per node. ``symbol`` names the
     operator when it is arithmetic or a comparison: columns of exact integers then go through
@@ -81,7 +82,7 @@ def binary(
     numeric = symbol in _NUMERIC
     if lv is not None and rv is not None:
 
-        def both(batch: NodeBatch) -> Sequence[Any]:
+        def both(batch: NodeBatch) -> Column:
             a, b = lv(batch), rv(batch)
             if numeric:
                 fast = _numbers_op(symbol, a, b, True, True)
@@ -92,7 +93,7 @@ def binary(
         return both
     if lv is not None:
 
-        def left_column(batch: NodeBatch) -> Sequence[Any]:
+        def left_column(batch: NodeBatch) -> Column:
             b = rf(batch.env)
             a = lv(batch)
             if numeric:
@@ -104,7 +105,7 @@ def binary(
         return left_column
     if rv is not None:
 
-        def right_column(batch: NodeBatch) -> Sequence[Any]:
+        def right_column(batch: NodeBatch) -> Column:
             a = lf(batch.env)
             b = rv(batch)
             if numeric:
@@ -160,7 +161,7 @@ _NUMERATOR = attrgetter(_PARTS[0])
 _DENOMINATOR = attrgetter(_PARTS[1])
 
 
-class Numbers(Sequence[Any]):
+class Numbers(Sequence[Value]):
     """A column of ints, of whole ``Fraction``s (``kind`` says which) or of floats, held as a
     numpy array; read as a sequence, it is the Python values the per-node path computes."""
 
@@ -169,9 +170,9 @@ class Numbers(Sequence[Any]):
     def __init__(self, kind: str, array: np.ndarray):
         self.kind = kind
         self.array = array
-        self._values: list[Any] | None = None
+        self._values: list[Value] | None = None
 
-    def values(self) -> list[Any]:
+    def values(self) -> list[Value]:
         if self._values is None:
             items = self.array.tolist()
             self._values = [Fraction(v) for v in items] if self.kind == _QUANTITY else items
@@ -180,10 +181,10 @@ class Numbers(Sequence[Any]):
     def __len__(self) -> int:
         return len(self.array)
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: Any) -> Value:
         return self.values()[index]
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Value]:
         return iter(self.values())
 
     def __eq__(self, other: object) -> bool:
@@ -202,7 +203,7 @@ def ints(array: np.ndarray) -> Numbers:
     return Numbers(_INT, array)
 
 
-def _whole(value: Any) -> tuple[str, int] | None:
+def _whole(value: Value) -> tuple[str, int] | None:
     """A pod-level operand as (kind, integer); None when it is not a whole int or Fraction."""
     kind = type(value)
     if kind is int and -_BOUND <= value <= _BOUND:
@@ -212,7 +213,7 @@ def _whole(value: Any) -> tuple[str, int] | None:
     return None
 
 
-def _column_numbers(values: Any) -> Numbers | None:
+def _column_numbers(values: Column) -> Numbers | None:
     """``values`` as a ``Numbers`` of ints or whole Fractions; None when they are not."""
     if isinstance(values, Numbers):
         return values if values.kind != _FLOAT else None
@@ -242,9 +243,7 @@ def _column_numbers(values: Any) -> Numbers | None:
     return numbers
 
 
-def _numbers_op(
-    symbol: Any, a: Any, b: Any, a_column: bool, b_column: bool
-) -> Sequence[Any] | None:
+def _numbers_op(symbol: Any, a: Value, b: Value, a_column: bool, b_column: bool) -> Column | None:
     """``a symbol b`` per node through numpy, when exact; None to take the per-node path.
     Each side is a column (one value per node) or, when not ``*_column``, a pod-level value."""
     left = _operand(a, a_column)
@@ -277,7 +276,7 @@ def _numbers_op(
     return Numbers(kind, out)
 
 
-def _operand(value: Any, column: bool) -> tuple[str, Any, int] | None:
+def _operand(value: Value, column: bool) -> tuple[str, Any, int] | None:
     """(kind, int64 array or int, largest magnitude) of one side; None when not exact."""
     if column:
         numbers = _column_numbers(value)
@@ -291,13 +290,13 @@ def _operand(value: Any, column: bool) -> tuple[str, Any, int] | None:
     return whole[0], whole[1], abs(whole[1])
 
 
-def _spread(rows: list[int], fill: list[Any], values: Sequence[Any]) -> list[Any]:
+def _spread(rows: list[int], fill: list[Value], values: Column) -> list[Value]:
     for row, value in zip(rows, values, strict=True):
         fill[row] = value
     return fill
 
 
-def _on(side: Side, batch: NodeBatch, rows: list[int]) -> Sequence[Any]:
+def _on(side: Side, batch: NodeBatch, rows: list[int]) -> Column:
     """``side``'s values on the nodes at ``rows`` of ``batch``."""
     if side.vec is None:
         return [side.fn(batch.env)] * len(rows)
@@ -312,7 +311,7 @@ def conjunction(left: Side, right: Side, is_and: bool) -> Vec | None:
     if lv is None and right.vec is None:
         return None
 
-    def column(batch: NodeBatch) -> list[Any]:
+    def column(batch: NodeBatch) -> list[Value]:
         if lv is None:
             a = left.fn(batch.env)
             if (not a) if is_and else a:
@@ -332,7 +331,7 @@ def coalesce(left: Side, right: Side) -> Vec:
     """``a ?? b`` per node: ``b`` only where ``a`` is null."""
     lv = left.vec
 
-    def column(batch: NodeBatch) -> list[Any]:
+    def column(batch: NodeBatch) -> list[Value]:
         if lv is None:
             a = left.fn(batch.env)
             if a is not None:
@@ -351,12 +350,12 @@ def conditional(cond: Side, then: Side, otherwise: Side) -> Vec:
     """``if c then t else o`` per node, each branch only where it is taken."""
     cv = cond.vec
 
-    def column(batch: NodeBatch) -> list[Any]:
+    def column(batch: NodeBatch) -> list[Value]:
         if cv is None:  # one branch for every node
             taken = then if cond.fn(batch.env) else otherwise
             return list(_on(taken, batch, list(range(batch.size))))
         flags = cv(batch)
-        out: list[Any] = [None] * batch.size
+        out: list[Value] = [None] * batch.size
         yes = [i for i, c in enumerate(flags) if c]
         no = [i for i, c in enumerate(flags) if not c]
         if yes:
@@ -368,10 +367,10 @@ def conditional(cond: Side, then: Side, otherwise: Side) -> Vec:
     return column
 
 
-def broadcast(fn: Scalar) -> Vec:
+def broadcast(fn: Closure) -> Vec:
     """A pod-level value as a column (for a rule body or guard that does not vary per node)."""
 
-    def column(batch: NodeBatch) -> list[Any]:
+    def column(batch: NodeBatch) -> list[Value]:
         return [fn(batch.env)] * batch.size
 
     return column

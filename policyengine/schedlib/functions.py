@@ -19,6 +19,7 @@ from typing import Any
 
 from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import BOOL, INT, STRING, ListType, MapType, Nullable, Type
+from policyengine.lang.values import Column, Value
 from policyengine.lang.vector import Numbers
 from policyengine.model.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
 from policyengine.model.plugins import PLUGINS_BY_NAME, Plugin
@@ -597,12 +598,12 @@ def _fn(
     name: str,
     params: tuple[Param, ...],
     returns: Type,
-    impl: Callable[..., Any],
+    impl: Callable[..., Value],
     doc: str,
     cost: int = 10,
     needs_context: bool = False,
     varies_per_node: bool = False,
-    batch: Callable[..., Any] | None = None,
+    batch: Callable[..., Column] | None = None,
     cluster_key: Callable[[Any], Hashable] | None = None,
     pod_key: Callable[[Any], Hashable] | None = None,
     stable_only: Callable[[Any], bool] | None = None,

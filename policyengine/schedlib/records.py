@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from fractions import Fraction
 from operator import attrgetter
-from typing import Any
 
 from policyengine.lang.types import (
     BOOL,
@@ -25,13 +24,16 @@ from policyengine.lang.types import (
     RecordType,
     Type,
 )
+from policyengine.lang.values import Value
 from policyengine.schedlib.gpu_records import GPU_DEVICE, GPU_RECORDS, GPU_REQUEST
 
 LABELS = MapType(STRING, STRING, bound=64)
 RESOURCES = MapType(STRING, QUANTITY, bound=32, default=Fraction(0))
 
 
-def _field(name: str, type_: Type, getter: Callable[[Any], Any], doc: str, cost: int = 1) -> Field:
+def _field(
+    name: str, type_: Type, getter: Callable[[Value], Value], doc: str, cost: int = 1
+) -> Field:
     return Field(name, type_, getter, doc, cost)
 
 

@@ -719,6 +719,7 @@ def test_print_expr_parenthesises_to_the_requested_level() -> None:
         ('"a\\\\"', "a\\", '"a\\\\"'),  # an escaped backslash before the closing quote stays
         ('"\\u0022}"', '"}', '"\\u0022}"'),
     ],
+    ids=["escaped-quote", "trailing-backslash", "unicode-quote-before-brace"],
 )
 def test_a_reason_hole_prints_its_string_literals_so_they_read_back(
     spelled: str, value: str, printed: str

@@ -56,6 +56,15 @@ def test_node_registration_reads_hami_text_without_index() -> None:
         ('[{"id": "a", "devmem": -1}]', "device 0: devmem must be a non-negative integer"),
         ("[1]", "device 0: not an object"),
     ],
+    ids=[
+        "not-devices",
+        "too-few-fields",
+        "count-not-a-number",
+        "health-not-a-bool",
+        "json-without-id",
+        "json-negative-devmem",
+        "json-not-an-object",
+    ],
 )
 def test_node_registration_errors(value: str, error: str) -> None:
     assert decode_node_devices(value) == error
@@ -81,6 +90,7 @@ def test_pod_devices_round_trip() -> None:
             "container 0, device 0: memory and cores must be non-negative integers",
         ),
     ],
+    ids=["too-few-fields", "memory-not-a-number"],
 )
 def test_pod_devices_errors(value: str, error: str) -> None:
     assert decode_pod_devices(value) == error
