@@ -629,6 +629,10 @@ class Workload:
         self.shapes(coverage, limit)
         return self._host_only.get((coverage, limit), 0.0)
 
+    def asked(self) -> Iterable[tuple[float, int]]:
+        """The (coverage, limit) pairs ``shapes`` was asked for so far."""
+        return self._learned.keys()
+
     def state_key(self, limit: int) -> tuple[tuple[float, Shapes], ...]:
         """The shapes ``shapes`` gives now for every coverage asked so far (refreshed first):
         equal keys, equal learned shapes."""

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.engine.cycle import CycleOptions, schedule
+from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.gpu_placement import device_choice_for, with_devices
 from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.lang.compiler import Program, compile_texts
@@ -83,6 +84,17 @@ pods_st = st.lists(
     max_size=12,
 )
 
+# Long enough for the learned shapes to move under columns a class keeps.
+long_arrivals = st.lists(
+    st.tuples(
+        st.sampled_from([0, 1, 1, 2]),
+        st.sampled_from([1000, 250, 500, 600, 100]),
+        st.sampled_from([1000, 2000, 4000]),
+    ),
+    min_size=8,
+    max_size=24,
+)
+
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
@@ -131,6 +143,43 @@ def test_fast_path_decides_as_the_reference(
             env = Env({"pod": context.pod, "node": NodeView(info)}, context)
             assert named.score(env).value == index_of[decision.gpu_devices[0].uuid]
         snap = snap.with_pod(with_devices(pod, decision.node, decision.gpu_devices), decision.node)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    device=st.sampled_from(DEVICES),
+    select=st.sampled_from(SELECTS),
+    host=st.sampled_from(HOST_LETS),
+    cluster=nodes_st,
+    arrivals=long_arrivals,
+    seed=st.integers(0, 9),
+)
+def test_shapes_learned_from_the_snapshot_follow_it_through_a_class_cache(
+    device, select, host, cluster, arrivals, seed
+) -> None:
+    # As ``simulate`` and ``run`` decide: no replay workload, the shapes learned from the pods
+    # the snapshot holds, which every placement changes; the columns kept between cycles must
+    # be recomputed when the learned shapes they read moved.
+    prog = program(device, select, SHAPE_LETS[1], host)
+    snap = ClusterSnapshot.build(
+        [
+            parse_node(node_object(f"n{i}", cpu, 65536, gpus, "T4"))
+            for i, (gpus, cpu) in enumerate(cluster)
+        ]
+    )
+    rng = random.Random(seed)
+    classes = ClassCache()
+    for index, (gpus, milli, cpu) in enumerate(arrivals):
+        milli = 1000 if gpus != 1 else milli
+        pod = parse_pod(pod_object(f"p{index}", cpu, 1024, gpus, milli if gpus else 0, ()))
+        state = rng.getstate()
+        decision = schedule(prog, pod, snap, rng, CycleOptions(all_filters=False, cache=classes))
+        replay = random.Random()
+        replay.setstate(state)
+        assert differences(decision, reference_decision(prog, pod, snap, replay)) == []
+        if decision.node is not None:
+            placed = with_devices(pod, decision.node, decision.gpu_devices)
+            snap = snap.with_pod(placed, decision.node)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
