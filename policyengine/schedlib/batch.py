@@ -28,6 +28,7 @@ import numpy as np
 
 from policyengine.lang.vector import ints
 from policyengine.model.normalize import MAX_NODE_SCORE, go_div
+from policyengine.model.overcommit import effective_allocatable
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.balanced_allocation import balanced_score
 from policyengine.model.plugins.node_resources_fit import (
@@ -298,7 +299,7 @@ _BALANCED = PLUGINS_BY_NAME["NodeResourcesBalancedAllocation"]
 def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _FIT.filter
     assert run is not None
-    if len(infos) <= _SMALL and not state.overcommit:
+    if len(infos) <= _SMALL:
         return _fit_filter_few(state, infos)
     facts = _facts(infos)
     if (
@@ -334,10 +335,11 @@ def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
 
 
 def _fit_filter_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
-    """``_fit_filter`` node by node over the kept rows (no overcommit): the plugin's own
-    comparisons on the same integers, one (shared, never mutated) reasons list per distinct
-    set of shortages."""
+    """``_fit_filter`` node by node over the kept rows: the plugin's own comparisons on the
+    same integers (allocatable CPU scaled by the node's load under overcommit), one (shared,
+    never mutated) reasons list per distinct set of shortages."""
     cpu, memory, ephemeral, scalars = state.cpu, state.memory, state.ephemeral, state.scalars
+    overcommit = state.overcommit
     wanted = bool(cpu or memory or ephemeral or state.has_scalar_entries)
     made: dict[int, list[str]] = {}
     out = []
@@ -345,7 +347,10 @@ def _fit_filter_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
         row = facts_row(info)
         code = 1 if row[_PODS] + 1 > row[_ALLOWED] else 0
         if wanted:
-            if cpu > 0 and cpu > row[_A_CPU] - row[_U_CPU]:
+            alloc_cpu = row[_A_CPU]
+            if overcommit:  # only cpu is compressible, so only cpu can be overcommitted
+                alloc_cpu = effective_allocatable(alloc_cpu, CPU, info.load, overcommit)
+            if cpu > 0 and cpu > alloc_cpu - row[_U_CPU]:
                 code |= 2
             if memory > 0 and memory > row[_A_MEM] - row[_U_MEM]:
                 code |= 4

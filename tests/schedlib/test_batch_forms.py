@@ -13,6 +13,7 @@ and ``SCORES`` with ``plugin.filter``/``plugin.score`` on every node.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from unittest import mock
 
 import pytest
@@ -20,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.model.objects import Pod
+from policyengine.model.overcommit import Overcommit
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.config import SchedulerConfig
 from policyengine.schedlib import batch, domain_counts, topology_filters
@@ -47,11 +49,12 @@ IMAGES = ["app:v1", "db:v2", "cache:v3"]
 
 
 configs = st.builds(
-    lambda fit, ignored, balanced, skips: SchedulerConfig(
+    lambda fit, ignored, balanced, skips, overcommit: SchedulerConfig(
         fit_score_resources=fit,
         ignored_extended_resources=ignored,
         balanced_resources=balanced,
         balanced_skips_best_effort=skips,
+        overcommit=overcommit,
     ),
     st.sampled_from(
         [
@@ -66,6 +69,14 @@ configs = st.builds(
         [("cpu", "memory"), ("cpu",), ("cpu", GPU), ("memory", "ephemeral-storage", GPU)]
     ),
     st.booleans(),
+    # A policy's overcommit (the nodes carry no load reading: with max_load it never holds).
+    st.sampled_from(
+        [
+            (),
+            (Overcommit("cpu", Fraction(3, 2)),),
+            (Overcommit("cpu", Fraction(2), Fraction(1, 2)),),
+        ]
+    ),
 )
 
 
@@ -347,3 +358,42 @@ def test_domain_pod_count_kept_and_batched_equal_a_fresh_count(cluster, data) ->
             assert domain_pod_count_batch(
                 fresh_ctx, fresh_ctx.pod, [views[i] for i in some], key, labels
             ) == [expected[i] for i in some]
+
+
+@pytest.mark.parametrize(
+    ("overcommit", "request_cpu", "expected"),
+    [
+        pytest.param((), "1", [["Insufficient cpu"]], id="no overcommit: 1 cpu does not fit 0.5"),
+        pytest.param(
+            (Overcommit("cpu", Fraction(3, 2)),), "1", [[]], id="cpu 1.5: 6 allocatable, 2.5 free"
+        ),
+        pytest.param(
+            (Overcommit("cpu", Fraction(3, 2)),),
+            "3",
+            [["Insufficient cpu"]],
+            id="cpu 1.5: 3 cpu beyond 2.5 free",
+        ),
+        pytest.param(
+            (Overcommit("cpu", Fraction(2), Fraction(1, 2)),),
+            "1",
+            [["Insufficient cpu"]],
+            id="max_load without a reading: plain allocatable",
+        ),
+    ],
+)
+def test_the_resources_filter_over_few_nodes_counts_overcommitted_cpu(
+    overcommit: tuple[Overcommit, ...], request_cpu: str, expected: list[list[str]]
+) -> None:
+    # A class's later cycles ask about a few changed nodes: that form scales allocatable cpu
+    # by the policy's overcommit as the plugin does.
+    cluster = snapshot(
+        [make_node("n0", cpu="4")],
+        [make_pod("busy", requests={"cpu": "3500m"}, node_name="n0")],
+    )
+    pod = make_pod("p", requests={"cpu": request_cpu})
+    plugin = PLUGINS_BY_NAME["NodeResourcesFit"]
+    assert plugin.prepare_filter is not None and plugin.filter is not None
+    state = plugin.prepare_filter(pod, cluster, SchedulerConfig(overcommit=overcommit))
+    infos = list(cluster.nodes)
+    assert [plugin.filter(state, info) for info in infos] == expected
+    assert FILTERS["NodeResourcesFit"](state, infos, None) == expected
