@@ -629,9 +629,22 @@ class Workload:
         self.shapes(coverage, limit)
         return self._host_only.get((coverage, limit), 0.0)
 
-    def asked(self) -> Iterable[tuple[float, int]]:
-        """The (coverage, limit) pairs ``shapes`` was asked for so far."""
-        return self._learned.keys()
+    def _host_only_per_gpu(self) -> float:
+        """The CPU the pods asking no GPU ask per GPU the GPU pods ask, now."""
+        gpus = sum(key[0].gpus * count for key, count in self.counts.items())
+        return self.host_only_cpu / gpus if gpus > 0 else 0.0
+
+    def learn_as(self, other: Workload) -> None:
+        """Learn the shapes for every coverage ``other`` was asked for: carried from it when
+        both count the same GPU pods (placing a pod asking no GPU moves only the CPU per GPU
+        beside them), learned anew otherwise."""
+        same = self.counts == other.counts
+        for (coverage, limit), (_, shapes) in other._learned.items():
+            if not same:
+                self.shapes(coverage, limit)
+                continue
+            self._learned[(coverage, limit)] = (self.total, shapes)
+            self._host_only[(coverage, limit)] = self._host_only_per_gpu()
 
     def state_key(self, limit: int) -> tuple[tuple[float, Shapes], ...]:
         """The shapes ``shapes`` gives now for every coverage asked so far (refreshed first):
@@ -654,8 +667,7 @@ class Workload:
         if kept is not None and self.total <= kept[0] * (1 + self.refresh):
             return kept[1]
         found = learned(self.counts, coverage, limit)
-        gpus = sum(key[0].gpus * count for key, count in self.counts.items())
-        host_only = self.host_only_cpu / gpus if gpus > 0 else 0.0
+        host_only = self._host_only_per_gpu()
         if kept is None or kept[1] != found or self._host_only.get((coverage, limit)) != host_only:
             self.version += 1
         self._learned[(coverage, limit)] = (self.total, found)

@@ -24,7 +24,7 @@ policy chooses.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -386,11 +386,11 @@ def workload(ctx: Any) -> fgd.Workload:
     sums = _WORKLOAD_SUMS.sums(
         _WORKLOAD_KEY, ctx.snapshot, _shapes_on, _is_counted_pod, copy=False, base=_NO_SHAPES
     )
-    asked: Iterable[tuple[float, int]] = ()
+    previous: fgd.Workload | None = None
     for kept, counted in _WORKLOADS:
         if kept is sums:
             return counted
-        asked = list(counted.asked())
+        previous = counted
     counted = fgd.Workload(refresh=0.0)
     for key, count in sums.items():
         if key == _HOST_ONLY_CPU:
@@ -403,8 +403,8 @@ def workload(ctx: Any) -> fgd.Workload:
     # The coverages asked of the workloads before, learned now: the cluster keys
     # (``_workload_key``) hold their shapes, so a result read under a key was computed from
     # the shapes it names (a coverage asked for the first time moves every later key).
-    for coverage, limit in asked:
-        counted.shapes(coverage, limit)
+    if previous is not None:
+        counted.learn_as(previous)
     _WORKLOADS[:] = [(sums, counted)]
     return counted
 

@@ -296,3 +296,40 @@ def test_a_workload_counts_the_cpu_of_pods_asking_no_gpu() -> None:
     assert workload.host_state_key(8) == (
         (1.0, workload.shapes(1.0, 8), pytest.approx(12000 / 3.5)),
     )
+
+
+@pytest.mark.parametrize(
+    ("later", "carried"),
+    [
+        pytest.param([(6000, 0, 0)], True, id="a pod asking no gpu: shapes carried"),
+        pytest.param([], True, id="the same pods: shapes carried"),
+        pytest.param([(2000, 1, 250)], False, id="a gpu pod: shapes learned anew"),
+    ],
+)
+def test_a_workload_learns_as_another_what_a_fresh_one_would(
+    later: list[tuple[int, int, int]], carried: bool
+) -> None:
+    # A snapshot's workload is made afresh for each snapshot and asked every coverage its
+    # predecessor was: carried or learned, its shapes and CPU per GPU are a fresh one's.
+    from policyengine.model.openb import pod_object
+    from policyengine.model.parse import parse_pod
+
+    pods = [(8000, 1, 1000), (4000, 1, 500), (4000, 1, 500), (6000, 0, 0)]
+
+    def made(spec: list[tuple[int, int, int]]) -> f.Workload:
+        workload = f.Workload(refresh=0.0)
+        for i, (cpu, gpus, milli) in enumerate(spec):
+            workload.add_pod(parse_pod(pod_object(f"p{i}", cpu, 1024, gpus, milli, ())))
+        return workload
+
+    before = made(pods)
+    before.shapes(0.9, 8)
+    before.shapes(1.0, 4)
+    after = made(pods + later)
+    after.learn_as(before)
+    fresh = made(pods + later)
+    fresh.shapes(0.9, 8)
+    fresh.shapes(1.0, 4)
+    assert after.host_state_key(8) == fresh.host_state_key(8)
+    assert after.host_state_key(4) == fresh.host_state_key(4)
+    assert (after.shapes(0.9, 8) is before.shapes(0.9, 8)) == carried
