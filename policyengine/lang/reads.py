@@ -49,6 +49,9 @@ class RuleReads:
     # The lets the walk followed into (first-seen order): with no ``opaque``, every let the
     # rule's evaluation can reach.
     followed: tuple[n.Let, ...] = ()
+    # For each function declaring ``narrowed_key`` (by id): the literals its calls pass at
+    # that argument, or None when some call passes anything else.
+    literals: tuple[tuple[int, frozenset[Value] | None], ...] = ()
 
 
 def rule_reads(
@@ -86,6 +89,7 @@ class _Walker:
         self.entries: set[tuple[str, str, Value]] = set()
         self.paths: set[tuple[str, ...]] = set()
         self.followed: dict[int, n.Let] = {}  # the lets walked into
+        self.literals: dict[int, frozenset[Value] | None] = {}
         self.skipped: dict[int, n.Let] = {}  # the opaque lets referred to
         self._inner: set[int] = set()  # attributes inside a longer chain already recorded
         self._keyed: set[int] = set()  # attributes read only through a constant key
@@ -105,6 +109,7 @@ class _Walker:
             frozenset(self.paths),
             tuple(self.skipped.values()),
             tuple(self.followed.values()),
+            tuple(self.literals.items()),
         )
 
     def walk(self, root: Any) -> bool:
@@ -117,6 +122,8 @@ class _Walker:
                 function = self.checked.calls.get(id(node))
                 if function is not None:
                     self.functions.setdefault(id(function), function)
+                    if function.narrowed_key is not None:
+                        self._literal(function, node)
                     for arg in node.args:
                         root = self._root_name(arg)
                         if root is not None:
@@ -154,6 +161,20 @@ class _Walker:
                         stack.append(let.expr)
             stack.extend(n.children(node))
         return True
+
+    def _literal(self, function: Function, call: n.Call) -> None:
+        """Note the literal ``call`` passes where ``function`` narrows its key (None from
+        the first call passing anything else on)."""
+        assert function.narrowed_key is not None
+        position = function.narrowed_key[0]
+        key = id(function)
+        if key in self.literals and self.literals[key] is None:
+            return
+        arg = call.args[position] if position < len(call.args) else None
+        if not isinstance(arg, n.Literal):
+            self.literals[key] = None
+            return
+        self.literals[key] = (self.literals.get(key) or frozenset()) | {arg.value}
 
     def _path(self, node: n.Attribute) -> None:
         """Record the chain of attributes ``node`` ends (parents are walked before their

@@ -92,6 +92,13 @@ class Function:
     arguments, and raises nothing. A rule that only calls it may then be left out of the
     cycle, as kube-scheduler's plugins skip such pods in PreFilter and PreScore. None (the
     default): never told.
+
+    ``narrowed_key`` lets a rule's cluster key cover only what its own calls read:
+    ``(position, key)`` where, when every call of the function in a rule passes a literal at
+    argument ``position``, ``key(context, values)`` (``values``: those literals) is a cluster
+    key for the rule's calls, as ``cluster_key`` is for any call. ``domain_pod_count`` keyed by
+    the label keys its calls count by: a rule counting per hostname is not moved by a zone's
+    count. None (the default): ``cluster_key`` for every rule.
     """
 
     name: str
@@ -110,6 +117,7 @@ class Function:
     row_determined: Callable[[Any], bool] | None = None
     keys_alike: bool = False
     idle: Callable[[Any], bool] | None = None
+    narrowed_key: tuple[int, Callable[[Any, frozenset[Value]], Hashable]] | None = None
 
 
 @dataclass(frozen=True)

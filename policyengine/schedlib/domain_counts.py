@@ -31,6 +31,7 @@ import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -308,18 +309,29 @@ def domain_pod_count_key(ctx: CycleContext) -> Hashable:
     counts its class had not asked moves a process-wide epoch held in the whole part: a result
     computed from counts outside its key is then never read again under that key. A pod
     without a class (``CycleContext.alike``) is keyed apart every cycle."""
-    return ctx.prepared(("domain_pod_count", "row key"), lambda: _row_key(ctx))
+    return ctx.prepared(("domain_pod_count", "row key"), lambda: _row_key(ctx, None))
 
 
-def _row_key(ctx: CycleContext) -> RowKeyed:
+def domain_pod_count_key_by(ctx: CycleContext, keys: frozenset[Any]) -> Hashable:
+    """``domain_pod_count_key`` for a rule whose calls all count by one of the label
+    ``keys`` (``Function.narrowed_key``): it covers only the counts asked by those keys, so
+    a rule counting per hostname keeps its rows when a zone's count moves."""
+    return ctx.prepared(("domain_pod_count", "row key", keys), lambda: _row_key(ctx, keys))
+
+
+def _row_key(ctx: CycleContext, keys: frozenset[Any] | None) -> RowKeyed:
     snapshot = ctx.snapshot
     alike = ctx.alike
     if alike is None:
         return RowKeyed(("domain_pod_count", object()), np.zeros((snapshot.num_nodes, 0), np.int64))
-    asked: dict[Asked, None] = alike.get(_ASKED) or {}
+    asked = tuple(
+        pair
+        for pair in alike.get(_ASKED) or {}
+        if keys is None or pair[0][0] in keys  # (index key, values); the index's label key
+    )
     columns: list[np.ndarray] = []
     with _lock:
-        whole = ("domain_pod_count", _epoch, tuple(asked))
+        whole = ("domain_pod_count", _epoch, asked)
         for index_key, values in asked:
             columns.append(_index(snapshot, index_key).row_counts(snapshot, values))
     if not columns:

@@ -32,6 +32,7 @@ from policyengine.schedlib.domain_counts import (
     domain_pod_count,
     domain_pod_count_batch,
     domain_pod_count_key,
+    domain_pod_count_key_by,
     domain_pod_count_pod_key,
 )
 from policyengine.schedlib.gpu import GPU_FUNCTIONS
@@ -608,6 +609,7 @@ def _fn(
     pod_key: Callable[[Any], Hashable] | None = None,
     stable_only: Callable[[Any], bool] | None = None,
     pod_key_alike: bool = False,
+    narrowed_key: tuple[int, Callable[[Any, frozenset[Value]], Hashable]] | None = None,
 ) -> Function:
     return Function(
         name,
@@ -624,6 +626,7 @@ def _fn(
         stable_only,
         pod_key_alike,
         keys_alike=cluster_key is not None and _keys_alike(cluster_key, stable_only),
+        narrowed_key=narrowed_key,
     )
 
 
@@ -737,6 +740,7 @@ FUNCTIONS: tuple[Function, ...] = (
         cluster_key=domain_pod_count_key,
         batch=domain_pod_count_batch,
         pod_key=domain_pod_count_pod_key,
+        narrowed_key=(2, domain_pod_count_key_by),
     ),
 )
 

@@ -42,6 +42,10 @@ SCORE_BODIES = [
     "100 * (1 - (node.load.gpu ?? 1.0))",
     'domain_pod_count(pod, node, "zone", {"app": pod.labels["app"] ?? "none"}) * 10',
     'domain_pod_count(pod, node, "zone", {}) + domain_pod_count(pod, node, "disk", {"app": "db"})',
+    # Counted by a key each node names (no literal narrows the rule's key): the class's
+    # counts of every label key guard it.
+    'domain_pod_count(pod, node, if node.labels["zone"] == "a" then "zone" else "disk", {})',
+    'domain_pod_count(pod, node, "kubernetes.io/hostname", {"app": pod.labels["app"] ?? "x"})',
 ]
 NORMALIZE = ["", " normalize max", " normalize reverse", " normalize minmax"]
 SCORE_GUARDS = [

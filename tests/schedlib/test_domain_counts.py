@@ -28,6 +28,7 @@ from policyengine.schedlib.domain_counts import (
     domain_pod_count,
     domain_pod_count_batch,
     domain_pod_count_key,
+    domain_pod_count_key_by,
 )
 from policyengine.schedlib.rowkeys import RowKeyed
 from policyengine.schedlib.views import NodeView, PodView
@@ -124,6 +125,51 @@ def test_row_keys_hold_the_counts_the_class_asked_and_move_only_with_them() -> N
         before = after
     # Another class asked nothing: its key holds no counts.
     assert _row_key(snap, {}).rows.shape == (5, 0)
+
+
+@pytest.mark.parametrize(
+    ("keys", "moved"),
+    [
+        pytest.param(None, {0, 1}, id="every label key: the zone's rows and the node's"),
+        pytest.param(frozenset({"zone"}), {0, 1}, id="by zone: the zone's rows"),
+        pytest.param(
+            frozenset({"kubernetes.io/hostname"}), {1}, id="by hostname: the node's row alone"
+        ),
+        pytest.param(frozenset({"rack"}), set(), id="by a key the class never asked: nothing"),
+    ],
+)
+def test_a_key_narrowed_to_label_keys_moves_with_their_counts_alone(
+    keys: frozenset[str] | None, moved: set[int]
+) -> None:
+    domain_counts.clear()
+    snap = cluster()
+    nodes = [
+        dataclasses.replace(
+            info.node, labels={**info.node.labels, "kubernetes.io/hostname": info.name}
+        )
+        for info in snap.nodes
+    ]
+    snap = snapshot(nodes, [info.pod for node in snap.nodes for info in node.pods])
+    alike: dict[object, object] = {}
+    ctx = _context(snap, alike)
+    views = [NodeView(i) for i in snap.nodes]
+    for key in ("zone", "kubernetes.io/hostname"):
+        domain_pod_count_batch(ctx, ctx.pod, views, key, {"app": "web"})
+
+    def row_key(now: ClusterSnapshot) -> RowKeyed:
+        context = _context(now, alike)
+        found = (
+            domain_pod_count_key(context)
+            if keys is None
+            else domain_pod_count_key_by(context, keys)
+        )
+        assert isinstance(found, RowKeyed)
+        return found
+
+    before = row_key(snap)
+    after = row_key(snap.with_pod(make_pod("web-a", labels={"app": "web"}), "n1"))
+    assert after.whole == before.whole
+    assert set(np.flatnonzero((after.rows != before.rows).any(axis=1)).tolist()) == moved
 
 
 def test_asking_new_counts_moves_every_class_s_whole_key() -> None:

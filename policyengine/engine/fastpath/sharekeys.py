@@ -152,13 +152,19 @@ class RulePlan:
     # The rule may read what a pod class leaves out (the pod's name): a key by class then
     # holds the name too.
     named: bool = False
+    # Per function of ``keyed`` (by id), the literals the rule's calls pass where it narrows
+    # its key (``Function.narrowed_key``); a function not named keys by ``cluster_key``.
+    narrowed: tuple[tuple[int, frozenset[Any]], ...] = ()
     # The cluster keys and the stable flag are the same for every pod of a class under one
     # configuration (``Function.keys_alike``): ``engine.cycle`` keeps them per class.
     keys_alike: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         # The callables themselves: every cycle asks each rule for its keys.
-        object.__setattr__(self, "_cluster_keys", tuple(f.cluster_key for f in self.keyed))
+        narrowed = dict(self.narrowed)
+        object.__setattr__(
+            self, "_cluster_keys", tuple(_cluster_key(f, narrowed.get(id(f))) for f in self.keyed)
+        )
         stable = () if self.stable is None else tuple(f.stable_only for f in self.stable)
         object.__setattr__(self, "_stable_checks", stable)
         alike = not self.always and all(f.keys_alike for f in (*self.keyed, *(self.stable or ())))
@@ -174,7 +180,7 @@ class RulePlan:
         return all(check(context) for check in checks)
 
     def key(self, context: Any) -> Hashable:
-        return tuple(f.cluster_key(context) for f in self.keyed)  # type: ignore[misc]
+        return tuple(key(context) for key in self._cluster_keys)  # type: ignore[attr-defined]
 
     def keys(self, context: Any) -> tuple[Hashable, np.ndarray | None]:
         """The cluster keys' whole parts, and their per-row parts (``schedlib.rowkeys``)."""
@@ -192,6 +198,16 @@ class RulePlan:
             tuple(freeze(get(pod_view)) for get in self.pod_getters),
             tuple(f.pod_key(context) for f in self.pod_functions),  # type: ignore[misc]
         )
+
+
+def _cluster_key(function: Function, literals: frozenset[Any] | None) -> Callable[[Any], Hashable]:
+    """``function``'s cluster key for a rule whose calls pass ``literals`` where it narrows
+    its key (None: they do not, or it does not narrow)."""
+    if literals is None or function.narrowed_key is None:
+        assert function.cluster_key is not None
+        return function.cluster_key
+    narrowed = function.narrowed_key[1]
+    return lambda context: narrowed(context, literals)
 
 
 @dataclass(frozen=True, eq=False)
@@ -254,6 +270,12 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
     # What the rule may read of the pod that its class leaves out (its name), lets keyed by
     # value included (a key by class then holds the name, and pods of a class key apart).
     named = _named(full)
+    literals = dict(reads.literals)
+    narrowed = tuple(
+        (id(f), found)
+        for f in keyed
+        if f.narrowed_key is not None and (found := literals.get(id(f))) is not None
+    )
     return RulePlan(
         rule,
         tuple(keyed),
@@ -267,6 +289,7 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         own=_named(reads),  # the share key holds the name itself: the column is the pod's
         by_rows=row_functions(reads),
         named=named,
+        narrowed=narrowed,
     )
 
 

@@ -1,0 +1,61 @@
+"""``engine.fastpath.sharekeys``: a rule's cluster key narrowed by the literals its calls pass.
+
+``domain_pod_count`` declares its label key argument as narrowing (``Function.narrowed_key``):
+a rule whose every call passes a literal there is keyed by the counts asked by those label
+keys alone; a call passing anything else keys the rule by every count its pod's class asked.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from policyengine.engine.fastpath.sharekeys import policy_plan
+from tests.engine.strategies import compiled
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+@pytest.mark.parametrize(
+    ("body", "narrowed"),
+    [
+        pytest.param(f'domain_pod_count(pod, node, "{HOST}", {{}})', {HOST}, id="one literal"),
+        pytest.param(
+            f'domain_pod_count(pod, node, "{ZONE}", {{}}) + domain_pod_count(pod, node, "{HOST}", {{}})',
+            {ZONE, HOST},
+            id="two calls, two literals",
+        ),
+        pytest.param(
+            f'domain_pod_count(pod, node, "{ZONE}", {{"app": app}})', {ZONE}, id="labels by a let"
+        ),
+        pytest.param(
+            'domain_pod_count(pod, node, key, {"app": app})', None, id="a let: not narrowed"
+        ),
+        pytest.param(
+            'domain_pod_count(pod, node, pod.labels["spread-by"] ?? "zone", {})',
+            None,
+            id="a key the pod names: not narrowed",
+        ),
+        pytest.param(
+            f'domain_pod_count(pod, node, "{ZONE}", {{}}) + '
+            'domain_pod_count(pod, node, node.labels["by"] ?? "zone", {})',
+            None,
+            id="one call of two passes no literal: not narrowed",
+        ),
+        pytest.param("node.pod_count", None, id="no call"),
+    ],
+)
+def test_a_rule_s_key_is_narrowed_by_the_literals_its_calls_pass(
+    body: str, narrowed: set[str] | None
+) -> None:
+    program = compiled(
+        'policy "p" {\n'
+        '  let app = pod.labels["app"] ?? pod.name\n'
+        f'  let key = "{ZONE}"\n'
+        f"  score s {{ {body} }}\n"
+        "}\n"
+    )
+    (policy,) = [p for p in program.policies if p.name == "p"]
+    (plan,) = policy_plan(policy).scores
+    found = {frozenset(literals) for _, literals in plan.narrowed}
+    assert found == (set() if narrowed is None else {frozenset(narrowed)})
