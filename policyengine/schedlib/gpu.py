@@ -359,6 +359,19 @@ _HOST_ONLY_PODS = ("host-only", "pods")
 
 
 def _shapes_on(node: Any) -> dict[Any, int]:
+    """The node's GPU pods by shape and its pods asking no GPU (their CPU and number), kept on
+    the ``NodeInfo`` (immutable): a correction of the sums takes out the part of the node it
+    replaced, computed when that node was added."""
+    found: dict[Any, int] | None = node.__dict__.get(_SHAPES_ATTR)
+    if found is None:
+        found = node.__dict__[_SHAPES_ATTR] = _count_shapes(node)  # as cached_property does
+    return found
+
+
+_SHAPES_ATTR = "_gpu_shapes_on"
+
+
+def _count_shapes(node: Any) -> dict[Any, int]:
     counts: dict[Any, int] = {}
     for info in node.pods:
         key = fgd.shape_key(info.pod)

@@ -333,3 +333,21 @@ def test_a_workload_learns_as_another_what_a_fresh_one_would(
     assert after.host_state_key(8) == fresh.host_state_key(8)
     assert after.host_state_key(4) == fresh.host_state_key(4)
     assert (after.shapes(0.9, 8) is before.shapes(0.9, 8)) == carried
+
+
+def test_a_pod_s_host_and_shape_are_kept_on_it_and_not_on_a_replaced_copy() -> None:
+    import dataclasses
+
+    from policyengine.model.openb import pod_object
+    from policyengine.model.parse import parse_pod
+
+    pod = parse_pod(pod_object("g", 8000, 2048, 1, 500, ()))
+    assert f.pod_host(pod) == (8000, 2048)
+    assert f.pod_host(pod) is f.pod_host(pod)  # computed once
+    shape = f.shape_key(pod)
+    assert shape is not None and shape[1:] == (8000, 0)
+    other = parse_pod(pod_object("h", 2000, 1024, 0, 0, ()))
+    moved = dataclasses.replace(pod, containers=other.containers, annotations=other.annotations)
+    assert f.pod_host(moved) == (2000, 1024)  # the copy's own requests, not the kept ones
+    assert f.shape_key(moved) is None
+    assert f.shape_key(other) is None and f.shape_key(other) is None  # a kept None
