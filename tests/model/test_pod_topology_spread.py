@@ -193,3 +193,51 @@ def test_an_empty_selector_counts_no_pod() -> None:
     )
     result = filter_all(pod, BASE_NODES, [web_on("a", 1), web_on("a", 2)])
     assert result == {"a": [], "b": [], "c": []}
+
+
+def _defaults_config(*constraints: Any) -> Any:
+    from policyengine.model.plugins.config import DEFAULT_CONFIG
+
+    return replace(DEFAULT_CONFIG, spread_default_constraints=tuple(constraints))
+
+
+@pytest.mark.parametrize(
+    ("max_skew", "labels"),
+    [
+        pytest.param(1, {"app": "web", "rev": "1"}, id="skew 1"),
+        pytest.param(1, {"app": "web", "rev": "2"}, id="skew 1, other labels"),
+        pytest.param(4, {"app": "web", "rev": "1"}, id="skew 4"),
+    ],
+)
+def test_default_constraints_follow_the_configuration_and_the_selecting_objects(
+    max_skew: int, labels: dict[str, str]
+) -> None:
+    # Kept per what they read: another configuration gets its own constraints; the pod's
+    # labels reach them only through the selector derived from what selects the pod (kube
+    # replaces a default's selector, matchLabelKeys' included, by that one).
+    from policyengine.model.objects import TopologySpreadConstraint
+
+    service = parse_workload(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}},
+        }
+    )
+    workloads = ClusterSnapshot.build([]).with_workload(service).workloads
+    config = _defaults_config(
+        TopologySpreadConstraint(max_skew, ZONE, "ScheduleAnyway", match_label_keys=("rev",))
+    )
+    pod = make_pod(labels=labels)
+    for _ in range(2):  # computed, then kept
+        (constraint,) = pts.pod_constraints(pod, "ScheduleAnyway", config, workloads)
+        assert constraint.max_skew == max_skew
+        assert {(r.key, v) for r in constraint.selector.requirements for v in r.values} == {
+            ("app", "web")
+        }
+    assert pts.pod_constraints(pod, "DoNotSchedule", config, workloads) == ()
+    assert (
+        pts.pod_constraints(make_pod(labels={"app": "db"}), "ScheduleAnyway", config, workloads)
+        == ()
+    )

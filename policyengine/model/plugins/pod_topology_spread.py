@@ -17,7 +17,7 @@ missing a key are ignored (score 0).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from policyengine.model.frozen import FrozenDict
@@ -108,15 +108,39 @@ def pod_constraints(
     none when nothing does."""
     if pod.topology_spread_constraints:
         return compile_constraints(pod.topology_spread_constraints, pod.labels, action)
-    defaults = [c for c in config.spread_default_constraints if c.when_unsatisfiable == action]
+    defaults = config.spread_default_constraints
     if not defaults:
         return ()
     selector = workloads.default_selector(pod)
     if selector is None:
         return ()
-    return tuple(
-        replace(c, selector=selector) for c in compile_constraints(defaults, pod.labels, action)
-    )
+    # Pods of one template ask every cycle: kept per what the compilation reads.
+    key = (defaults, action, selector, pod.labels)
+    try:
+        found = _DEFAULTED.get(key)
+    except TypeError:  # labels or defaults that do not hash
+        return _defaulted(defaults, action, selector, pod.labels)
+    if found is None:
+        if len(_DEFAULTED) >= _DEFAULTED_KEPT:
+            _DEFAULTED.clear()  # a bound, not an LRU: a queue's pods alike come together
+        found = _DEFAULTED[key] = _defaulted(defaults, action, selector, pod.labels)
+    return found
+
+
+def _defaulted(
+    defaults: Sequence[TopologySpreadConstraint],
+    action: str,
+    selector: Selector,
+    labels: Mapping[str, str],
+) -> tuple[Constraint, ...]:
+    chosen = [c for c in defaults if c.when_unsatisfiable == action]
+    if not chosen:
+        return ()
+    return tuple(replace(c, selector=selector) for c in compile_constraints(chosen, labels, action))
+
+
+_DEFAULTED: dict[Hashable, tuple[Constraint, ...]] = {}
+_DEFAULTED_KEPT = 8192
 
 
 def requires_all_keys(pod: Pod, config: SchedulerConfig) -> bool:
