@@ -69,6 +69,16 @@ policy "p" {{
     return result.program
 
 
+def t4_cluster(cluster: list[tuple[int, int]]) -> ClusterSnapshot:
+    """T4 nodes of (GPUs, CPU millicores) each, 64 GiB of memory."""
+    return ClusterSnapshot.build(
+        [
+            parse_node(node_object(f"n{i}", cpu, 65536, gpus, "T4"))
+            for i, (gpus, cpu) in enumerate(cluster)
+        ]
+    )
+
+
 nodes_st = st.lists(
     st.tuples(st.sampled_from([1, 2, 4]), st.sampled_from([8000, 16000, 32000])),
     min_size=1,
@@ -110,12 +120,7 @@ def test_fast_path_decides_as_the_reference(
     device, select, shapes, host, cluster, arrivals, seed
 ) -> None:
     prog = program(device, select, shapes, host)
-    snap = ClusterSnapshot.build(
-        [
-            parse_node(node_object(f"n{i}", cpu, 65536, gpus, "T4"))
-            for i, (gpus, cpu) in enumerate(cluster)
-        ]
-    )
+    snap = t4_cluster(cluster)
     rng = random.Random(seed)
     workload = Workload(refresh=0.0)
     for index, (gpus, milli, cpu) in enumerate(arrivals):
@@ -161,12 +166,7 @@ def test_shapes_learned_from_the_snapshot_follow_it_through_a_class_cache(
     # the snapshot holds, which every placement changes; the columns kept between cycles must
     # be recomputed when the learned shapes they read moved.
     prog = program(device, select, SHAPE_LETS[1], host)
-    snap = ClusterSnapshot.build(
-        [
-            parse_node(node_object(f"n{i}", cpu, 65536, gpus, "T4"))
-            for i, (gpus, cpu) in enumerate(cluster)
-        ]
-    )
+    snap = t4_cluster(cluster)
     rng = random.Random(seed)
     classes = ClassCache()
     for index, (gpus, milli, cpu) in enumerate(arrivals):
