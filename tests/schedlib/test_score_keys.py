@@ -54,7 +54,11 @@ def _spread_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any]]
         None if info.name in state.ignored else SPREAD.score(state, info) for info in now.nodes
     ]
     pod_key = score_keys.spread_pod_key(state, require_all)
-    return pod_key, score_keys.spread_rows(state, _context(pod, now)).rows, scores
+    rows = score_keys.spread_rows(state, _context(pod, now)).rows
+    # The row key is the raw score itself (-1 where the node is left unscored), however
+    # many rows it kept from the last rows made for these constraints.
+    assert rows[:, 0].tolist() == [-1 if score is None else score for score in scores]
+    return pod_key, rows, scores
 
 
 def _affinity_scores(pod: Any, now: ClusterSnapshot) -> tuple[Any, Any, list[Any]] | None:
