@@ -13,20 +13,12 @@ import pytest
 from policyengine.engine.absent_nodes import unsatisfied
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
-from policyengine.lang.compiler import compile_paths
+from policyengine.lang.compiler import Program
 from policyengine.model.plugins import DEFAULT_CONFIG, KUBE_1_28
-from policyengine.schedlib import default_schema
 from tests.model.storage_builders import claims, cluster, node, pod, pv, pvc
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTNAME = "kubernetes.io/hostname"
-
-
-@pytest.fixture(scope="module")
-def program() -> Any:
-    result = compile_paths([ROOT / "policies" / "kube-default.sched"], default_schema())
-    assert result.ok, result.diagnostics
-    return result.program
 
 
 def _names(*names: str) -> dict[str, Any]:
@@ -117,7 +109,7 @@ BOUND = [pv("local-2", node_affinity=_local("n2")), pvc("data", volume="local-2"
     ],
 )
 def test_the_line_counts_the_nodes_a_prefilter_left_out_as_kube_scheduler(
-    program: Any,
+    kube_default: Program,
     affinity: dict[str, Any],
     volumes: list[dict[str, Any]],
     storage: list[dict[str, Any]],
@@ -128,14 +120,16 @@ def test_the_line_counts_the_nodes_a_prefilter_left_out_as_kube_scheduler(
     snap = cluster(NODES, [], storage)
     for config, want in ((KUBE_1_28, v128), (DEFAULT_CONFIG, current)):
         decision = schedule(
-            program,
+            kube_default,
             incoming,
             snap,
             random.Random(0),
             CycleOptions(all_filters=False),
             config=config,
         )
-        reference = reference_decision(program, incoming, snap, random.Random(0), config=config)
+        reference = reference_decision(
+            kube_default, incoming, snap, random.Random(0), config=config
+        )
         assert differences(decision, reference) == []
         assert decision.message == want
         # Each node's own reasons stay (what ``filter`` and ``explain`` show).

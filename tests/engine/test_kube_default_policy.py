@@ -17,12 +17,11 @@ import pytest
 import yaml
 
 from policyengine.engine.cycle import schedule
-from policyengine.lang.compiler import compile_paths
+from policyengine.lang.compiler import Program
 from policyengine.model.parse import parse_pod
 from policyengine.model.plugins import KUBE_1_28
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.schedlib import default_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted((ROOT / "tests" / "data" / "kube-scheduler-cases").glob("c*.yaml"))
@@ -45,19 +44,12 @@ WEIGHTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def program():
-    result = compile_paths([ROOT / "policies" / "kube-default.sched"], default_schema())
-    assert result.ok, result.diagnostics
-    return result.program
-
-
 def _case(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_reference_case(path: Path, program) -> None:
+def test_reference_case(path: Path, kube_default: Program) -> None:
     case = _case(path)
     result = case["result"]
     if result["outcome"] == "preset_nodeName":
@@ -66,7 +58,7 @@ def test_reference_case(path: Path, program) -> None:
     snapshot, _, _ = snapshot_from_objects(loaded.nodes, loaded.pods, loaded.namespaces)
     pod = parse_pod(case["pod"], source=path.name)
 
-    decision = schedule(program, pod, snapshot, random.Random(0), config=KUBE_1_28)
+    decision = schedule(kube_default, pod, snapshot, random.Random(0), config=KUBE_1_28)
 
     assert sorted(decision.feasible) == sorted(result["feasible"])
     if result["outcome"] == "unschedulable":

@@ -10,33 +10,24 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
-from policyengine.lang.compiler import compile_paths
+from policyengine.lang.compiler import Program
 from policyengine.model.parse import parse_pod
 from policyengine.model.plugins import KUBE_1_28
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.schedlib import default_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted((ROOT / "tests" / "data" / "kube-scheduler-volume-cases").glob("c*.yaml"))
 
 
-@pytest.fixture(scope="module")
-def program():
-    result = compile_paths([ROOT / "policies" / "kube-default.sched"], default_schema())
-    assert result.ok, result.diagnostics
-    return result.program
-
-
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_volume_case(path: Path, program: Any) -> None:
+def test_volume_case(path: Path, kube_default: Program) -> None:
     case = yaml.safe_load(path.read_text())
     result = case["result"]
     loaded = parse_objects([case["cluster"]], source=path.name)
@@ -46,9 +37,14 @@ def test_volume_case(path: Path, program: Any) -> None:
     pod = parse_pod(case["pod"], source=path.name)
 
     decision = schedule(
-        program, pod, snapshot, random.Random(0), CycleOptions(all_filters=False), config=KUBE_1_28
+        kube_default,
+        pod,
+        snapshot,
+        random.Random(0),
+        CycleOptions(all_filters=False),
+        config=KUBE_1_28,
     )
-    reference = reference_decision(program, pod, snapshot, random.Random(0), config=KUBE_1_28)
+    reference = reference_decision(kube_default, pod, snapshot, random.Random(0), config=KUBE_1_28)
 
     assert differences(decision, reference) == []
     assert sorted(decision.feasible) == sorted(result["feasible"])

@@ -6,24 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from policyengine.cli.render import simulation_document
 from policyengine.engine.simulate import simulate
-from policyengine.lang.compiler import compile_paths
+from policyengine.lang.compiler import Program
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.schedlib import default_schema
 from tests.model.builders import make_node, make_pod
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def program() -> Any:
-    result = compile_paths([ROOT / "policies" / "kube-default.sched"], default_schema())
-    assert result.program is not None
-    return result.program
 
 
 def _local_pv(name: str, node: str, size: str = "10Gi") -> dict[str, Any]:
@@ -92,7 +82,7 @@ def _pod(name: str, claim: str) -> Any:
     return make_pod(name, volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim}}])
 
 
-def test_a_volume_taken_by_one_pod_is_not_offered_to_the_next(program: Any) -> None:
+def test_a_volume_taken_by_one_pod_is_not_offered_to_the_next(kube_default: Program) -> None:
     snapshot = _cluster(
         _class("local", "kubernetes.io/no-provisioner"),
         _local_pv("pv-1", "n1"),
@@ -101,7 +91,7 @@ def test_a_volume_taken_by_one_pod_is_not_offered_to_the_next(program: Any) -> N
         _claim("b"),
         _claim("c"),
     )
-    run = simulate(program, snapshot, [_pod("p1", "a"), _pod("p2", "b"), _pod("p3", "c")])
+    run = simulate(kube_default, snapshot, [_pod("p1", "a"), _pod("p2", "b"), _pod("p3", "c")])
     first, second, third = run.decisions
     assert {first.node, second.node} == {"n1", "n2"}
     assert first.volumes.static[0].pv.name != second.volumes.static[0].pv.name
@@ -119,21 +109,21 @@ def test_a_volume_taken_by_one_pod_is_not_offered_to_the_next(program: Any) -> N
     assert placements[0]["volumes"] == [{"claim": "a", "volume": first.volumes.static[0].pv.name}]
 
 
-def test_pods_sharing_a_claim_follow_its_volume(program: Any) -> None:
+def test_pods_sharing_a_claim_follow_its_volume(kube_default: Program) -> None:
     snapshot = _cluster(
         _class("local", "kubernetes.io/no-provisioner"),
         _local_pv("pv-1", "n1"),
         _local_pv("pv-2", "n2"),
         _claim("a"),
     )
-    run = simulate(program, snapshot, [_pod("p1", "a"), _pod("p2", "a"), _pod("p3", "a")])
+    run = simulate(kube_default, snapshot, [_pod("p1", "a"), _pod("p2", "a"), _pod("p3", "a")])
     nodes = {d.node for d in run.decisions}
     assert len(nodes) == 1 and None not in nodes
 
 
-def test_a_provisioned_claim_keeps_its_pods_on_the_selected_node(program: Any) -> None:
+def test_a_provisioned_claim_keeps_its_pods_on_the_selected_node(kube_default: Program) -> None:
     snapshot = _cluster(_class("fast", "csi.example.com"), _claim("a", "fast"))
-    run = simulate(program, snapshot, [_pod("p1", "a"), _pod("p2", "a")])
+    run = simulate(kube_default, snapshot, [_pod("p1", "a"), _pod("p2", "a")])
     first, second = run.decisions
     assert first.node is not None and second.node == first.node
     claim = run.snapshot.storage.claim("default", "a")
@@ -142,7 +132,7 @@ def test_a_provisioned_claim_keeps_its_pods_on_the_selected_node(program: Any) -
     assert placements[0]["volumes"] == [{"claim": "a", "provision_on": first.node}]
 
 
-def test_gang_members_do_not_share_a_volume(program: Any) -> None:
+def test_gang_members_do_not_share_a_volume(kube_default: Program) -> None:
     # n1 is far larger: resource scores send both members there, but only one volume is.
     nodes = [
         make_node("n1", labels={"kubernetes.io/hostname": "n1"}, cpu="64", memory="256Gi"),
@@ -181,7 +171,7 @@ def test_gang_members_do_not_share_a_volume(program: Any) -> None:
         )
         for name, claim in (("m0", "a"), ("m1", "b"))
     ]
-    run = simulate(program, snapshot, members)
+    run = simulate(kube_default, snapshot, members)
     assert run.gangs and run.gangs[0].scheduled
     volumes = [d.volumes.static[0].pv.name for d in run.decisions]
     assert sorted(volumes) == ["pv-1", "pv-2"]

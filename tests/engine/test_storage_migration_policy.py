@@ -17,12 +17,11 @@ import yaml
 from policyengine.engine.absent_nodes import unsatisfied
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.reference_cycle import differences, reference_decision
-from policyengine.lang.compiler import compile_paths
+from policyengine.lang.compiler import Program
 from policyengine.model.parse import parse_pod
 from policyengine.model.plugins import DEFAULT_CONFIG, KUBE_1_28
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.schedlib import default_schema
 from tests.model.storage_builders import claims, cluster, node, pod, pv, pvc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,13 +31,6 @@ MIGRATED = "storage.alpha.kubernetes.io/migrated-plugins"
 EBS = "ebs.csi.aws.com"
 EBS_KEY = "topology.ebs.csi.aws.com/zone"
 ZONE = "topology.kubernetes.io/zone"
-
-
-@pytest.fixture(scope="module")
-def program() -> Any:
-    result = compile_paths([ROOT / "policies" / "kube-default.sched"], default_schema())
-    assert result.ok, result.diagnostics
-    return result.program
 
 
 def _csi_node(name: str, migrated: str | None, count: int) -> dict[str, Any]:
@@ -53,16 +45,21 @@ def _ebs(name: str, volume_id: str, zone: str) -> dict[str, Any]:
     return pv(name, awsElasticBlockStore={"volumeID": volume_id}, labels={ZONE: zone})
 
 
-def _both(program: Any, incoming: Any, snap: Any, config: Any = DEFAULT_CONFIG) -> Any:
+def _both(kube_default: Program, incoming: Any, snap: Any, config: Any = DEFAULT_CONFIG) -> Any:
     decision = schedule(
-        program, incoming, snap, random.Random(0), CycleOptions(all_filters=False), config=config
+        kube_default,
+        incoming,
+        snap,
+        random.Random(0),
+        CycleOptions(all_filters=False),
+        config=config,
     )
-    reference = reference_decision(program, incoming, snap, random.Random(0), config=config)
+    reference = reference_decision(kube_default, incoming, snap, random.Random(0), config=config)
     assert differences(decision, reference) == []
     return decision
 
 
-def test_in_tree_volumes_decide_alike_on_both_paths(program: Any) -> None:
+def test_in_tree_volumes_decide_alike_on_both_paths(kube_default: Program) -> None:
     nodes = [
         node("a1", {ZONE: "us-east-1a", EBS_KEY: "us-east-1a"}),  # migrated, full
         node("a2", {ZONE: "us-east-1a", EBS_KEY: "us-east-1a"}),  # migrated, room
@@ -83,7 +80,7 @@ def test_in_tree_volumes_decide_alike_on_both_paths(program: Any) -> None:
         _csi_node("b1", "kubernetes.io/aws-ebs", 2),
     ]
     snap = cluster(nodes, running, objects)
-    decision = _both(program, pod("p", claims("c")), snap)
+    decision = _both(kube_default, pod("p", claims("c")), snap)
     assert sorted(decision.feasible) == ["a2", "a4"]
     assert decision.infeasible["b2"][0].reasons == ("node(s) had no available volume zone",)
     assert decision.infeasible["a1"][0].reasons == ("node(s) exceed max volume count",)
@@ -121,14 +118,16 @@ def _case(name: str) -> tuple[Any, Any]:
     ],
 )
 def test_nodes_bound_local_volumes_exclude(
-    program: Any, name: str, v128: str, current: str
+    kube_default: Program, name: str, v128: str, current: str
 ) -> None:
     incoming, snap = _case(name)
-    assert _both(program, incoming, snap, KUBE_1_28).message == v128
-    assert _both(program, incoming, snap).message == current
+    assert _both(kube_default, incoming, snap, KUBE_1_28).message == v128
+    assert _both(kube_default, incoming, snap).message == current
 
 
-def test_storage_filters_step_aside_for_nodes_bound_local_volumes_exclude(program: Any) -> None:
+def test_storage_filters_step_aside_for_nodes_bound_local_volumes_exclude(
+    kube_default: Program,
+) -> None:
     local = {
         "required": {
             "nodeSelectorTerms": [
@@ -150,7 +149,7 @@ def test_storage_filters_step_aside_for_nodes_bound_local_volumes_exclude(progra
     incoming = pod(
         "p", [*claims("data"), {"name": "d", "awsElasticBlockStore": {"volumeID": "vol-1"}}]
     )
-    decision = _both(program, incoming, snap)
+    decision = _both(kube_default, incoming, snap)
     # Only n1 is filtered: the EBS limit rejects it; n2 is VolumeBinding's alone.
     assert decision.infeasible["n1"][0].reasons == ("node(s) exceed max volume count",)
     assert decision.infeasible["n2"][0].reasons == ("node(s) had volume node affinity conflict",)
