@@ -15,6 +15,7 @@ from policyengine.engine.decision import Decision
 from policyengine.engine.fastpath.classes import ClassCache
 from policyengine.engine.reference_cycle import ReferenceDecision, differences, reference_decision
 from policyengine.model.objects import Pod
+from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 
 
 def incremental(all_filters: bool = False) -> CycleOptions:
@@ -29,17 +30,19 @@ def decide_and_refer(
     snap: Any,
     rng: random.Random,
     options: CycleOptions,
+    config: SchedulerConfig = DEFAULT_CONFIG,
 ) -> tuple[Decision, ReferenceDecision]:
     """The fast cycle's decision and the reference's, neither read yet (a caller may compare
     them later, after more cycles)."""
     replay = random.Random()
     replay.setstate(rng.getstate())
-    decision = schedule(program, pod, snap, rng, options)
+    decision = schedule(program, pod, snap, rng, options, config=config)
     reference = reference_decision(
         program,
         pod,
         snap,
         replay,
+        config=config,
         candidates=options.candidates,
         candidates_reason=options.candidates_reason,
     )
@@ -52,9 +55,10 @@ def decide_beside_the_reference(
     snap: Any,
     rng: random.Random,
     options: CycleOptions,
+    config: SchedulerConfig = DEFAULT_CONFIG,
 ) -> tuple[Decision, ReferenceDecision]:
     """The fast cycle's decision and the reference's, asserted to have no difference."""
-    decision, reference = decide_and_refer(program, pod, snap, rng, options)
+    decision, reference = decide_and_refer(program, pod, snap, rng, options, config)
     assert differences(decision, reference) == []
     return decision, reference
 

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from policyengine.engine.cycle import CycleOptions, schedule
-from policyengine.engine.reference_cycle import differences, reference_decision
+from policyengine.engine.cycle import CycleOptions
 from policyengine.lang.compiler import Program
 from policyengine.model.parse import parse_pod
 from policyengine.model.plugins import KUBE_1_28
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
+from tests.engine.agreement import decide_beside_the_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted((ROOT / "tests" / "data" / "kube-scheduler-volume-cases").glob("c*.yaml"))
@@ -36,17 +36,9 @@ def test_volume_case(path: Path, kube_default: Program) -> None:
     )
     pod = parse_pod(case["pod"], source=path.name)
 
-    decision = schedule(
-        kube_default,
-        pod,
-        snapshot,
-        random.Random(0),
-        CycleOptions(all_filters=False),
-        config=KUBE_1_28,
-    )
-    reference = reference_decision(kube_default, pod, snapshot, random.Random(0), config=KUBE_1_28)
-
-    assert differences(decision, reference) == []
+    options = CycleOptions(all_filters=False)
+    rng = random.Random(0)
+    decision, _ = decide_beside_the_reference(kube_default, pod, snapshot, rng, options, KUBE_1_28)
     assert sorted(decision.feasible) == sorted(result["feasible"])
     if result["outcome"] == "scheduled":
         assert decision.node in result.get("top_nodes", result["feasible"])

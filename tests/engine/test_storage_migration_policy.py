@@ -15,13 +15,13 @@ import pytest
 import yaml
 
 from policyengine.engine.absent_nodes import unsatisfied
-from policyengine.engine.cycle import CycleOptions, schedule
-from policyengine.engine.reference_cycle import differences, reference_decision
+from policyengine.engine.cycle import CycleOptions
 from policyengine.lang.compiler import Program
 from policyengine.model.parse import parse_pod
 from policyengine.model.plugins import DEFAULT_CONFIG, KUBE_1_28
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
+from tests.engine.agreement import decide_beside_the_reference
 from tests.model.storage_builders import claims, cluster, node, pod, pv, pvc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,17 +46,9 @@ def _ebs(name: str, volume_id: str, zone: str) -> dict[str, Any]:
 
 
 def _both(kube_default: Program, incoming: Any, snap: Any, config: Any = DEFAULT_CONFIG) -> Any:
-    decision = schedule(
-        kube_default,
-        incoming,
-        snap,
-        random.Random(0),
-        CycleOptions(all_filters=False),
-        config=config,
-    )
-    reference = reference_decision(kube_default, incoming, snap, random.Random(0), config=config)
-    assert differences(decision, reference) == []
-    return decision
+    options = CycleOptions(all_filters=False)
+    rng = random.Random(0)
+    return decide_beside_the_reference(kube_default, incoming, snap, rng, options, config)[0]
 
 
 def test_in_tree_volumes_decide_alike_on_both_paths(kube_default: Program) -> None:
