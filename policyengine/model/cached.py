@@ -1,4 +1,5 @@
-"""``cached_property`` without a lock: a value computed on first read and kept on the instance.
+"""``cached_property`` without a lock: a value computed on first read and kept on the instance;
+``kept_on``, the same for a function of an immutable object defined outside its class.
 
 Python 3.11's ``functools.cached_property`` takes one lock shared by every instance of the
 class on each first read (Python 3.12 dropped it). The engine reads a few such properties of
@@ -40,3 +41,18 @@ class cached_property(Generic[T]):
         value = self.func(instance)
         instance.__dict__[self.attrname] = value
         return value
+
+
+_MISSING = object()
+
+
+def kept_on(instance: Any, name: str, make: Callable[[Any], T]) -> T:
+    """``make(instance)``, computed on the first ask and kept in the instance's ``__dict__``
+    under ``name`` as ``cached_property`` keeps a value: for what a layer above an immutable
+    object derives from it (the value may be None). Two threads asking at once both compute
+    it; the first stored is the one both keep, so its identity is stable."""
+    known = instance.__dict__
+    value = known.get(name, _MISSING)
+    if value is _MISSING:
+        value = known.setdefault(name, make(instance))
+    return value  # type: ignore[no-any-return]

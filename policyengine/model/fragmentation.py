@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from policyengine.model.cached import kept_on
 from policyengine.model.gpu_devices import (
     BEST_FIT,
     FIRST_FIT,
@@ -700,32 +701,25 @@ def host_free(info: NodeInfo) -> tuple[int, int]:
 
 
 def pod_host(pod: Pod) -> tuple[int, int]:
-    """The CPU (millicores) and memory (MiB, rounded up) the pod requests (kept on the pod,
-    as ``cached_property`` keeps a value: the workload's sums ask it of every pod of each
-    node a placement replaces)."""
-    found: tuple[int, int] | None = pod.__dict__.get(_HOST_ATTR)
-    if found is None:
-        requests = pod_requests(pod)
-        cpu = to_units("cpu", requests.get("cpu", 0))
-        memory = -(-to_units("memory", requests.get("memory", 0)) // _MIB)
-        found = pod.__dict__[_HOST_ATTR] = (cpu, memory)
-    return found
+    """The CPU (millicores) and memory (MiB, rounded up) the pod requests (kept on the pod:
+    the workload's sums ask it of every pod of each node a placement replaces)."""
+    return kept_on(pod, "_fragmentation_host", _pod_host)
+
+
+def _pod_host(pod: Pod) -> tuple[int, int]:
+    requests = pod_requests(pod)
+    cpu = to_units("cpu", requests.get("cpu", 0))
+    memory = -(-to_units("memory", requests.get("memory", 0)) // _MIB)
+    return cpu, memory
 
 
 def shape_key(pod: Pod) -> ShapeKey | None:
     """The pod's shape: its GPU demand and CPU, as FGD's typical pods are (CPU, GPU) pairs —
     memory requests vary too finely to group pods by, and rarely decide where a GPU pod fits.
     None for a pod asking no GPU: it is not a typical GPU pod. Kept on the pod."""
-    known = pod.__dict__
-    if _SHAPE_ATTR in known:
-        found: ShapeKey | None = known[_SHAPE_ATTR]
-        return found
+    return kept_on(pod, "_fragmentation_shape", _shape_key)
+
+
+def _shape_key(pod: Pod) -> ShapeKey | None:
     demand = pod_demand(pod)
-    found = None if demand.empty else (demand, pod_host(pod)[0], 0)
-    known[_SHAPE_ATTR] = found
-    return found
-
-
-# Where ``pod_host`` and ``shape_key`` keep their values on a pod (Pod is immutable).
-_HOST_ATTR = "_fragmentation_host"
-_SHAPE_ATTR = "_fragmentation_shape"
+    return None if demand.empty else (demand, pod_host(pod)[0], 0)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import BOOL, FLOAT, INT, QUANTITY, STRING, ListType, MapType, Nullable
 from policyengine.model import fragmentation as fgd
+from policyengine.model.cached import kept_on
 from policyengine.model.gpu_devices import BEST_FIT, FULL_CORES, GpuDemand, share, whole
 from policyengine.schedlib.domains import NodeSums
 from policyengine.schedlib.records import NODE, POD
@@ -362,13 +363,7 @@ def _shapes_on(node: Any) -> dict[Any, int]:
     """The node's GPU pods by shape and its pods asking no GPU (their CPU and number), kept on
     the ``NodeInfo`` (immutable): a correction of the sums takes out the part of the node it
     replaced, computed when that node was added."""
-    found: dict[Any, int] | None = node.__dict__.get(_SHAPES_ATTR)
-    if found is None:
-        found = node.__dict__[_SHAPES_ATTR] = _count_shapes(node)  # as cached_property does
-    return found
-
-
-_SHAPES_ATTR = "_gpu_shapes_on"
+    return kept_on(node, "_gpu_shapes_on", _count_shapes)
 
 
 def _count_shapes(node: Any) -> dict[Any, int]:

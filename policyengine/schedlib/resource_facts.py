@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from policyengine.model.cached import kept_on
 from policyengine.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from policyengine.model.snapshot import NodeInfo
 
@@ -35,29 +36,28 @@ WIDTH = 10
 LIMIT = 1 << 55
 # Extended resources with kept columns; a pod asking for more names computes them per call.
 _SCALARS_KEPT = 32
-_FACTS_ATTR = "_resource_facts"
 
 
 def facts_row(info: NodeInfo) -> tuple[int, ...]:
     """``info``'s base row, kept on it (``NodeInfo`` is immutable)."""
-    row = info.__dict__.get(_FACTS_ATTR)
-    if row is None:
-        alloc = info.allocatable_units
-        used = info.requested_units
-        row = (
-            len(info.pods),
-            alloc.get(PODS, 0),
-            alloc.get(CPU, 0),
-            alloc.get(MEMORY, 0),
-            alloc.get(EPHEMERAL_STORAGE, 0),
-            used.get(CPU, 0),
-            used.get(MEMORY, 0),
-            used.get(EPHEMERAL_STORAGE, 0),
-            info.non_zero_cpu,
-            info.non_zero_memory,
-        )
-        info.__dict__[_FACTS_ATTR] = row  # as functools.cached_property does
-    return row
+    return kept_on(info, "_resource_facts", _facts_row)
+
+
+def _facts_row(info: NodeInfo) -> tuple[int, ...]:
+    alloc = info.allocatable_units
+    used = info.requested_units
+    return (
+        len(info.pods),
+        alloc.get(PODS, 0),
+        alloc.get(CPU, 0),
+        alloc.get(MEMORY, 0),
+        alloc.get(EPHEMERAL_STORAGE, 0),
+        used.get(CPU, 0),
+        used.get(MEMORY, 0),
+        used.get(EPHEMERAL_STORAGE, 0),
+        info.non_zero_cpu,
+        info.non_zero_memory,
+    )
 
 
 def _in_range(values: Sequence[int]) -> bool:

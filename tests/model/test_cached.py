@@ -1,4 +1,4 @@
-"""``model.cached.cached_property``: read once per instance, as functools' is."""
+"""``model.cached``: ``cached_property`` and ``kept_on`` compute once per instance."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from policyengine.model.cached import cached_property
+from policyengine.model.cached import cached_property, kept_on
 
 COMPUTED: list[int] = []
 
@@ -43,3 +43,21 @@ def test_read_on_the_class_it_is_the_descriptor_with_the_function_s_name_and_doc
     assert isinstance(descriptor, cached_property)
     assert descriptor.attrname == "doubled"
     assert descriptor.__doc__ == "Twice the value."
+
+
+def _halved_or_none(box: Box) -> int | None:
+    COMPUTED.append(box.value)
+    return box.value // 2 if box.value % 2 == 0 else None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [pytest.param(4, 2, id="a value"), pytest.param(3, None, id="None is kept too")],
+)
+def test_kept_on_computes_once_per_instance(value: int, expected: int | None) -> None:
+    COMPUTED.clear()
+    box = Box(value)
+    assert [kept_on(box, "_halved", _halved_or_none) for _ in range(3)] == [expected] * 3
+    assert [value] == COMPUTED
+    assert kept_on(Box(value), "_halved", _halved_or_none) == expected  # another instance
+    assert [value, value] == COMPUTED

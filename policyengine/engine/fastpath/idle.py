@@ -25,6 +25,7 @@ import numpy as np
 
 from policyengine.engine.fastpath.sharekeys import PolicyPlan, RulePlan
 from policyengine.lang.runtime import Env
+from policyengine.model.cached import kept_on
 
 # Weights a float64 holds exactly: ``weight * 0.0`` is then a zero, never NaN.
 EXACT_WEIGHT = 2**53
@@ -99,16 +100,10 @@ def _holds(test: Callable[[Env], bool], env: Env) -> bool:
         return False
 
 
-_TESTS = "_idle_tests"  # where a plan keeps its ``IdleTests``
-
-
 def idle_tests(plan: PolicyPlan) -> IdleTests:
     """The idle tests of ``plan``, made once and kept on it (plans are made once per policy
     and cached by ``policy_plan``), as ``functools.cached_property`` keeps a value."""
-    found: IdleTests | None = plan.__dict__.get(_TESTS)
-    if found is None:
-        found = plan.__dict__.setdefault(_TESTS, IdleTests(plan))
-    return found
+    return kept_on(plan, "_idle_tests", IdleTests)
 
 
 def _positions(plan: PolicyPlan, active: PolicyPlan) -> tuple[int | None, ...]:
