@@ -304,6 +304,11 @@ class LabelColumn:
     values: dict[str, int]
 
     @cached_property
+    def complete(self) -> bool:
+        """Whether every row has the label (a hostname column mostly does)."""
+        return bool((self.codes >= 0).all())
+
+    @cached_property
     def names(self) -> list[str]:
         """code -> value."""
         names = [""] * len(self.values)
@@ -364,8 +369,11 @@ class RowColumns(Generic[T]):
         """``key``'s value for ``snapshot``: ``build(nodes)``, or ``patch(value, old nodes,
         nodes, changed rows)`` of the value kept for an earlier snapshot (which must not be
         changed in place: a cycle on that snapshot may still read it)."""
-        note(snapshot)
         nodes = snapshot.nodes
+        known = self._found.get(key)
+        if known is not None and known[1] is nodes:  # read already for this snapshot
+            return known[2]
+        note(snapshot)
         with self._lock:
             known = self._found.pop(key, None)
         value: T | None = None

@@ -27,7 +27,7 @@ from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.schedlib.domains import label_column
 from policyengine.schedlib.rowkeys import RowKeyed
-from policyengine.schedlib.spread_score import HOSTNAME, host_counts
+from policyengine.schedlib.spread_score import go_rounded, weighted_sums
 
 
 def spread_pod_key(state: spread.ScoreState, require_all: bool) -> Hashable:
@@ -44,27 +44,9 @@ def spread_rows(state: spread.ScoreState, ctx: Any) -> RowKeyed:
     for a hostname constraint) weighted as the plugin weighs them. A count that moves, or a
     weight that moves with the feasible nodes' number, changes the rows whose score it
     changes, and no other (most nodes hold no matching pod: their score reads no weight)."""
-    snapshot: ClusterSnapshot = ctx.snapshot
-    total = np.zeros(snapshot.num_nodes, np.float64)
-    missing = np.zeros(snapshot.num_nodes, bool)
-    for c, weight in zip(state.constraints, state.weights, strict=True):
-        labels = label_column(snapshot, c.topology_key)
-        present = labels.codes >= 0
-        if c.topology_key == HOSTNAME:
-            counts = host_counts(snapshot, c.selector, state.namespace)
-        else:
-            by_value = {
-                value: n for (key, value), n in state.pair_counts.items() if key == c.topology_key
-            }
-            counts = labels.gather(by_value)
-        # The plugin's order of operations: count * weight, + (maxSkew - 1), added to the sum.
-        part = counts.astype(np.float64) * weight + float(c.max_skew - 1)
-        total = np.where(present, total + part, total)
-        missing |= ~present
-    # Go's math.Round (half away from zero) of a sum that is never negative.
-    whole = np.floor(total)
-    rounded = whole.astype(np.int64) + (total - whole >= 0.5)
-    if spread.requires_all_keys(ctx.pod.pod, ctx.config):
+    total, missing = weighted_sums(state, ctx.snapshot)
+    rounded = go_rounded(total)
+    if missing is not None and spread.requires_all_keys(ctx.pod.pod, ctx.config):
         rounded[missing] = -1
     return RowKeyed(("spread-score",), rounded)
 
