@@ -10,8 +10,8 @@ for each tuple of those labels' values some pod carries, its count per domain. O
 serves every job (``{"training.ai/job": job}`` differs only in the value), and it follows the
 snapshots: each node's part depends only on that node (an immutable ``NodeInfo``), so after
 a placement the index takes out the replaced rows' old parts and adds their new ones
-(``steplog.changed_rows``), and is rebuilt only when the rows are not the same or too many
-changed.
+(``domains.relevant_changes``: the rows where a pod it may count came or went), and is
+rebuilt only when the rows are not the same or too many changed.
 
 Its cluster key (``domain_pod_count_key``) is a row key (``schedlib.rowkeys``): per node row,
 the count at the row's domain of each selector the pod's class asked before. A cached result of
@@ -36,13 +36,12 @@ from typing import Any
 import numpy as np
 
 from policyengine.lang.vector import ints
-from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
+from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.schedlib.context import CycleContext
-from policyengine.schedlib.domains import LabelColumn, label_column
+from policyengine.schedlib.domains import LabelColumn, label_column, relevant_changes
 from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.node_rows import rows_of, view_rows
 from policyengine.schedlib.rowkeys import RowKeyed
-from policyengine.schedlib.steplog import changed_rows
 from policyengine.schedlib.views import NodeView, PodView
 
 Wanted = tuple[tuple[str, str], ...]  # the selector's labels, sorted by name
@@ -130,6 +129,12 @@ class _Index:
                 part[values] = part.get(values, 0) + 1  # type: ignore[index,arg-type]
         return domain, part
 
+    def _counts(self, info: PodInfo) -> bool:
+        """Whether the index may count the pod (moving any other leaves a node's part)."""
+        pod = info.pod
+        labels = pod.labels
+        return pod.namespace == self.namespace and all(name in labels for name in self.names)
+
     def _add(self, domain: str | None, part: dict[Values, int], sign: int) -> None:
         if domain is None or not part:
             return
@@ -144,7 +149,11 @@ class _Index:
         nodes = snapshot.nodes
         if nodes is self.nodes:
             return
-        rows = changed_rows(snapshot, self.generation, self.nodes) if self.nodes else None
+        rows = (
+            relevant_changes(snapshot, self.generation, self.nodes, self._counts)
+            if self.nodes
+            else None
+        )
         if rows is None:
             self.counts = {}
             self.versions = {}
