@@ -196,24 +196,25 @@ def write_dump(path: Path, scale: float = 1.0, nodes: int = NODES) -> tuple[int,
 
 
 def _timed(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one command in a process of its own (``wait4``
-    gives that child's own peak, not the largest of all children so far)."""
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "policyengine.cli.main", *argv],
-        cwd=ROOT,
-        env=child_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    assert child.stderr is not None
-    errors = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise RuntimeError(f"policyengine {' '.join(argv)} failed: {errors[-2000:].decode()}")
-    return wall, usage.ru_maxrss / 1024
+    """Wall seconds and peak RSS (MiB) of one command in a process of its own, the peak as
+    that program reports it (``benchmarks.peak``)."""
+    with tempfile.TemporaryDirectory(prefix="bench-peak-") as tmp:
+        report = Path(tmp) / "peak"
+        start = time.perf_counter()
+        child = subprocess.run(
+            [sys.executable, "-m", "benchmarks.peak", str(report), "policyengine.cli.main", *argv],
+            cwd=ROOT,
+            env=child_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
+        wall = time.perf_counter() - start
+        if child.returncode != 0:
+            raise RuntimeError(
+                f"policyengine {' '.join(argv)} failed: {child.stderr[-2000:].decode()}"
+            )
+        return wall, int(report.read_text(encoding="ascii")) / 1024
 
 
 def run(runs: int = DEFAULT_RUNS, scale: float = 1.0, nodes: int = NODES) -> list[Measurement]:
