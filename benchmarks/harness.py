@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from policyengine.engine import heap
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -214,8 +216,12 @@ def frozen_heap() -> Iterator[None]:
     seeded API server's store), frozen by ``gc.freeze()`` inside, stay out of the collector's
     full passes while the scenario runs, as ``policyengine run`` keeps its own after syncing
     and ``worker.py`` the per-pod scenarios'; they are handed back to it on leaving, so later
-    scenarios in this process start from an ordinary heap."""
+    scenarios in this process start from an ordinary heap. Inside, the young generation is
+    collected as a long run collects it (``engine.heap``)."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(heap.YOUNG, *threshold[1:])
     try:
         yield
     finally:
+        gc.set_threshold(*threshold)
         gc.unfreeze()

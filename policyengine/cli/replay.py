@@ -10,7 +10,6 @@ seeds, and the whole curve. It reads the trace's two CSV files as they are publi
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Any
 
 from policyengine.cli import common, render
 from policyengine.cli.replay_plot import html_page
+from policyengine.engine import heap
 from policyengine.engine.trace_replay import (
     AT_PERCENT,
     SeedRun,
@@ -177,8 +177,7 @@ def _run(args: argparse.Namespace) -> int:
     if not total:
         raise common.InputError("the trace's nodes have no GPUs")
     runs: list[SeedRun] = []
-    gc.freeze()
-    try:
+    with heap.long_run():  # the program and the cluster live for the whole run
         for position, seed in enumerate(seeds):
             try:
                 arrivals = arrival_order(pods, milli, total, seed, args.demand)
@@ -204,8 +203,6 @@ def _run(args: argparse.Namespace) -> int:
                 flush=True,
             )
             runs.append(run)
-    finally:
-        gc.unfreeze()
     values = [r.unallocated_at for r in runs if r.unallocated_at is not None]
     summary = _summary(values)
     curve = mean_curve(runs)

@@ -10,12 +10,12 @@ installing shows the whole thing work. Unschedulable pods are a result, not an e
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from collections.abc import Callable
 
 from policyengine.cli import common, gpu_render, render
 from policyengine.cli.progress import terminal_progress
+from policyengine.engine import heap
 from policyengine.engine.arrivals import ArrivalReport, replay
 from policyengine.engine.gpu_report import Shapes, declared_shapes, parse_shapes
 from policyengine.engine.simulate import Simulation, simulate
@@ -101,15 +101,9 @@ def run_with_arrivals(
             file=sys.stderr,
         )
     common.warn_cluster("simulate", cluster, args)
-    # The program and the snapshot live for the whole run: in the collector's permanent
-    # generation, full collections stop walking them (about 5% of a long run's time at 5,000
-    # nodes). Reference counting still frees what the run drops; the run's end gives them back
-    # (``simulate`` may run in a longer-lived process: the tests, a notebook).
-    gc.freeze()
-    try:
+    # The program and the snapshot live for the whole run (``engine.heap``).
+    with heap.long_run():
         return _placed(args, program, cluster, progress)
-    finally:
-        gc.unfreeze()
 
 
 def _placed(

@@ -70,6 +70,7 @@ from policyengine.controller.storagecache import StorageCache
 from policyengine.controller.volumebinding import DEFAULT_BIND_TIMEOUT, VolumeBinder
 from policyengine.controller.wirejson import JSON
 from policyengine.controller.workloads import WorkloadWatch
+from policyengine.engine import heap
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.decision import Decision
 from policyengine.engine.fastpath.classes import ClassCache
@@ -132,7 +133,8 @@ class SchedulerOptions:
     # permanent generation (``gc.freeze``): the modules, the compiled program and the listed
     # cluster are long-lived, and each full collection otherwise walks all of them (over
     # 100 ms with 1,000 nodes, a stall of the sync or the loop each time). Reference
-    # counting still frees them. Process-wide, so only ``policyengine run`` turns it on.
+    # counting still frees them. The young generation is collected less often too
+    # (``engine.heap``). Process-wide, so only ``policyengine run`` turns it on.
     freeze_heap: bool = False
     # How long a pod's claims may take to be bound by the PV controller before the pod is
     # tried again (kube-scheduler's VolumeBinding bindTimeoutSeconds).
@@ -282,7 +284,7 @@ class Scheduler:
         """Schedule until ``stop`` is set; then finish binds in flight and return."""
         log.info("scheduler starting", scheduler_names=list(self.scheduler_names))
         if self._options.freeze_heap:
-            gc.freeze()
+            heap.keep_for_long_run()
         self.events.start()
         self.podgroup_status.start()
         self.podgroups.start()

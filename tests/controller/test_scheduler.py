@@ -15,6 +15,7 @@ import pytest
 
 from loopback import LoopbackAPIServer
 from policyengine.controller.hooks import SchedulerHooks
+from policyengine.engine import heap
 from tests.controller.builders import (
     FAST,
     SCHEDULER,
@@ -399,10 +400,14 @@ def test_heap_is_frozen_after_sync_only_when_asked(
     apiserver.create(node_obj("n1"))
     apiserver.create(pod_obj("p"))
     gc.unfreeze()
+    threshold = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
     try:
         options = replace(FAST, freeze_heap=freeze)
         with RunningScheduler(apiserver, options=options):
             apiserver.wait_for(lambda: apiserver.bound_nodes() == {"default/p": "n1"}, timeout=10)
             assert (gc.get_freeze_count() > 0) is freeze
+            assert (gc.get_threshold()[0] == heap.YOUNG) is freeze
     finally:
+        gc.set_threshold(*threshold)
         gc.unfreeze()
