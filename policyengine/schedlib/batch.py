@@ -28,7 +28,7 @@ import numpy as np
 
 from policyengine.lang.vector import ints
 from policyengine.model.normalize import MAX_NODE_SCORE, go_div
-from policyengine.model.overcommit import effective_allocatable
+from policyengine.model.overcommit import Overcommits, effective_allocatable
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.balanced_allocation import balanced_score
 from policyengine.model.plugins.node_resources_fit import (
@@ -299,12 +299,12 @@ _BALANCED = PLUGINS_BY_NAME["NodeResourcesBalancedAllocation"]
 def _fit_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _FIT.filter
     assert run is not None
-    if len(infos) <= _SMALL:
+    if len(infos) <= _SMALL or state.overcommit:
+        # Under overcommit each node's allocatable cpu is scaled by its load: node by node.
         return _fit_filter_few(state, infos)
     facts = _facts(infos)
     if (
         facts is None
-        or state.overcommit  # the plugin's own step scales allocatable cpu per node's load
         or len(state.scalars) > 48
         or not _small(
             state.cpu, state.memory, state.ephemeral, *(units for _, units in state.scalars)
@@ -347,9 +347,7 @@ def _fit_filter_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
         row = facts_row(info)
         code = 1 if row[_PODS] + 1 > row[_ALLOWED] else 0
         if wanted:
-            alloc_cpu = row[_A_CPU]
-            if overcommit:  # only cpu is compressible, so only cpu can be overcommitted
-                alloc_cpu = effective_allocatable(alloc_cpu, CPU, info.load, overcommit)
+            alloc_cpu = _alloc_cpu(info, row, overcommit)
             if cpu > 0 and cpu > alloc_cpu - row[_U_CPU]:
                 code |= 2
             if memory > 0 and memory > row[_A_MEM] - row[_U_MEM]:
@@ -369,6 +367,14 @@ def _fit_filter_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
             reasons = made[code] = _fit_reasons(code, scalars)
         out.append(reasons)
     return out
+
+
+def _alloc_cpu(info: NodeInfo, row: tuple[int, ...], overcommit: Overcommits) -> int:
+    """The node's allocatable cpu as the fit counts it: scaled by ``overcommit`` where the
+    node's load allows (only cpu is compressible, so only cpu can be overcommitted)."""
+    if overcommit:
+        return effective_allocatable(row[_A_CPU], CPU, info.load, overcommit)
+    return row[_A_CPU]
 
 
 def _fit_reasons(code: int, scalars: Sequence[tuple[str, int]]) -> list[str]:
@@ -429,15 +435,11 @@ def _alloc_req(
 def _least_allocated(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _FIT.score
     assert run is not None
-    if len(infos) <= _SMALL and not state.overcommit:
+    if len(infos) <= _SMALL or state.overcommit:  # overcommit: see ``_fit_filter``
         return _least_allocated_few(state, infos)
     facts = _facts(infos)
-    if (
-        facts is None
-        or state.overcommit
-        or not all(
-            0 < weight <= 1 << 16 and _small(request) for _, weight, request in state.resources
-        )
+    if facts is None or not all(
+        0 < weight <= 1 << 16 and _small(request) for _, weight, request in state.resources
     ):
         return [run(state, info) for info in infos]
     total = np.zeros(len(infos), np.int64)
@@ -458,7 +460,7 @@ def _least_allocated(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[An
 
 
 def _least_allocated_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
-    """The plugin's ``score`` (no overcommit) with cpu and memory read from the kept rows."""
+    """The plugin's ``score`` with cpu and memory read from the kept rows."""
     resources = state.resources
     if (
         len(resources) == 2
@@ -478,6 +480,7 @@ def _least_allocated_rows(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
         (_NON_ZERO_COLUMNS.get(name), name, weight, request)
         for name, weight, request in state.resources
     ]
+    overcommit = state.overcommit
     out = []
     for info in infos:
         row = facts_row(info)
@@ -485,8 +488,12 @@ def _least_allocated_rows(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
         for columns, name, weight, request in reads:
             if columns is not None:
                 alloc, req = row[columns[0]], row[columns[1]] + request
+                if name == CPU:
+                    alloc = _alloc_cpu(info, row, overcommit)
             else:
-                alloc, req = allocatable_and_requested(info, name, request, use_requested=False)
+                alloc, req = allocatable_and_requested(
+                    info, name, request, use_requested=False, overcommit=overcommit
+                )
             if alloc == 0:
                 continue
             # ``least_requested_score``, with Go's division by a positive number inlined.
@@ -515,10 +522,11 @@ def _least_cpu_memory(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
     weights, inlined: the same integer operations (a node with a negative allocatable, which
     Go's division reads apart, takes the general way)."""
     (_, cpu_weight, cpu_request), (_, memory_weight, memory_request) = state.resources
+    overcommit = state.overcommit
     out = []
     for info in infos:
         row = facts_row(info)
-        alloc_cpu, alloc_memory = row[_A_CPU], row[_A_MEM]
+        alloc_cpu, alloc_memory = _alloc_cpu(info, row, overcommit), row[_A_MEM]
         if alloc_cpu < 0 or alloc_memory < 0:
             out.append(_least_allocated_rows(state, [info])[0])
             continue
@@ -538,10 +546,11 @@ def _least_cpu_memory(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
 
 
 def _balanced_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
-    """The plugin's ``score`` (no overcommit) with cpu and memory read from the kept rows."""
+    """The plugin's ``score`` with cpu and memory read from the kept rows."""
     resources = state.resources
+    overcommit = state.overcommit
     if len(resources) == 2 and resources[0][0] == CPU and resources[1][0] == MEMORY:
-        return _balanced_cpu_memory(resources[0][1], resources[1][1], infos)
+        return _balanced_cpu_memory(resources[0][1], resources[1][1], infos, overcommit)
     out = []
     for info in infos:
         row = facts_row(info)
@@ -549,11 +558,13 @@ def _balanced_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
         allocatable = []
         for name, request in state.resources:
             if name == CPU:
-                alloc, req = row[_A_CPU], row[_U_CPU] + request
+                alloc, req = _alloc_cpu(info, row, overcommit), row[_U_CPU] + request
             elif name == MEMORY:
                 alloc, req = row[_A_MEM], row[_U_MEM] + request
             else:
-                alloc, req = allocatable_and_requested(info, name, request, use_requested=True)
+                alloc, req = allocatable_and_requested(
+                    info, name, request, use_requested=True, overcommit=overcommit
+                )
             if alloc == 0:
                 alloc = req = 0
             requested.append(req)
@@ -562,14 +573,16 @@ def _balanced_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
     return out
 
 
-def _balanced_cpu_memory(cpu: int, memory: int, infos: Sequence[NodeInfo]) -> list[Any]:
+def _balanced_cpu_memory(
+    cpu: int, memory: int, infos: Sequence[NodeInfo], overcommit: Overcommits = ()
+) -> list[Any]:
     """``balanced_score`` of cpu and memory (the default resources), inlined: the same float
     operations in the same order (``min(f, 1.0)`` is ``f`` unless ``f > 1.0``; one fraction
     or none has no spread)."""
     out = []
     for info in infos:
         row = facts_row(info)
-        alloc_cpu, alloc_mem = row[_A_CPU], row[_A_MEM]
+        alloc_cpu, alloc_mem = _alloc_cpu(info, row, overcommit), row[_A_MEM]
         if alloc_cpu and alloc_mem:
             f0 = float(row[_U_CPU] + cpu) / float(alloc_cpu)
             f1 = float(row[_U_MEM] + memory) / float(alloc_mem)
@@ -590,12 +603,11 @@ _UNSPREAD = math.trunc((1 - 0.0) * _MAX_SCORE)
 def _balanced(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     run = _BALANCED.score
     assert run is not None
-    if len(infos) <= _SMALL and not state.overcommit:
+    if len(infos) <= _SMALL or state.overcommit:  # overcommit: see ``_fit_filter``
         return _balanced_few(state, infos)
     facts = _facts(infos)
     if (
         facts is None
-        or state.overcommit
         or len(state.resources) > 2
         or not all(_small(request) for _, request in state.resources)
     ):

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Pod
 from policyengine.model.overcommit import Overcommit
 from policyengine.model.plugins import PLUGINS_BY_NAME
@@ -397,3 +398,49 @@ def test_the_resources_filter_over_few_nodes_counts_overcommitted_cpu(
     infos = list(cluster.nodes)
     assert [plugin.filter(state, info) for info in infos] == expected
     assert FILTERS["NodeResourcesFit"](state, infos, None) == expected
+
+
+@pytest.mark.parametrize("nodes", [3, 60], ids=["few nodes", "many nodes"])
+@pytest.mark.parametrize(
+    "overcommit",
+    [
+        pytest.param((Overcommit("cpu", Fraction(3, 2)),), id="cpu 1.5"),
+        pytest.param((Overcommit("cpu", Fraction(2), Fraction(1, 2)),), id="cpu 2 below load 0.5"),
+    ],
+)
+def test_resource_forms_scale_cpu_by_each_node_s_load_as_the_plugins(
+    overcommit: tuple[Overcommit, ...], nodes: int
+) -> None:
+    # Nodes with a fresh cpu reading below, at and above the bound, and none: the forms (over
+    # few nodes and over many) scale each node's allocatable cpu exactly as the plugins do.
+    cluster = snapshot(
+        [make_node(f"n{i}", cpu="4", memory="8Gi") for i in range(nodes)],
+        [
+            make_pod(
+                f"busy{i}",
+                requests={"cpu": f"{(2000, 3500, 3000, 500)[i % 4]}m"},
+                node_name=f"n{i}",
+            )
+            for i in range(nodes)
+        ],
+    )
+    readings = [0.2, 0.5, 0.7, None]
+    infos = [
+        info.with_load(NodeLoad(cpu=readings[i % 4], age=None if readings[i % 4] is None else 5))
+        for i, info in enumerate(cluster.nodes)
+    ]
+    config = SchedulerConfig(overcommit=overcommit)
+    pod = make_pod("p", requests={"cpu": "3", "memory": "1Gi"})
+    fit = PLUGINS_BY_NAME["NodeResourcesFit"]
+    assert fit.prepare_filter is not None and fit.filter is not None
+    state = fit.prepare_filter(pod, cluster, config)
+    expected = [fit.filter(state, info) for info in infos]
+    assert FILTERS["NodeResourcesFit"](state, infos, None) == expected
+    assert any(expected) and not all(expected)  # the load decides for some nodes
+    for name in ("NodeResourcesFit", "NodeResourcesBalancedAllocation"):
+        plugin = PLUGINS_BY_NAME[name]
+        assert plugin.prepare_score is not None and plugin.score is not None
+        score_state = plugin.prepare_score(pod, cluster, infos, config)
+        assert list(SCORES[name](score_state, infos, None)) == [
+            plugin.score(score_state, info) for info in infos
+        ], name
