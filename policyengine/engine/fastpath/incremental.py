@@ -202,7 +202,9 @@ FEW = 32
 def score_limit(frame: Frame) -> int:
     """The feasible rows a score rule's row keys may drop before it is brought up to date
     over every feasible row instead (a zone's count moving drops a fifth of a five-zone
-    cluster: re-scored incrementally, the other rules keep their normalisation)."""
+    cluster: re-scored incrementally, the other rules keep their normalisation), and the rows
+    the filters' row keys may drop before the filter stage runs a full pass (a hard zone
+    spread's count moving at each placement of its app)."""
     return max(frame.size // 2, FEW)
 
 
@@ -238,8 +240,12 @@ def filter_rows(
     stables = same_keys(plans, columns, state.filter_epochs, context, prepared=prepared)
     if stables is None:
         return None
-    found = dropped(columns, state.seen, changed, limit(entry.frame))
-    if found is None or too_many(found, entry.frame):
+    if too_many(changed, entry.frame):
+        return None
+    # Rows a row key dropped share few keys (a zone's count moved: its thousand rows, one
+    # key), evaluated once per key: as many as a score rule may follow (``score_limit``).
+    found = dropped(columns, state.seen, changed, score_limit(entry.frame))
+    if found is None:
         return None
     changed.update(found)
     first_rejected_by = state.first_rejected_by.copy()
