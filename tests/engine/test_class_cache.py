@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from policyengine.engine import cycle
 from policyengine.engine.cycle import schedule
+from policyengine.engine.fastpath import classes as class_store
 from policyengine.engine.fastpath import columns, fullpass, rules
 from policyengine.engine.fastpath import incremental as incremental_pass
 from policyengine.engine.fastpath.classes import ClassCache
@@ -949,3 +950,19 @@ def test_a_column_drops_the_rows_whose_row_keys_moved(
     column.by_row(np.array(new, np.int64))
     assert np.flatnonzero(column.ids == 0).tolist() == dropped
     assert column.dropped_since(0).tolist() == dropped
+
+
+@pytest.mark.parametrize(
+    ("budget", "kept"),
+    [(60, ["a", "b", "c"]), (59, ["b", "c"]), (20, ["c"])],
+    ids=["room for all", "one over: the least recently used goes", "room for one: the last stays"],
+)
+def test_states_past_their_budget_go_least_recently_used_first(
+    monkeypatch: pytest.MonkeyPatch, budget: int, kept: list[str]
+) -> None:
+    monkeypatch.setattr(class_store, "_STATE_CELLS", budget)
+    cache = ClassCache()
+    refs = (object(),)
+    for key in ("a", "b", "c"):
+        cache.put_state(key, refs, f"state {key}", 20)
+    assert [key for key in ("a", "b", "c") if cache.take_state(key, refs) is not None] == kept

@@ -29,6 +29,10 @@ from policyengine.model.objects import Pod
 
 # About this many result cells (rows) are kept over all columns.
 _CELLS = 2_000_000
+# About this many over all classes' last states: three arrays of rows each, counted again for
+# every state kept beside one (``incremental.OTHERS``: up to 16 per filter key), so that a
+# cluster of many filter keys, each shared by many score column sets, keeps them all.
+_STATE_CELLS = 8_000_000
 # Pod classes whose pod-only prepared states are kept.
 _ALIKE = 4096
 # Distinct column keys interned before the table starts over.
@@ -160,7 +164,7 @@ class ClassCache:
                 self._state_cells -= old[2]
             self._states[key] = (refs, state, cells)
             self._state_cells += cells
-            while self._state_cells > _CELLS and len(self._states) > 1:
+            while self._state_cells > _STATE_CELLS and len(self._states) > 1:
                 _, (_, _, dropped) = self._states.popitem(last=False)
                 self._state_cells -= dropped
 
