@@ -1,7 +1,7 @@
 """One fast-path cycle held equal to the reference evaluator's, for the engine's tests.
 
 The reference cycle runs from the rng state the fast cycle started from (and with the same gang
-candidates), so ties break alike; every test that walks pods through changing snapshots asks
+candidates and replay workload), so ties break alike; every test that walks pods through changing snapshots asks
 this after each pod.
 """
 
@@ -45,6 +45,7 @@ def decide_and_refer(
         config=config,
         candidates=options.candidates,
         candidates_reason=options.candidates_reason,
+        workload=options.workload,
     )
     return decision, reference
 
