@@ -218,10 +218,8 @@ def frozen_heap() -> Iterator[None]:
     and ``worker.py`` the per-pod scenarios'; they are handed back to it on leaving, so later
     scenarios in this process start from an ordinary heap. Inside, the young generation is
     collected as a long run collects it (``engine.heap``)."""
-    threshold = gc.get_threshold()
-    gc.set_threshold(heap.YOUNG, *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
+    with heap.young_collected_less_often():
+        try:
+            yield
+        finally:
+            gc.unfreeze()

@@ -34,10 +34,21 @@ def keep_for_long_run() -> None:
 def long_run() -> Iterator[None]:
     """``keep_for_long_run`` for the ``with`` block, the collector as it was afterwards (a
     ``simulate`` may run inside a longer-lived process: the tests, a notebook)."""
+    with young_collected_less_often():
+        gc.freeze()
+        try:
+            yield
+        finally:
+            gc.unfreeze()
+
+
+@contextlib.contextmanager
+def young_collected_less_often() -> Iterator[None]:
+    """The young generation collected after ``YOUNG`` net allocations within the ``with``
+    block, as before it afterwards."""
     threshold = gc.get_threshold()
-    keep_for_long_run()
+    gc.set_threshold(YOUNG, *threshold[1:])
     try:
         yield
     finally:
         gc.set_threshold(*threshold)
-        gc.unfreeze()

@@ -487,9 +487,8 @@ def _least_allocated_rows(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
         total = weights = 0
         for columns, name, weight, request in reads:
             if columns is not None:
-                alloc, req = row[columns[0]], row[columns[1]] + request
-                if name == CPU:
-                    alloc = _alloc_cpu(info, row, overcommit)
+                alloc = _alloc_cpu(info, row, overcommit) if name == CPU else row[columns[0]]
+                req = row[columns[1]] + request
             else:
                 alloc, req = allocatable_and_requested(
                     info, name, request, use_requested=False, overcommit=overcommit
@@ -574,7 +573,7 @@ def _balanced_few(state: Any, infos: Sequence[NodeInfo]) -> list[Any]:
 
 
 def _balanced_cpu_memory(
-    cpu: int, memory: int, infos: Sequence[NodeInfo], overcommit: Overcommits = ()
+    cpu: int, memory: int, infos: Sequence[NodeInfo], overcommit: Overcommits
 ) -> list[Any]:
     """``balanced_score`` of cpu and memory (the default resources), inlined: the same float
     operations in the same order (``min(f, 1.0)`` is ``f`` unless ``f > 1.0``; one fraction

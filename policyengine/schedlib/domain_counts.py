@@ -129,7 +129,7 @@ class _Index:
                 part[values] = part.get(values, 0) + 1  # type: ignore[index,arg-type]
         return domain, part
 
-    def _counts(self, info: PodInfo) -> bool:
+    def _may_count(self, info: PodInfo) -> bool:
         """Whether the index may count the pod (moving any other leaves a node's part)."""
         pod = info.pod
         labels = pod.labels
@@ -150,7 +150,7 @@ class _Index:
         if nodes is self.nodes:
             return
         rows = (
-            relevant_changes(snapshot, self.generation, self.nodes, self._counts)
+            relevant_changes(snapshot, self.generation, self.nodes, self._may_count)
             if self.nodes
             else None
         )

@@ -67,9 +67,9 @@ class State:
 
 # States kept beside a class's last one: classes that filter alike but score apart (pod
 # templates with equal requests and different images; Deployments of one size behind
-# different Services, each spread by its own selector) take turns on one filter key. With
-# four, the mixed benchmark's five same-sized Deployments and its Jobs evicted each other's
-# states and ran a full score pass every other cycle.
+# different Services, each spread by its own selector) take turns on one filter key. Too few,
+# and five such Deployments with the Jobs of their size (the mixed benchmark's) evict each
+# other's states and run a full score pass every other cycle.
 OTHERS = 16
 
 
