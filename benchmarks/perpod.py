@@ -23,9 +23,14 @@ from benchmarks.workload import Workload
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_worker(workload: Workload, check: int, label: str) -> dict[str, Any]:
-    """One run in a fresh interpreter (``benchmarks.worker``); its progress goes to stderr."""
-    request = json.dumps({"workload": asdict(workload), "check": check, "label": label})
+def run_worker(
+    workload: Workload, check: int, label: str, alone: list[str] | None = None
+) -> dict[str, Any]:
+    """One run in a fresh interpreter (``benchmarks.worker``); its progress goes to stderr.
+    ``alone``: the templates whose pods the run also places on their own."""
+    request = json.dumps(
+        {"workload": asdict(workload), "check": check, "label": label, "alone": alone}
+    )
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.worker", request],
         cwd=ROOT,
@@ -52,12 +57,13 @@ def measure_workload(
     rate_target: str = "",
     p99_target: str = "",
     more: Callable[[list[dict[str, Any]]], list[Measurement]] | None = None,
+    alone: list[str] | None = None,
 ) -> list[Measurement]:
     """Rows for one workload: throughput, latency, peak RSS, and the reference check (and
-    ``more`` rows read from the runs' results)."""
+    ``more`` rows read from the runs' results; ``alone``: as ``run_worker``)."""
     label = f"{scenario} ({workload.nodes:,} nodes)"
     results = [
-        run_worker(workload, check if i == 0 else 0, f"{label}: run {i + 1}/{runs}")
+        run_worker(workload, check if i == 0 else 0, f"{label}: run {i + 1}/{runs}", alone)
         for i in range(runs)
     ]
     first = results[0]

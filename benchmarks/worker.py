@@ -4,7 +4,9 @@ Each run gets a fresh interpreter so that its peak RSS is its own (not the sum o
 scenario before it) and no cache survives from one run to the next. The peak is reset once the
 cluster is built (``/proc/self/clear_refs``), so it measures a process holding the cluster
 and placing pods, not the generator's throw-away dicts; where the reset is not allowed, the
-peak includes them and the result says so. The result is one JSON object on stdout.
+peak includes them and the result says so. Asked for templates (``alone``), the run then
+places each template's pods again with no other pod in the queue (``place_alone``). The result
+is one JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import asdict
 
 from benchmarks.agreement import Agreement, check
 from benchmarks.harness import peak_rss_kb, progress
-from benchmarks.workload import Workload, build, evenly, place_all, warm_up
+from benchmarks.workload import Workload, build, evenly, place_all, place_alone, warm_up
 from policyengine.engine import heap
 from policyengine.engine.decision import Decision
 from policyengine.model.objects import Pod
@@ -32,7 +34,9 @@ def _reset_peak_rss() -> bool:
         return False
 
 
-def run(workload: Workload, check_pods: int, label: str) -> dict[str, object]:
+def run(
+    workload: Workload, check_pods: int, label: str, alone: list[str] | None = None
+) -> dict[str, object]:
     start = time.perf_counter()
     cluster = build(workload)
     warm_up(cluster)
@@ -57,6 +61,14 @@ def run(workload: Workload, check_pods: int, label: str) -> dict[str, object]:
             progress(f"{label}: pod {done}/{total}")
 
     placed = place_all(cluster, inspect=inspect, sample=evenly(check_pods, total), report=report)
+    peak = peak_rss_kb()  # the queue's, before any template is placed on its own
+    by_template: dict[str, dict[str, float]] = {}
+    if alone is not None:
+        progress(f"{label}: each template's pods on their own")
+        by_template = {
+            name: {"pods": len(own.cpu), "cpu": sum(own.cpu)}
+            for name, own in place_alone(cluster, alone).items()
+        }
     return {
         "workload": asdict(workload),
         "nodes": len(cluster.snapshot.nodes),
@@ -65,20 +77,26 @@ def run(workload: Workload, check_pods: int, label: str) -> dict[str, object]:
         "latencies": placed.latencies,
         "apps": [pod.labels.get("app", "") for pod in cluster.pending],
         "cpu": placed.cpu,
-        "peak_rss_kb": peak_rss_kb(),
+        "peak_rss_kb": peak,
         "peak_rss_reset": reset,
         "build_seconds": built,
         "check_seconds": checking,
         "checked": agreement.checked,
         "agreed": agreement.agreed,
         "differences": agreement.differences,
+        "alone": by_template,
     }
 
 
 def main(argv: list[str]) -> int:
     request = json.loads(argv[0])
     workload = Workload(**request["workload"])
-    result = run(workload, int(request.get("check", 0)), str(request.get("label", "worker")))
+    result = run(
+        workload,
+        int(request.get("check", 0)),
+        str(request.get("label", "worker")),
+        request.get("alone"),
+    )
     print(json.dumps(result))
     return 0
 

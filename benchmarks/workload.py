@@ -146,6 +146,25 @@ def warm_up(cluster: Cluster) -> None:
         place_one(cluster, cluster.pending[0], cluster.snapshot, random.Random(0))
 
 
+def template_of(app: str, names: Sequence[str]) -> str:
+    """The template an ``app`` label comes from (``web-3`` of ``web``): the longest of
+    ``names`` it is or starts with, else the label itself."""
+    return max((n for n in names if app == n or app.startswith(n + "-")), key=len, default=app)
+
+
+def place_alone(cluster: Cluster, templates: Sequence[str]) -> dict[str, Placement]:
+    """Each template's pending pods placed with no other pod in the queue: from the cluster's
+    snapshot, in queue order, with a class cache of their own (as a scheduler that sees only
+    that workload would run them, its first cycle included)."""
+    groups: dict[str, list[Pod]] = {}
+    for pod in cluster.pending:
+        groups.setdefault(template_of(pod.labels.get("app", ""), templates), []).append(pod)
+    return {
+        name: place_all(Cluster(cluster.program, cluster.snapshot, tuple(pods)))
+        for name, pods in groups.items()
+    }
+
+
 def evenly(count: int, total: int) -> list[int]:
     """``count`` queue positions spread over ``total`` pods (first and last included)."""
     if count <= 0 or total <= 0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ from benchmarks import compile as compile_scenario
 from benchmarks.__main__ import SCENARIOS, main
 from benchmarks.agreement import Agreement, check
 from benchmarks.harness import Measurement, notes, pending, percentile, render, to_json
-from benchmarks.workload import Workload, build, evenly, place_all
+from benchmarks.workload import Workload, build, evenly, place_all, place_alone, template_of
 from policyengine.engine.simulate import simulate
 
 pytestmark = pytest.mark.slow  # processes, servers or seconds of work
@@ -234,8 +235,37 @@ def test_mixed_reports_the_mix_and_each_template_it_placed() -> None:
     rows = mixed.run(runs=1, scale=0.003, check=1, nodes=40)  # 30 pods
     templates = [r for r in rows if r.metric.startswith("template ")]
     assert templates and all(r.unit == "pods/s" and r.median > 0 for r in templates)
+    alone = " on its own (CPU time)"
+    own = {r.metric.removesuffix(alone) for r in templates if r.metric.endswith(alone)}
+    in_mix = {r.metric.removesuffix(" (CPU time)") for r in templates if alone not in r.metric}
+    assert own and own == in_mix  # each template the mix placed, placed on its own too
     assert any(r.metric.endswith("throughput (CPU time)") for r in rows)
     assert not any(r.target for r in rows if r.unit == "pods/s")  # full size only
+
+
+@pytest.mark.parametrize(
+    ("app", "template"),
+    [
+        ("web", "web"),
+        ("web-3", "web"),
+        ("gpu-share-half-1", "gpu-share-half"),  # the longest name it starts with
+        ("webby", "webby"),  # no name followed by "-": its own
+        ("", ""),
+    ],
+)
+def test_template_of_names_the_template_an_app_comes_from(app: str, template: str) -> None:
+    assert template_of(app, ["web", "gpu-share", "gpu-share-half"]) == template
+
+
+def test_place_alone_places_each_template_s_pods_from_the_cluster_s_snapshot() -> None:
+    cluster = build(Workload("mixed", 40, 30))
+    names = ["web", "etcd", "gpu-share-half"]
+    by_template = place_alone(cluster, names)
+    assert sum(len(placed.nodes) for placed in by_template.values()) == len(cluster.pending)
+    for name, placed in by_template.items():
+        pods = [p for p in cluster.pending if template_of(p.labels.get("app", ""), names) == name]
+        # Alone, each group decides as a cluster whose queue holds only its pods.
+        assert placed.nodes == place_all(replace(cluster, pending=tuple(pods))).nodes
 
 
 def test_bigsnapshot_times_simulate_and_filter_on_a_dump_as_the_api_returns_it() -> None:
