@@ -18,7 +18,9 @@ decisions.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -80,13 +82,61 @@ def score_state(
     constraints: tuple[spread.Constraint, ...],
     feasible: Sequence[NodeInfo],
     require_all: bool,
-    counted: Callable[[set[spread.Pair]], dict[spread.Pair, int]],
+    counted: Callable[[AbstractSet[spread.Pair]], dict[spread.Pair, int]],
 ) -> spread.ScoreState:
     """``pod_topology_spread.score_state`` read from the label columns: equal to it."""
     picked = rows_at(snapshot, feasible)
     if picked is None or not len(picked):
         return spread.score_state(pod, constraints, feasible, require_all, counted)
     columns = [label_column(snapshot, c.topology_key) for c in constraints]
+    found = _domains(constraints, columns, picked, feasible, require_all)
+    ignored, pairs, weights = found
+    return spread.ScoreState(
+        constraints, pod.namespace, ignored, FrozenDict(counted(pairs)), weights
+    )
+
+
+_Domains = tuple[frozenset[str], frozenset[spread.Pair], tuple[float, ...]]
+# Per constraints (by identity, with the label columns and the rows they were read at): the
+# last feasible rows' domains. A class's next cycle mostly finds the same feasible rows, and
+# comparing them costs a fraction of reading every feasible row's labels again.
+_LAST_DOMAINS: dict[int, tuple[Any, list[Any], np.ndarray, _Domains]] = {}
+_LAST_KEPT = 1024
+
+
+def _domains(
+    constraints: tuple[spread.Constraint, ...],
+    columns: list[Any],
+    picked: np.ndarray,
+    feasible: Sequence[NodeInfo],
+    require_all: bool,
+) -> _Domains:
+    """The nodes ignored (lacking a key, when every key is required), the (key, value)
+    domains of the feasible rows ``picked`` and each constraint's normalising weight."""
+    last = _LAST_DOMAINS.get(id(constraints))
+    if (
+        last is not None
+        and last[0] is constraints
+        and all(map(operator.is_, last[1], columns))
+        and len(last[2]) == len(picked)
+        and np.array_equal(last[2], picked)
+    ):
+        return last[3]
+    found = _domains_now(constraints, columns, picked, feasible, require_all)
+    if not found[0]:  # the names of ignored nodes are read by row: not kept
+        if len(_LAST_DOMAINS) >= _LAST_KEPT:
+            _LAST_DOMAINS.clear()
+        _LAST_DOMAINS[id(constraints)] = (constraints, columns, picked.copy(), found)
+    return found
+
+
+def _domains_now(
+    constraints: tuple[spread.Constraint, ...],
+    columns: list[Any],
+    picked: np.ndarray,
+    feasible: Sequence[NodeInfo],
+    require_all: bool,
+) -> _Domains:
     codes = [column.codes[picked] for column in columns]
     ignored: frozenset[str] = frozenset()
     keep = None
@@ -112,9 +162,7 @@ def score_state(
             pairs.update((c.topology_key, value) for value in values)
             size = len(values)
         weights.append(spread.topology_normalizing_weight(size))
-    return spread.ScoreState(
-        constraints, pod.namespace, ignored, FrozenDict(counted(pairs)), tuple(weights)
-    )
+    return ignored, frozenset(pairs), tuple(weights)
 
 
 # --- Score ----------------------------------------------------------------------------------

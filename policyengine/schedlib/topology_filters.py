@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -280,7 +281,7 @@ def prepare_spread_score(
         marks=inputs.marks,
     )
 
-    def counted(pairs: set[spread.Pair]) -> dict[spread.Pair, int]:
+    def counted(pairs: AbstractSet[spread.Pair]) -> dict[spread.Pair, int]:
         return {pair: sums.get(pair, 0) for pair in pairs}
 
     return spread_score.score_state(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ from policyengine.model.plugins.config import DEFAULT_CONFIG
 from policyengine.schedlib import spread_score
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.topology_filters import PREPARE_SCORES
-from tests.model.builders import make_pod
+from tests.model.builders import make_pod, snapshot, zoned_node
 from tests.schedlib.batch_strategies import (
     SELECTORS,
     SERVICES,
@@ -62,3 +63,38 @@ def test_kept_columns_score_as_the_plugin(cluster: Any, data: st.DataObject) -> 
                 )
     finally:
         spread_score._FEW = few
+
+
+def _soft(key: str) -> dict[str, Any]:
+    return {
+        "maxSkew": 1,
+        "topologyKey": key,
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+
+
+# Feasible sets met one after another by one pod's cycles (the state keeps the last set's
+# domains): the same set again, another set of the same size, a set reaching one zone fewer.
+_ZONES = ["a", "a", "b", "b", "c", None]
+_FEASIBLE_SEQUENCES = {
+    "the same rows again": [[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]],
+    "as many rows, other zones": [[0, 1], [2, 3], [0, 1], [4, 5]],
+    "a zone fewer, then back": [[0, 1, 2, 3, 4], [0, 1, 2, 3], [0, 1, 2, 3, 4]],
+    "a node lacking the key comes and goes": [[0, 5], [0, 1], [0, 5]],
+}
+
+
+@pytest.mark.parametrize("keys", [("zone",), ("zone", spread.HOSTNAME)])
+@pytest.mark.parametrize("rows", _FEASIBLE_SEQUENCES.values(), ids=_FEASIBLE_SEQUENCES)
+def test_score_state_follows_the_feasible_rows_cycle_after_cycle(
+    rows: list[list[int]], keys: tuple[str, ...]
+) -> None:
+    assert PLUGIN.prepare_score is not None
+    nodes = [zoned_node(i, zone) for i, zone in enumerate(_ZONES)]
+    now = snapshot(nodes, [make_pod("w0", labels={"app": "web"}, node_name="n2")])
+    pod = make_pod("p", labels={"app": "web"}, spread=[_soft(key) for key in keys])
+    for picked in rows:
+        feasible = [now.nodes[i] for i in picked]
+        expected = PLUGIN.prepare_score(pod, now, feasible, DEFAULT_CONFIG)
+        assert PREPARE_SCORES["PodTopologySpread"](pod, now, feasible, DEFAULT_CONFIG) == expected

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 
 from policyengine.model.frozen import FrozenDict
@@ -312,7 +313,7 @@ def prepare_score(
     require_all = requires_all_keys(pod, config)
     required = pod_required_affinity(pod)
 
-    def counted(pairs: set[Pair]) -> dict[Pair, int]:
+    def counted(pairs: AbstractSet[Pair]) -> dict[Pair, int]:
         counts = dict.fromkeys(pairs, 0)
         for node in snapshot.nodes:
             labels = node.node.labels
@@ -334,7 +335,7 @@ def score_state(
     constraints: tuple[Constraint, ...],
     feasible: Sequence[NodeInfo],
     require_all: bool,
-    counted: Callable[[set[Pair]], dict[Pair, int]],
+    counted: Callable[[AbstractSet[Pair]], dict[Pair, int]],
 ) -> ScoreState:
     """PreScore over ``feasible``: the nodes left out, each constraint's normalising weight,
     and the matching pods of every domain a feasible node is in (``counted`` of those pairs,
