@@ -953,6 +953,32 @@ def test_a_column_drops_the_rows_whose_row_keys_moved(
 
 
 @pytest.mark.parametrize(
+    ("since", "dropped"),
+    [
+        ("before the first", [0, 1, 2]),
+        ("after the first", [1, 2]),
+        ("after the second", [2]),
+        ("after the last", []),
+    ],
+)
+def test_a_column_tells_the_rows_dropped_since_a_stamp(since: str, dropped: list[int]) -> None:
+    frame = SimpleNamespace(ids=np.arange(1, 4), oids=np.arange(1, 4), views=[])
+    column = ScoreColumn.empty(3)
+    keys = np.zeros((3, 1), np.int64)
+    column.by_row(keys.copy())
+    column.store_array(np.arange(3), np.zeros(3), np.ones(3, bool), frame)  # type: ignore[arg-type]
+    stamps = {"before the first": column.stamp}
+    for row, name in enumerate(["after the first", "after the second", "after the last"]):
+        keys[row] += 1  # each drop moves one more row's key
+        column.by_row(keys.copy())
+        stamps[name] = column.drops[-1][0]
+    assert sorted(column.dropped_since(stamps[since]).tolist()) == dropped
+    column.drops_since = stamps["after the first"]  # the first drop left the log
+    reaches = since != "before the first"
+    assert (column.dropped_since(stamps[since]) is not None) == reaches
+
+
+@pytest.mark.parametrize(
     ("budget", "kept"),
     [(60, ["a", "b", "c"]), (59, ["b", "c"]), (20, ["c"])],
     ids=["room for all", "one over: the least recently used goes", "room for one: the last stays"],

@@ -102,10 +102,17 @@ class Column:
         """Rows ``by_row`` dropped after ``stamp``; None when the log does not reach back."""
         if stamp < self.drops_since:
             return None
-        found = [rows for at, rows in self.drops if at > stamp]
-        if not found:
+        # Drops are logged in stamp order and mostly asked about since a recent stamp: the
+        # later ones are found from the end, not by a walk over the whole log.
+        drops = self.drops
+        first = len(drops)
+        while first and drops[first - 1][0] > stamp:
+            first -= 1
+        if first == len(drops):
             return _NO_ROWS
-        return found[0] if len(found) == 1 else np.concatenate(found)
+        if first == len(drops) - 1:
+            return drops[first][1]
+        return np.concatenate([rows for _, rows in drops[first:]])
 
     def valid(self, frame: Frame, stable: bool = False) -> np.ndarray:
         if stable:
