@@ -113,7 +113,7 @@ def _go_div(a: np.ndarray, b: int) -> np.ndarray:
 Stats = tuple[object, ...]
 
 
-def _stats_none(v: np.ndarray, scored: np.ndarray) -> Stats:
+def _stats_none(present: np.ndarray) -> Stats:
     return ()
 
 
@@ -130,8 +130,7 @@ def clip_score(v: np.ndarray) -> np.ndarray:
     return np.minimum(np.maximum(0.0, v), _TOP)
 
 
-def _stats_by_max(v: np.ndarray, scored: np.ndarray) -> Stats:
-    present = v[scored]
+def _stats_by_max(present: np.ndarray) -> Stats:
     top_value = max(0.0, float(present.max())) if present.size else 0.0
     return (bool(np.all(present == np.floor(present))), top_value)
 
@@ -156,8 +155,7 @@ def _apply_by_max(v: np.ndarray, scored: np.ndarray, stats: Stats, reverse: bool
     return np.where(scored, out, 0.0)
 
 
-def _stats_minmax(v: np.ndarray, scored: np.ndarray) -> Stats:
-    present = v[scored]
+def _stats_minmax(present: np.ndarray) -> Stats:
     if not present.size:
         return (None,)
     if np.all(present == np.floor(present)):
@@ -183,8 +181,8 @@ def _apply_minmax(v: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray
     return np.where(scored, out, 0.0)
 
 
-def _stats_spread(v: np.ndarray, scored: np.ndarray) -> Stats:
-    present = np.trunc(v).astype(np.int64)[scored]
+def _stats_spread(scored_values: np.ndarray) -> Stats:
+    present = np.trunc(scored_values).astype(np.int64)
     lo = int(present.min()) if present.size else 0
     hi = max(0, int(present.max())) if present.size else 0
     return (lo, hi)
@@ -203,7 +201,8 @@ def _apply_spread(v: np.ndarray, scored: np.ndarray, stats: Stats) -> np.ndarray
 
 Apply = Callable[[np.ndarray, np.ndarray, Stats], np.ndarray]
 
-_KINDS: dict[str, tuple[Callable[[np.ndarray, np.ndarray], Stats], Apply]] = {
+# Per kind: its facts of the scored rows' values (``_stats_*``), and its per-row arithmetic.
+_KINDS: dict[str, tuple[Callable[[np.ndarray], Stats], Apply]] = {
     "none": (_stats_none, _apply_none),
     "max": (_stats_by_max, lambda v, scored, stats: _apply_by_max(v, scored, stats, False)),
     "reverse": (_stats_by_max, lambda v, scored, stats: _apply_by_max(v, scored, stats, True)),
@@ -213,17 +212,19 @@ _KINDS: dict[str, tuple[Callable[[np.ndarray, np.ndarray], Stats], Apply]] = {
 
 
 def _exact(v: np.ndarray) -> bool:
-    """Whether the array arithmetic gives what ``normalize`` gives for these values."""
-    return bool(np.all(np.isfinite(v))) and not (v.size and float(np.abs(v).max()) >= _EXACT)
+    """Whether the array arithmetic gives what ``normalize`` gives for these values: every
+    one finite and below 2**50 in magnitude (a NaN or infinite maximum compares false)."""
+    return not v.size or float(np.abs(v).max()) < _EXACT
 
 
 def column_stats(kind: str, values: np.ndarray, scored: np.ndarray) -> Stats | None:
     """What normalising ``values`` (where ``scored``) reads of the whole column; None when the
-    column needs ``normalize`` itself (values outside the exact range)."""
-    v = np.where(scored, values, 0.0)
-    if not _exact(v):
+    column needs ``normalize`` itself (values outside the exact range). Every kind reads the
+    scored rows alone (an unscored row normalises to 0 whatever it holds)."""
+    present = values[scored]
+    if not _exact(present):
         return None
-    return _KINDS[kind][0](v, scored)
+    return _KINDS[kind][0](present)
 
 
 def unscored_stats(kind: str) -> Stats:
@@ -231,7 +232,7 @@ def unscored_stats(kind: str) -> Stats:
     so these are the facts of an empty column); applying them gives +0.0 at every row."""
     found = _UNSCORED.get(kind)
     if found is None:
-        found = _UNSCORED[kind] = _KINDS[kind][0](np.zeros(0), np.zeros(0, bool))
+        found = _UNSCORED[kind] = _KINDS[kind][0](np.zeros(0))
     return found
 
 

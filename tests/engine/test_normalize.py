@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -72,10 +74,20 @@ def test_facts_of_the_column_normalise_any_rows_alike(
     assert part.tolist() == whole[rows].tolist()
 
 
-def test_values_outside_the_exact_range_have_no_facts() -> None:
-    raw = np.array([1.0, float(2**60)])
-    assert column_stats("max", raw, np.array([True, True])) is None
-    assert column_stats("max", raw, np.array([True, False])) is not None
+@pytest.mark.parametrize(
+    ("outside", "kind"),
+    [
+        (float(2**60), "max"),
+        (-float(2**50), "minmax"),
+        (math.inf, "none"),
+        (-math.inf, "reverse"),
+        (math.nan, "pod_topology_spread"),
+    ],
+)
+def test_values_outside_the_exact_range_have_no_facts(outside: float, kind: str) -> None:
+    raw = np.array([1.0, outside])
+    assert column_stats(kind, raw, np.array([True, True])) is None
+    assert column_stats(kind, raw, np.array([True, False])) is not None  # unscored: not read
 
 
 @settings(max_examples=200, deadline=None)
