@@ -207,13 +207,15 @@ def _spread_inputs(
             pod.tolerations,
             require_all,
         )
-    if not _hashable(alike):
-        return None
-    with _LOCK:
+    # The lookup hashes ``alike`` (a deep tuple) once: not again to test it first, nor to
+    # mark it recently used (the oldest entry goes first; a thousand outlast the classes a
+    # queue interleaves).
+    try:
         found = _SPREAD_INPUTS.get(alike)
-        if found is not None:
-            _SPREAD_INPUTS.move_to_end(alike)
-            return found
+    except TypeError:  # a part without a hash
+        return None
+    if found is not None:
+        return found
     if constraints is None:
         constraints = spread.pod_constraints(pod, action, config, workloads)
     if not constraints or not _hashable(spread.count_key(pod, constraints, require_all)):
