@@ -22,6 +22,7 @@ import itertools
 import operator
 import threading
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -140,12 +141,10 @@ class NodeViews:
             if frame + 1 < first or now.seq > self._seq:
                 return None
             entries = self._log[frame + 1 - first : now.seq + 1 - first]
-        rows: set[int] = set()
-        for changed in entries:
-            if changed is None:
-                return None
-            rows.update(changed)
-        return rows
+        # A class meets hundreds of frames between its cycles: joined at C speed.
+        if None in entries:
+            return None
+        return set(itertools.chain.from_iterable(cast("list[list[int]]", entries)))
 
     def frame(self, snapshot: ClusterSnapshot) -> Frame:
         previous = self._last
