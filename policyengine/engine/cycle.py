@@ -34,7 +34,7 @@ from policyengine.engine.decision import (
     RejectionTable,
     ScoreTable,
 )
-from policyengine.engine.fastpath import fullpass, incremental
+from policyengine.engine.fastpath import fullpass, governors, incremental
 from policyengine.engine.fastpath.classes import ClassCache, ClassEntry
 from policyengine.engine.fastpath.columns import next_stamp
 from policyengine.engine.fastpath.idle import (
@@ -109,7 +109,9 @@ def schedule(
     context = CycleContext(snapshot, pod_view, config, topology)
     pod_env = Env({"pod": pod_view}, context)
     profile = profile_for(program, pod, options.scheduler_name)
-    policy = program.governing_policy(profile, pod_env)
+    classes = options.cache if options.cache is not None else ClassCache()
+    class_key = pod_class(pod)
+    policy = governors.governing_policy(program, profile, pod_env, classes, class_key)
     # The node count, not ``snapshot.nodes``: the tuple of a snapshot derived by an assume
     # is built when read (a copy of 5,000 references), and a steady cycle reads rows only.
     num_nodes = len(snapshot)
@@ -133,9 +135,7 @@ def schedule(
     full_plan = policy_plan(policy)
     frame = node_frame(snapshot, topology)
     context.views = frame.views
-    classes = options.cache if options.cache is not None else ClassCache()
     cache_refs = classes.refs(program, policy, topology, config)
-    class_key = pod_class(pod)
     context.alike = classes.alike(class_key, config)
     if context.alike is not None:
         # A class's pods have equal containers, init containers, pod-level requests and

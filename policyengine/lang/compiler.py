@@ -164,6 +164,8 @@ class CompiledPolicy:
     select: CompiledSelect | None = None
     # ``device MODE``: how a pod gets its GPU devices in the chosen node; None: best fit.
     device: CompiledDevice | None = None
+    # The ``match`` expression (None: the policy matches every pod), for what reads it.
+    match_expr: n.Expr | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,6 +189,10 @@ class Program:
             if policy.match(env):
                 return policy
         return None
+
+    def governors(self, scheduler_name: str) -> tuple[CompiledPolicy, ...]:
+        """The policies ``governing_policy`` tries for the scheduler's profile, in order."""
+        return tuple(self._governors.get(scheduler_name, ()))
 
     def policy(self, name: str) -> CompiledPolicy | None:
         return next((p for p in self.policies if p.name == name), None)
@@ -372,6 +378,7 @@ class _ProgramBuilder:
             preempt=self._preempts(policy),
             select=self._select(policy),
             device=self._device(policy),
+            match_expr=policy.match.expr if policy.match is not None else None,
         )
 
     def _device(self, policy: n.Policy) -> CompiledDevice | None:

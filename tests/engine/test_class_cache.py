@@ -960,6 +960,7 @@ def test_a_column_drops_the_rows_whose_row_keys_moved(
         ("after the second", [2]),
         ("after the last", []),
     ],
+    ids=lambda value: value if isinstance(value, str) else None,
 )
 def test_a_column_tells_the_rows_dropped_since_a_stamp(since: str, dropped: list[int]) -> None:
     frame = SimpleNamespace(ids=np.arange(1, 4), oids=np.arange(1, 4), views=[])

@@ -83,6 +83,7 @@ def test_facts_of_the_column_normalise_any_rows_alike(
         (-math.inf, "reverse"),
         (math.nan, "pod_topology_spread"),
     ],
+    ids=["2**60", "-2**50", "inf", "-inf", "nan"],
 )
 def test_values_outside_the_exact_range_have_no_facts(outside: float, kind: str) -> None:
     raw = np.array([1.0, outside])

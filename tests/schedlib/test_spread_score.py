@@ -85,7 +85,7 @@ _FEASIBLE_SEQUENCES = {
 }
 
 
-@pytest.mark.parametrize("keys", [("zone",), ("zone", spread.HOSTNAME)])
+@pytest.mark.parametrize("keys", [("zone",), ("zone", spread.HOSTNAME)], ids=["zone", "zone+host"])
 @pytest.mark.parametrize("rows", _FEASIBLE_SEQUENCES.values(), ids=_FEASIBLE_SEQUENCES)
 def test_score_state_follows_the_feasible_rows_cycle_after_cycle(
     rows: list[list[int]], keys: tuple[str, ...]

@@ -22,6 +22,8 @@ What makes both cheap lives here and in the layers below:
   dropped first), the whole-cycle state of each pod class, and the share keys computed once per
   class. It is an object its owner holds — a simulation, a scheduler, an extender, a test — and
   passes in ``CycleOptions.cache``; there is no process-wide cache.
+- **The governing policy per class** (``governors``). The profile's ``match`` expressions are
+  evaluated for a class's first pod only, when they read nothing its pods do not share.
 - **Node frames** (``nodeviews``). A numbered frame per snapshot: the node views in row order
   and a log of the rows each assume step replaced, which the incremental pass reads to know
   what changed since a class's last cycle.

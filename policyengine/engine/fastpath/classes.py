@@ -102,6 +102,8 @@ class ClassCache:
         self._alike: OrderedDict[Hashable, tuple[Any, dict[Any, Any], Hashable]] = OrderedDict()
         self._interned: dict[ColumnKey, ColumnKey] = {}
         self._refs: tuple[Any, ...] = ()
+        # The policy governing each class under a profile, with the program that chose it.
+        self._governors: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
 
     def refs(self, *refs: Any) -> tuple[Any, ...]:
         """``refs`` as one tuple, the very tuple of the last call when it holds the same
@@ -137,6 +139,19 @@ class ClassCache:
             else:
                 self._alike.move_to_end(found[2])
         return found[1]
+
+    def governor(self, key: Hashable, program: Any, choose: Callable[[], Any]) -> Any:
+        """The policy ``choose()`` gives for ``key`` (a class and a profile) under ``program``,
+        chosen once while kept (``fastpath.governors``)."""
+        found = self._governors.get(key)
+        if found is not None and found[0] is program:
+            return found[1]
+        policy = choose()
+        with self._lock:
+            self._governors[key] = (program, policy)
+            if len(self._governors) > _ALIKE:
+                self._governors.popitem(last=False)
+        return policy
 
     def state_key(self, entry: ClassEntry) -> Hashable | None:
         """Where the whole-cycle state of ``entry``'s pods is kept: its refs and the share keys
@@ -305,6 +320,7 @@ class ClassCache:
             self._states.clear()
             self._state_cells = 0
             self._alike.clear()
+            self._governors.clear()
 
     def __len__(self) -> int:
         return len(self._columns)

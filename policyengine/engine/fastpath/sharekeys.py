@@ -293,6 +293,18 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
     )
 
 
+def alike_for_a_class(reads: RuleReads) -> bool:
+    """Whether what ``reads`` describes is the same for every pod of a class (``pod_class``):
+    attributes of the pod but its name, and functions of their arguments alone (none reading
+    the cycle's context, no root passed whole)."""
+    return not (
+        _named(reads)
+        or reads.bare_roots
+        or reads.root_args
+        or any(function.needs_context for function in reads.functions)
+    )
+
+
 def _named(reads: RuleReads) -> bool:
     """Whether the rule reads the pod's name: by name, or through the pod used whole
     (``[p.name for p in [pod]]``)."""
