@@ -82,6 +82,13 @@ class Function:
     two nodes whose row parts are equal are equal, so a cache may compute one and copy it.
     None (the default): it may read more of the node.
 
+    ``row_values`` goes one step further for a function whose result is its row key itself:
+    ``row_values(context, rows)`` gives, for some rows of its row part (one row per node),
+    the results at those nodes as two arrays (each value as a float, 0.0 for null; whether it
+    is not null), exactly what evaluating the function there gives while ``row_determined``
+    holds. A rule whose body is just that call needs no evaluation where a row key moved.
+    None (the default): never told.
+
     ``keys_alike`` says ``cluster_key`` and ``stable_only`` read nothing but the pod and the
     engine's configuration (a constant cluster key): caches may keep their values per class of
     pods equal but for their names, as for ``pod_key_alike``.
@@ -118,6 +125,7 @@ class Function:
     keys_alike: bool = False
     idle: Callable[[Any], bool] | None = None
     narrowed_key: tuple[int, Callable[[Any, frozenset[Value]], Hashable]] | None = None
+    row_values: Callable[[Any, Any], tuple[Any, Any]] | None = None
 
 
 @dataclass(frozen=True)

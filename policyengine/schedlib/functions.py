@@ -516,6 +516,12 @@ _ROW_DETERMINED: dict[tuple[str, str], Callable[[CycleContext], bool]] = {
 }
 
 
+# Builtins whose result at a node is their row key itself (``Function.row_values``).
+_ROW_VALUES: dict[tuple[str, str], Callable[[Any, Any], tuple[Any, Any]]] = {
+    ("PodTopologySpread", "score"): score_keys.spread_values,
+}
+
+
 # --- plugins that do nothing for a pod (``Function.idle``) ----------------------------------
 #
 # kube-scheduler's PreFilter and PreScore skip a plugin for such a pod: every node passes, or
@@ -588,6 +594,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
         pod_key=_score_pod_key(plugin),
         stable_only=stable_only,
         row_determined=_ROW_DETERMINED.get((plugin, kind)),
+        row_values=_ROW_VALUES.get((plugin, kind)),
         # ImageLocality's key is the pod's images (its state also reads the cluster).
         pod_key_alike=(plugin, kind) in _POD_ONLY or plugin == "ImageLocality",
         keys_alike=keys_alike,

@@ -51,6 +51,14 @@ def spread_rows(state: spread.ScoreState, ctx: Any) -> RowKeyed:
     return RowKeyed(("spread-score",), rounded)
 
 
+def spread_values(ctx: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The spread score at nodes whose row keys (``spread_rows``) are ``rows``: the key is
+    the raw score, -1 where the node is left unscored (``Function.row_values``)."""
+    rounded = rows[:, 0]
+    scored = rounded >= 0
+    return np.where(scored, rounded, 0).astype(np.float64), scored
+
+
 def affinity_pod_key(state: affinity.ScoreState) -> Hashable:
     """What the affinity score reads of the pod besides the row keys: the topology keys."""
     return ("affinity-score", tuple(sorted(state.topology_score)))

@@ -59,3 +59,30 @@ def test_a_rule_s_key_is_narrowed_by_the_literals_its_calls_pass(
     (plan,) = policy_plan(policy).scores
     found = {frozenset(literals) for _, literals in plan.narrowed}
     assert found == (set() if narrowed is None else {frozenset(narrowed)})
+
+
+@pytest.mark.parametrize(
+    ("rule", "reads_row_keys"),
+    [
+        pytest.param("score s { topology_spread_score(pod, node) }", True, id="the bare call"),
+        pytest.param("score s { topology_spread_score(pod, node) ?? 0 }", False, id="a default"),
+        pytest.param(
+            "score s { 2 * (topology_spread_score(pod, node) ?? 0) }", False, id="arithmetic"
+        ),
+        pytest.param(
+            "score s when pod.priority > 0 { topology_spread_score(pod, node) }",
+            False,
+            id="a guard",
+        ),
+        pytest.param(
+            "score s { inter_pod_affinity_weight(pod, node) }", False, id="no row values told"
+        ),
+    ],
+)
+def test_a_score_is_read_off_its_row_keys_only_when_its_body_is_the_bare_call(
+    rule: str, reads_row_keys: bool
+) -> None:
+    program = compiled(f'policy "p" {{\n  {rule}\n}}\n')
+    (policy,) = [p for p in program.policies if p.name == "p"]
+    (plan,) = policy_plan(policy).scores
+    assert (plan.row_values is not None) is reads_row_keys

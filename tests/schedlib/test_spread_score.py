@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import DEFAULT_CONFIG
-from policyengine.schedlib import spread_score
+from policyengine.schedlib import score_keys, spread_score
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.topology_filters import PREPARE_SCORES
+from policyengine.schedlib.views import PodView
 from tests.model.builders import make_pod, snapshot, zoned_node
 from tests.schedlib.batch_strategies import (
     SELECTORS,
@@ -58,9 +59,17 @@ def test_kept_columns_score_as_the_plugin(cluster: Any, data: st.DataObject) -> 
                 if expected is None:
                     continue
                 ctx = CycleContext(now, None)
-                assert list(spread_score.scores(expected, feasible, ctx)) == (
-                    spread.score_rows(expected, feasible)
-                )
+                plugin_scores = spread.score_rows(expected, feasible)
+                assert list(spread_score.scores(expected, feasible, ctx)) == plugin_scores
+                # The row keys are the scores themselves (``Function.row_values``).
+                keys = score_keys.spread_rows(expected, CycleContext(now, PodView(pod))).rows
+                row_of = {id(info): row for row, info in enumerate(now.nodes)}
+                at = [row_of[id(info)] for info in feasible]
+                values, scored = score_keys.spread_values(ctx, keys[at])
+                read = [
+                    v if s else None for v, s in zip(values.tolist(), scored.tolist(), strict=True)
+                ]
+                assert read == [None if x is None else float(x) for x in plugin_scores]
     finally:
         spread_score._FEW = few
 

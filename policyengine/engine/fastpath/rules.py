@@ -108,9 +108,14 @@ def store_at(
     frame: Frame,
 ) -> None:
     """The rule's scores at ``rows`` (of the whole ``batch``) into ``column``: for a rule
+    whose score is its row key (``RulePlan.row_values``), read off the keys; for a rule
     decided by its row key (``rowgroups``), at one row per distinct key, copied to the others
     (when every one is a plain number: an error may name its node)."""
     rule = plan.rule
+    keys = column.row_keys
+    if plan.row_values is not None and keys is not None and determined_now(plan.by_rows, context):
+        column.store_array(rows, *plan.row_values(context, keys[rows]), frame)
+        return
     if rule.score_numbers is not None and plan.by_rows is not None:
         found = groups(column.row_keys, rows) if determined_now(plan.by_rows, context) else None
         if found is not None:

@@ -155,6 +155,9 @@ class RulePlan:
     # Per function of ``keyed`` (by id), the literals the rule's calls pass where it narrows
     # its key (``Function.narrowed_key``); a function not named keys by ``cluster_key``.
     narrowed: tuple[tuple[int, frozenset[Any]], ...] = ()
+    # The rule's raw score at a node is its row key itself (its body is one call of a function
+    # with ``Function.row_values``): rows whose key moved are read, not evaluated.
+    row_values: Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
     # The cluster keys and the stable flag are the same for every pod of a class under one
     # configuration (``Function.keys_alike``): ``engine.cycle`` keeps them per class.
     keys_alike: bool = field(default=False, init=False)
@@ -290,7 +293,35 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         by_rows=row_functions(reads),
         named=named,
         narrowed=narrowed,
+        row_values=_row_values(rule, reads),
     )
+
+
+def _row_values(
+    rule: CompiledRule, reads: RuleReads
+) -> Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+    """``Function.row_values`` of the one function a score rule's body is a bare call of,
+    ``f(pod, node)`` with no guard and nothing else read; None otherwise."""
+    source = rule.source
+    if not isinstance(source, n.Score) or source.guard is not None:
+        return None
+    body = source.body
+    if not isinstance(body, n.Call) or len(reads.functions) != 1:
+        return None
+    function = reads.functions[0]
+    if (
+        function.row_values is None
+        or body.func != function.name
+        or [getattr(arg, "id", None) for arg in body.args] != [POD_ROOT, NODE_ROOT]
+        or {root for _, root in reads.root_args} != {POD_ROOT, NODE_ROOT}
+        or reads.attributes
+        or reads.entries
+        or reads.bare_roots
+        or reads.lets
+        or reads.followed
+    ):
+        return None
+    return function.row_values
 
 
 def alike_for_a_class(reads: RuleReads) -> bool:
