@@ -20,6 +20,7 @@ sequences against fresh passes.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
@@ -64,7 +65,7 @@ class _Sums:
     ):
         self.generation = generation
         self.nodes = nodes
-        self.counts = counts  # never changed once made: a correction makes a new dict
+        self.counts = counts  # changed by a correction only while nothing else holds it
         self.present = present
         self._histograms = histograms
 
@@ -164,27 +165,48 @@ def _recounted(known: _Sums, snapshot: ClusterSnapshot, part: Part, rows: list[i
     if not rows:
         return _Sums(snapshot.generation, nodes, known.counts, known.present, known._histograms)
     old = known.nodes
-    counts = dict(known.counts)
-    present = dict(known.present)
+    changes = [(part(old[row]), part(nodes[row])) for row in rows]
+    was = known._histograms
     touched: set[Any] = set()
-    for row in rows:
-        gone, came = part(old[row]), part(nodes[row])
+    if was is not None:  # the histograms move at the pairs whose sums move: their sums now
+        for gone, came in changes:
+            touched.update(gone, came)
+    before = {pair: known.counts.get(pair) for pair in touched}
+    # The kept dicts are corrected in place when nothing but ``known`` (taken out of the cache
+    # by this caller) holds them: a per-hostname sum holds a pair per node, and copying two
+    # such dicts at every correction cost more than the rest of it. A dict someone still
+    # reads (a PreFilter state of an earlier cycle, another thread) is copied first.
+    counts = known.counts if _references(known.counts) <= _ALONE else dict(known.counts)
+    present = known.present if _references(known.present) <= _ALONE else dict(known.present)
+    for gone, came in changes:
         _remove(counts, present, gone)
         _add(counts, present, came)
-        touched.update(gone, came)
-    was = known._histograms
     histograms = None
     if was is not None:  # carried: moved only at the pairs whose sums moved
         histograms = {key: dict(by_sum) for key, by_sum in was.items()}
-        before = known.counts
         for pair in touched:
-            then, now = before.get(pair), counts.get(pair)
+            then, now = before[pair], counts.get(pair)
             if then != now:
                 if then is not None:
                     add_nested(histograms, pair[0], then, -1)
                 if now is not None:
                     add_nested(histograms, pair[0], now, 1)
     return _Sums(snapshot.generation, nodes, counts, present, histograms)
+
+
+def _references(value: object) -> int:
+    return sys.getrefcount(value)
+
+
+def _alone() -> int:
+    """What ``_references`` counts for a dict held by one attribute alone, read as
+    ``_recounted`` reads them (the count includes the call's own references, which differ
+    between interpreter versions)."""
+    probe = _Sums(0, (), {}, {})
+    return _references(probe.counts)
+
+
+_ALONE = _alone()
 
 
 class NodeSums:
