@@ -122,21 +122,6 @@ def _domains(
         and np.array_equal(last[2], picked)
     ):
         return last[3]
-    found = _domains_now(constraints, columns, picked, feasible, require_all)
-    if not found[0]:  # the names of ignored nodes are read by row: not kept
-        if len(_LAST_DOMAINS) >= _LAST_KEPT:
-            _LAST_DOMAINS.clear()
-        _LAST_DOMAINS[id(constraints)] = (constraints, columns, picked.copy(), found)
-    return found
-
-
-def _domains_now(
-    constraints: tuple[spread.Constraint, ...],
-    columns: list[Any],
-    picked: np.ndarray,
-    feasible: Sequence[NodeInfo],
-    require_all: bool,
-) -> _Domains:
     codes = [column.codes[picked] for column in columns]
     ignored: frozenset[str] = frozenset()
     keep = None
@@ -157,12 +142,17 @@ def _domains_now(
             names = column.names
             # A missing label reads as "", as kube's map lookup does: one domain with "".
             # The codes present (-1: no label), by counting rather than sorting.
-            found = (np.flatnonzero(np.bincount(kept + 1)) - 1).tolist() if len(kept) else []
-            values = {names[code] if code >= 0 else "" for code in found}
+            present = (np.flatnonzero(np.bincount(kept + 1)) - 1).tolist() if len(kept) else []
+            values = {names[code] if code >= 0 else "" for code in present}
             pairs.update((c.topology_key, value) for value in values)
             size = len(values)
         weights.append(spread.topology_normalizing_weight(size))
-    return ignored, frozenset(pairs), tuple(weights)
+    found = (ignored, frozenset(pairs), tuple(weights))
+    if not ignored:  # the names of ignored nodes are read by row: not kept
+        if len(_LAST_DOMAINS) >= _LAST_KEPT:
+            _LAST_DOMAINS.clear()
+        _LAST_DOMAINS[id(constraints)] = (constraints, columns, picked.copy(), found)
+    return found
 
 
 # --- Score ----------------------------------------------------------------------------------
