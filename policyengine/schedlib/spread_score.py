@@ -97,10 +97,11 @@ def score_state(
 
 
 _Domains = tuple[frozenset[str], frozenset[spread.Pair], tuple[float, ...]]
-# Per constraints (by identity, with the label columns and the rows they were read at): the
-# last feasible rows' domains. A class's next cycle mostly finds the same feasible rows, and
-# comparing them costs a fraction of reading every feasible row's labels again.
-_LAST_DOMAINS: dict[int, tuple[Any, list[Any], np.ndarray, _Domains]] = {}
+# Per constraints (by identity, with the label columns and the rows they were read at) and
+# whether every key is required: the last feasible rows' domains. A class's next cycle mostly
+# finds the same feasible rows, and comparing them costs a fraction of reading every feasible
+# row's labels again.
+_LAST_DOMAINS: dict[tuple[int, bool], tuple[Any, list[Any], np.ndarray, _Domains]] = {}
 _LAST_KEPT = 1024
 
 
@@ -113,7 +114,7 @@ def _domains(
 ) -> _Domains:
     """The nodes ignored (lacking a key, when every key is required), the (key, value)
     domains of the feasible rows ``picked`` and each constraint's normalising weight."""
-    last = _LAST_DOMAINS.get(id(constraints))
+    last = _LAST_DOMAINS.get((id(constraints), require_all))
     if (
         last is not None
         and last[0] is constraints
@@ -151,7 +152,7 @@ def _domains(
     if not ignored:  # the names of ignored nodes are read by row: not kept
         if len(_LAST_DOMAINS) >= _LAST_KEPT:
             _LAST_DOMAINS.clear()
-        _LAST_DOMAINS[id(constraints)] = (constraints, columns, picked.copy(), found)
+        _LAST_DOMAINS[id(constraints), require_all] = (constraints, columns, picked.copy(), found)
     return found
 
 

@@ -107,3 +107,22 @@ def test_score_state_follows_the_feasible_rows_cycle_after_cycle(
         feasible = [now.nodes[i] for i in picked]
         expected = PLUGIN.prepare_score(pod, now, feasible, DEFAULT_CONFIG)
         assert PREPARE_SCORES["PodTopologySpread"](pod, now, feasible, DEFAULT_CONFIG) == expected
+
+
+@pytest.mark.parametrize("order", [(False, True), (True, False)], ids=["lax first", "strict first"])
+def test_score_state_keeps_apart_the_domains_read_with_and_without_every_key(
+    order: tuple[bool, bool],
+) -> None:
+    now = snapshot([zoned_node(i, zone) for i, zone in enumerate(_ZONES)])  # n5 lacks a zone
+    pod = make_pod("p", labels={"app": "web"}, spread=[_soft("zone")])
+    constraints = spread.pod_constraints(
+        pod, "ScheduleAnyway", DEFAULT_CONFIG, now.workloads
+    )  # one object, asked both ways
+    for require_all in order:
+        got = spread_score.score_state(
+            pod, now, constraints, now.nodes, require_all, lambda pairs: dict.fromkeys(pairs, 0)
+        )
+        expected = spread.score_state(
+            pod, constraints, now.nodes, require_all, lambda pairs: dict.fromkeys(pairs, 0)
+        )
+        assert got == expected
