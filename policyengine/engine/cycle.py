@@ -45,7 +45,7 @@ from policyengine.engine.fastpath.idle import (
     zero_at,
 )
 from policyengine.engine.fastpath.nodeviews import Frame, node_frame
-from policyengine.engine.fastpath.sharekeys import PolicyPlan, pod_class, policy_plan
+from policyengine.engine.fastpath.sharekeys import PolicyPlan, policy_plan
 from policyengine.engine.gpu_placement import choose_devices, device_choice_for
 from policyengine.engine.histogram import histogram_line
 from policyengine.engine.overcommit import policy_config
@@ -110,7 +110,7 @@ def schedule(
     pod_env = Env({"pod": pod_view}, context)
     profile = profile_for(program, pod, options.scheduler_name)
     classes = options.cache if options.cache is not None else ClassCache()
-    class_key = pod_class(pod)
+    class_key = classes.class_of(pod)
     policy = governors.governing_policy(program, profile, pod_env, classes, class_key)
     # The node count, not ``snapshot.nodes``: the tuple of a snapshot derived by an assume
     # is built when read (a copy of 5,000 references), and a steady cycle reads rows only.

@@ -993,3 +993,22 @@ def test_states_past_their_budget_go_least_recently_used_first(
     for key in ("a", "b", "c"):
         cache.put_state(key, refs, f"state {key}", 20)
     assert [key for key in ("a", "b", "c") if cache.take_state(key, refs) is not None] == kept
+
+
+@pytest.mark.parametrize(
+    ("other", "same"),
+    [
+        ({"name": "web-2"}, True),  # only the name differs: one class, one key object
+        ({"name": "web-2", "labels": {"app": "db"}}, False),
+        ({"name": "web-2", "requests": {"cpu": "2"}}, False),
+    ],
+    ids=["another name", "other labels", "other requests"],
+)
+def test_pods_of_a_class_get_its_very_key_object(other: dict[str, Any], same: bool) -> None:
+    classes = ClassCache()
+    first = make_pod("web-1", labels={"app": "web"}, requests={"cpu": "1"})
+    spec: dict[str, Any] = {"labels": {"app": "web"}, "requests": {"cpu": "1"}, **other}
+    second = make_pod(spec.pop("name"), **spec)
+    key = classes.class_of(first)
+    assert key == pod_class(first)
+    assert (classes.class_of(second) is key) is same

@@ -123,6 +123,15 @@ class ClassCache:
             interned.clear()  # identities only save time: forgetting them is always right
         return interned.setdefault(key, key)
 
+    def class_of(self, pod: Pod) -> Hashable | None:
+        """``pod_class(pod)``, the very key object of the class's earlier pods: the cycle's
+        lookups by it (its states, its governing policy) then compare one identity instead
+        of two pods' specs."""
+        klass = pod_class(pod)
+        if klass is None or type(klass) is not ColumnKey:
+            return klass
+        return self._intern(klass)
+
     def alike(self, klass: Hashable | None, config: Any) -> dict[Any, Any] | None:
         """The states kept for pods of class ``klass`` under ``config`` (``CycleContext.alike``);
         None when the class is unknown."""
