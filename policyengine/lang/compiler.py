@@ -185,14 +185,14 @@ class Program:
 
     def governing_policy(self, scheduler_name: str, env: Env) -> CompiledPolicy | None:
         """The first policy of the scheduler's profile whose ``match`` holds for the pod."""
-        for policy in self._governors.get(scheduler_name, ()):
+        for policy in self.governors(scheduler_name):
             if policy.match(env):
                 return policy
         return None
 
     def governors(self, scheduler_name: str) -> tuple[CompiledPolicy, ...]:
         """The policies ``governing_policy`` tries for the scheduler's profile, in order."""
-        return tuple(self._governors.get(scheduler_name, ()))
+        return self._governors.get(scheduler_name, ())
 
     def policy(self, name: str) -> CompiledPolicy | None:
         return next((p for p in self.policies if p.name == name), None)

@@ -341,6 +341,11 @@ class LabelColumn:
     def gather(self, by_value: dict[str, int], missing: int = 0, default: int = 0) -> np.ndarray:
         """Per row, ``by_value`` at the row's value (``default`` for values it lacks),
         ``missing`` where the row lacks the label."""
+        return self.table(by_value, missing, default)[self.codes]
+
+    def table(self, by_value: dict[str, int], missing: int = 0, default: int = 0) -> np.ndarray:
+        """``gather``'s table: per code, ``by_value`` at its value; ``missing`` last (code -1,
+        the rows lacking the label)."""
         table = np.full(len(self.values) + 1, default, np.int64)
         table[-1] = missing
         values = self.values
@@ -348,7 +353,7 @@ class LabelColumn:
             code = values.get(value)
             if code is not None:
                 table[code] = n
-        return table[self.codes]
+        return table
 
 
 def _codes_of(nodes: tuple[NodeInfo, ...], key: str, values: dict[str, int]) -> np.ndarray:

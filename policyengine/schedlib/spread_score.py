@@ -200,13 +200,10 @@ def weighted_sums(
             if lacking is not None:
                 part[lacking] = 0.0
         else:
-            table = np.zeros(len(labels.values) + 1, np.int64)
-            values = labels.values
-            for (key, value), n in state.pair_counts.items():
-                code = values.get(value) if key == c.topology_key else None
-                if code is not None:
-                    table[code] = n
-            parts = table * weight + offset
+            by_value = {
+                value: n for (key, value), n in state.pair_counts.items() if key == c.topology_key
+            }
+            parts = labels.table(by_value) * weight + offset
             parts[-1] = 0.0  # code -1: the node lacks the key
             part = parts[codes]
         if lacking is not None:

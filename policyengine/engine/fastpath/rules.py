@@ -117,7 +117,7 @@ def store_at(
         column.store_array(rows, *plan.row_values(context, keys[rows]), frame)
         return
     if rule.score_numbers is not None and plan.by_rows is not None:
-        found = groups(column.row_keys, rows) if determined_now(plan.by_rows, context) else None
+        found = groups(keys, rows) if determined_now(plan.by_rows, context) else None
         if found is not None:
             first, inverse = found
             numbers = rule.score_numbers(batch.take(rows[first].tolist()))
