@@ -46,6 +46,7 @@ from policyengine.model.resources import (
     to_units,
 )
 from policyengine.model.shared_map import SharedMap
+from policyengine.model.shared_rows import SharedRows
 from policyengine.model.storage import NO_STORAGE, StorageObjects
 from policyengine.model.workloads import NO_WORKLOADS, Workload, WorkloadIndex
 
@@ -490,16 +491,31 @@ class ClusterSnapshot:
 
     @cached_property
     def nodes(self) -> tuple[NodeInfo, ...]:
+        known = self.__dict__
+        if "rows" in known:
+            known.pop("_nodes_from", None)
+            return known["rows"].flat()  # type: ignore[no-any-return]
         # A snapshot derived by replacing one node of a parent whose tuple was built copies
         # that tuple (a C copy of its pointers) instead of walking the node map, which reads
         # every entry of a large dict: half the cost, paid once per assumed pod.
-        step = self.__dict__.pop("_nodes_from", None)
+        step = known.pop("_nodes_from", None)
         if step is not None:
             parent_nodes, at, info = step
             items = list(parent_nodes)
             items[at] = info
             return tuple(items)
         return tuple(self.node_infos.values())
+
+    @cached_property
+    def rows(self) -> SharedRows[NodeInfo]:
+        """``nodes`` as rows shared with the snapshot this one was derived from
+        (``model.shared_rows``): what keeps results per row between cycles reads a few rows
+        of each snapshot, and a derived snapshot's rows cost no copy of its parent's."""
+        step = self.__dict__.pop("_rows_from", None)
+        if step is not None:
+            parent_rows, at, info = step
+            return parent_rows.with_row(at, info)  # type: ignore[no-any-return]
+        return SharedRows(self.nodes)
 
     @property
     def node_names(self) -> tuple[str, ...]:
@@ -604,10 +620,13 @@ class ClusterSnapshot:
             _carry_node_index(self, derived, old, info)
             derived.__dict__["_derivation"] = (self.generation, info.name)
             known = self.__dict__
-            if "nodes" in known and "node_positions" in known:
-                at = known["node_positions"].get(info.name)
-                if at is not None and known["nodes"][at] is old:
-                    # Held only until ``nodes`` is read (see there).
+            positions = known.get("node_positions")
+            at = None if positions is None else positions.get(info.name)
+            if at is not None:
+                # Held only until ``rows`` or ``nodes`` is read (see there).
+                if "rows" in known and known["rows"][at] is old:
+                    derived.__dict__["_rows_from"] = (known["rows"], at, info)
+                if "nodes" in known and known["nodes"][at] is old:
                     derived.__dict__["_nodes_from"] = (known["nodes"], at, info)
         return derived
 

@@ -104,7 +104,7 @@ class _Index:
         self.namespace = namespace
         self.names = names
         self.generation = -1
-        self.nodes: tuple[NodeInfo, ...] = ()
+        self.nodes: Sequence[NodeInfo] = ()
         self.counts: dict[Values, dict[str, int]] = {}
         self.versions: dict[Values, int] = {}
         self.base = next(_versions)
@@ -146,7 +146,7 @@ class _Index:
 
     def follow(self, snapshot: ClusterSnapshot) -> None:
         """Make the index count ``snapshot``'s nodes."""
-        nodes = snapshot.nodes
+        nodes = snapshot.rows
         if nodes is self.nodes:
             return
         rows = (

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -58,7 +58,7 @@ class _Sums:
     def __init__(
         self,
         generation: int,
-        nodes: tuple[NodeInfo, ...],
+        nodes: Sequence[NodeInfo],
         counts: dict[Any, int],
         present: dict[Any, int],
         histograms: dict[Any, dict[int, int]] | None = None,
@@ -106,24 +106,23 @@ def _remove(counts: dict[Any, int], present: dict[Any, int], part: dict[Any, int
 
 
 def _summed(snapshot: ClusterSnapshot, part: Part) -> _Sums:
-    nodes = snapshot.nodes
     counts: dict[Any, int] = {}
     present: dict[Any, int] = {}
-    for node in nodes:
+    for node in snapshot.nodes:
         found = part(node)
         if found:
             _add(counts, present, found)
-    return _Sums(snapshot.generation, nodes, counts, present)
+    return _Sums(snapshot.generation, snapshot.rows, counts, present)
 
 
 def relevant_changes(
     snapshot: ClusterSnapshot,
     generation: int,
-    known: tuple[NodeInfo, ...],
+    known: Sequence[NodeInfo],
     relevant: Relevant | None,
     marks: Iterable[Hashable] | None = None,
 ) -> list[int] | None:
-    """The rows of ``snapshot.nodes`` whose part may differ from the one taken of ``known``
+    """The rows of ``snapshot.rows`` whose part may differ from the one taken of ``known``
     (the nodes of the snapshot of ``generation``): the rows holding another ``NodeInfo``, but
     for those whose node object stayed and whose added or removed pods are not ``relevant``
     (``NodeSums.sums``). With ``marks``, only the steps that moved pods carrying one are looked
@@ -139,7 +138,7 @@ def relevant_changes(
         return list(changes)
     # A node whose object stayed and whose added or removed pods cannot count keeps its part:
     # most replaced nodes got a pod of some other workload.
-    nodes = snapshot.nodes
+    nodes = snapshot.rows
     rows = []
     for row, stepped in changes.items():
         moved = moved_pods(known[row], nodes[row]) if stepped is None else stepped
@@ -161,7 +160,7 @@ def _corrected(
 
 def _recounted(known: _Sums, snapshot: ClusterSnapshot, part: Part, rows: list[int]) -> _Sums:
     """``known`` with the parts of ``rows`` taken again from the snapshot's nodes."""
-    nodes = snapshot.nodes
+    nodes = snapshot.rows
     if not rows:
         return _Sums(snapshot.generation, nodes, known.counts, known.present, known._histograms)
     old = known.nodes
@@ -269,7 +268,7 @@ class NodeSums:
             known = self._known.pop(key, None)
         found = None
         if known is not None:
-            same = known.nodes is snapshot.nodes
+            same = known.nodes is snapshot.rows
             found = (
                 known
                 if same
@@ -306,7 +305,7 @@ class NodeSums:
             if pods and any(map(relevant, pods)):
                 _remove(counts, present, base_part(node))
                 _add(counts, present, part(node))
-        return _Sums(snapshot.generation, snapshot.nodes, counts, present)
+        return _Sums(snapshot.generation, snapshot.rows, counts, present)
 
     def clear(self) -> None:
         with self._lock:
@@ -356,7 +355,7 @@ class LabelColumn:
         return table
 
 
-def _codes_of(nodes: tuple[NodeInfo, ...], key: str, values: dict[str, int]) -> np.ndarray:
+def _codes_of(nodes: Sequence[NodeInfo], key: str, values: dict[str, int]) -> np.ndarray:
     codes = [_code(values, node.node.labels.get(key)) for node in nodes]
     return np.array(codes, np.int64) if codes else np.zeros(0, np.int64)
 
@@ -374,7 +373,7 @@ T = TypeVar("T")
 
 
 class RowColumns(Generic[T]):
-    """Values over the rows of ``snapshot.nodes`` kept per key from one snapshot to the next:
+    """Values over the rows of ``snapshot.rows`` kept per key from one snapshot to the next:
     for a later snapshot a key's value is patched at the rows the step log says changed
     (narrowed by ``marks``: only steps that moved a pod carrying one of them, or unknown
     steps), and built afresh when the log does not reach back. Least recently used keys are
@@ -382,7 +381,7 @@ class RowColumns(Generic[T]):
 
     def __init__(self, kept: int) -> None:
         self._kept = kept
-        self._found: OrderedDict[Hashable, tuple[int, tuple[NodeInfo, ...], T]] = OrderedDict()
+        self._found: OrderedDict[Hashable, tuple[int, Sequence[NodeInfo], T]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(
@@ -390,13 +389,13 @@ class RowColumns(Generic[T]):
         key: Hashable,
         snapshot: ClusterSnapshot,
         marks: Iterable[Hashable] | None,
-        build: Callable[[tuple[NodeInfo, ...]], T],
-        patch: Callable[[T, tuple[NodeInfo, ...], tuple[NodeInfo, ...], list[int]], T],
+        build: Callable[[Sequence[NodeInfo]], T],
+        patch: Callable[[T, Sequence[NodeInfo], Sequence[NodeInfo], list[int]], T],
     ) -> T:
         """``key``'s value for ``snapshot``: ``build(nodes)``, or ``patch(value, old nodes,
         nodes, changed rows)`` of the value kept for an earlier snapshot (which must not be
         changed in place: a cycle on that snapshot may still read it)."""
-        nodes = snapshot.nodes
+        nodes = snapshot.rows
         known = self._found.get(key)
         if known is not None and known[1] is nodes:  # read already for this snapshot
             return known[2]
@@ -431,12 +430,12 @@ _COLUMNS: RowColumns[LabelColumn] = RowColumns(32)
 def label_column(snapshot: ClusterSnapshot, key: str) -> LabelColumn:
     """Each row's value of label ``key`` as a code (``LabelColumn``)."""
 
-    def build(nodes: tuple[NodeInfo, ...]) -> LabelColumn:
+    def build(nodes: Sequence[NodeInfo]) -> LabelColumn:
         values: dict[str, int] = {}
         return LabelColumn(_codes_of(nodes, key, values), values)
 
     def patch(
-        column: LabelColumn, old: tuple[NodeInfo, ...], nodes: tuple[NodeInfo, ...], rows: list[int]
+        column: LabelColumn, old: Sequence[NodeInfo], nodes: Sequence[NodeInfo], rows: list[int]
     ) -> LabelColumn:
         return _relabelled(column, old, nodes, rows, key)
 
@@ -445,8 +444,8 @@ def label_column(snapshot: ClusterSnapshot, key: str) -> LabelColumn:
 
 def _relabelled(
     column: LabelColumn,
-    old: tuple[NodeInfo, ...],
-    nodes: tuple[NodeInfo, ...],
+    old: Sequence[NodeInfo],
+    nodes: Sequence[NodeInfo],
     rows: list[int],
     key: str,
 ) -> LabelColumn:

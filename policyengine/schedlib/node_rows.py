@@ -23,7 +23,7 @@ from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.steplog import changed_rows, note
 
-_ROWS: list[tuple[int, tuple[NodeInfo, ...], dict[int, int]]] = []
+_ROWS: list[tuple[int, Sequence[NodeInfo], dict[int, int]]] = []
 _ROWS_LOCK = threading.Lock()
 
 
@@ -120,7 +120,7 @@ def rows_at(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> np.ndarray 
 @dataclass(frozen=True, eq=False)
 class _PairIndex:
     generation: int
-    nodes: tuple[NodeInfo, ...]
+    nodes: Sequence[NodeInfo]
     rows: dict[tuple[str, str], dict[int, int]]  # label pair -> {row: pods carrying it}
 
 
@@ -132,7 +132,7 @@ def _node_pairs(node: NodeInfo) -> list[tuple[str, str]]:
     return [pair for info in node.pods for pair in info.pod.labels.items()]
 
 
-def _indexed(nodes: tuple[NodeInfo, ...]) -> dict[tuple[str, str], dict[int, int]]:
+def _indexed(nodes: Sequence[NodeInfo]) -> dict[tuple[str, str], dict[int, int]]:
     rows: dict[tuple[str, str], dict[int, int]] = {}
     for row, node in enumerate(nodes):
         for pair in _node_pairs(node):
@@ -142,7 +142,7 @@ def _indexed(nodes: tuple[NodeInfo, ...]) -> dict[tuple[str, str], dict[int, int
 
 def _pair_index(snapshot: ClusterSnapshot) -> _PairIndex:
     note(snapshot)
-    nodes = snapshot.nodes
+    nodes = snapshot.rows
     with _PAIRS_LOCK:
         known = _PAIRS[0] if _PAIRS else None
     if known is not None and known.nodes is nodes:
@@ -187,7 +187,7 @@ def rows_by_id(snapshot: ClusterSnapshot) -> dict[int, int]:
     """``{id(node info): row}`` over ``snapshot.nodes`` (the snapshot keeps them alive, so an
     id names one node info), kept from one snapshot to the next."""
     note(snapshot)
-    nodes = snapshot.nodes
+    nodes = snapshot.rows
     with _ROWS_LOCK:
         known = _ROWS[0] if _ROWS else None
     if known is not None and known[1] is nodes:

@@ -48,7 +48,7 @@ def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -
 
     marks = label_marks((selector,))
 
-    def build(nodes: tuple[NodeInfo, ...]) -> np.ndarray:
+    def build(nodes: Sequence[NodeInfo]) -> np.ndarray:
         rows = pair_rows(snapshot, marks)  # only these nodes hold a pod the selector can match
         if rows is None:
             return np.fromiter(
@@ -61,7 +61,7 @@ def host_counts(snapshot: ClusterSnapshot, selector: Selector, namespace: str) -
         return counts
 
     def patch(
-        counts: np.ndarray, old: tuple[NodeInfo, ...], nodes: tuple[NodeInfo, ...], rows: list[int]
+        counts: np.ndarray, old: Sequence[NodeInfo], nodes: Sequence[NodeInfo], rows: list[int]
     ) -> np.ndarray:
         if not rows:
             return counts

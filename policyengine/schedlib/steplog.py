@@ -32,7 +32,7 @@ _STEPS_KEPT = 8192
 # object changed).
 _steps: OrderedDict[int, tuple[int, str, Sequence[PodInfo] | None]] = OrderedDict()
 _steps_lock = threading.Lock()
-_last_seen: list[tuple[int, tuple[NodeInfo, ...]]] = []
+_last_seen: list[tuple[int, Sequence[NodeInfo]]] = []
 
 
 def note(snapshot: ClusterSnapshot) -> None:
@@ -50,7 +50,7 @@ def note(snapshot: ClusterSnapshot) -> None:
             if _last_seen and _last_seen[0][0] == parent:
                 row = snapshot.node_positions[name]
                 old = _last_seen[0][1]
-                nodes = snapshot.nodes
+                nodes = snapshot.rows
                 if len(old) == len(nodes):
                     moved = moved_pods(old[row], nodes[row])
                     logged = _LOG[0].extend(parent, generation, row, moved)
@@ -58,8 +58,8 @@ def note(snapshot: ClusterSnapshot) -> None:
             while len(_steps) > _STEPS_KEPT:
                 _steps.popitem(last=False)
         if not logged and generation not in _LOG[0].at:
-            _LOG[0] = _StepLog(generation, len(snapshot.nodes))
-        _last_seen[:] = [(generation, snapshot.nodes)]
+            _LOG[0] = _StepLog(generation, snapshot.num_nodes)
+        _last_seen[:] = [(generation, snapshot.rows)]
 
 
 # --- what a selector's pods carry, as the step log marks them ------------------------------
@@ -164,16 +164,16 @@ _LOG: list[_StepLog] = [_StepLog(0, 0)]
 def marked_changes(
     snapshot: ClusterSnapshot,
     generation: int,
-    known: tuple[NodeInfo, ...],
+    known: Sequence[NodeInfo],
     marks: Iterable[Hashable],
 ) -> list[int] | None:
-    """The rows of ``snapshot.nodes`` holding another ``NodeInfo`` than ``known`` (the nodes
+    """The rows of ``snapshot.rows`` holding another ``NodeInfo`` than ``known`` (the nodes
     of the snapshot of ``generation``) where some step since moved a pod carrying one of
     ``marks`` or pods not known (``UNKNOWN``); the other replaced rows only gained or lost
     pods carrying none of them. None when the log does not reach from ``generation`` to the
     snapshot (the caller falls back to ``changes_since``)."""
     note(snapshot)
-    nodes = snapshot.nodes
+    nodes = snapshot.rows
     with _steps_lock:
         log = _LOG[0]
         start = log.at.get(generation)
@@ -196,15 +196,15 @@ def marked_changes(
 
 
 def changes_since(
-    snapshot: ClusterSnapshot, generation: int, known: tuple[NodeInfo, ...]
+    snapshot: ClusterSnapshot, generation: int, known: Sequence[NodeInfo]
 ) -> dict[int, list[PodInfo] | None] | None:
-    """The rows of ``snapshot.nodes`` holding another ``NodeInfo`` than ``known`` (the nodes
+    """The rows of ``snapshot.rows`` holding another ``NodeInfo`` than ``known`` (the nodes
     of the snapshot of ``generation``), each with the pods it gained or lost since when every
     step is known (else None); None when they are not the same rows or too many changed.
     Follows the snapshots' derivation steps when every one since ``generation`` was seen
     here (a scheduler assumes one pod per cycle), else compares every row at C speed."""
     note(snapshot)
-    nodes = snapshot.nodes
+    nodes = snapshot.rows
     if len(nodes) != len(known):
         return None
     limit = len(nodes) // _REBUILD_SHARE + 1
@@ -234,7 +234,7 @@ def changes_since(
 
 
 def changed_rows(
-    snapshot: ClusterSnapshot, generation: int, known: tuple[NodeInfo, ...]
+    snapshot: ClusterSnapshot, generation: int, known: Sequence[NodeInfo]
 ) -> list[int] | None:
     """The rows of ``changes_since``."""
     changes = changes_since(snapshot, generation, known)

@@ -363,14 +363,14 @@ class _ExistingAnti:
 
     def __init__(self) -> None:
         self.generation = -1
-        self.nodes: tuple[NodeInfo, ...] = ()
+        self.nodes: Sequence[NodeInfo] = ()
         self.by_term: dict[int, dict[Pair, int]] = {}
 
     def clear(self) -> None:
         self.__init__()  # type: ignore[misc]
 
     def follow(self, snapshot: ClusterSnapshot) -> dict[int, dict[Pair, int]]:
-        nodes = snapshot.nodes
+        nodes = snapshot.rows
         if nodes is not self.nodes:
             rows = None
             if len(self.nodes) == len(nodes):

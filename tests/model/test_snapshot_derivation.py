@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyengine.model import shared_map
+from policyengine.model import shared_map, shared_rows
 from policyengine.model.cached import cached_property
 from policyengine.model.objects import Pod
 from policyengine.model.resources import (
@@ -74,6 +74,8 @@ def _assert_equal(snap: ClusterSnapshot, nodes: list[Any], pods: list[Pod]) -> N
     assert list(snap.node_infos) == list(fresh.node_infos)
     assert [_state(info) for info in snap.nodes] == [_state(info) for info in fresh.nodes]
     assert all(a is b for a, b in zip(snap.nodes, snap.node_infos.values(), strict=True))
+    assert len(snap.rows) == len(snap.nodes)
+    assert all(snap.rows[row] is info for row, info in enumerate(snap.nodes))
     assert dict(snap.pod_nodes) == dict(fresh.pod_nodes) and snap.pod_nodes == fresh.pod_nodes
     assert len(snap) == len(fresh) and snap.node_names == fresh.node_names
     assert sorted(p.key for p in snap.pods()) == sorted(p.key for p in pods)
@@ -95,12 +97,11 @@ def _assert_equal(snap: ClusterSnapshot, nodes: list[Any], pods: list[Pod]) -> N
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_derived_snapshots_equal_the_snapshot_built_afresh(data: st.DataObject) -> None:
-    kept = shared_map._FOLD
-    shared_map._FOLD = data.draw(st.sampled_from([2, 64]))  # 2: the maps fold their changes
-    try:
+    fold = data.draw(st.sampled_from([2, 64]))  # 2: the maps and rows fold their changes
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(shared_map, "_FOLD", fold)
+        patch.setattr(shared_rows, "_FOLD", fold)
         _derive_and_compare(data)
-    finally:
-        shared_map._FOLD = kept
 
 
 def _derive_and_compare(data: st.DataObject) -> None:
@@ -144,6 +145,9 @@ def _derive_and_compare(data: st.DataObject) -> None:
             # Each node's pod lists with (anti-)affinity, carried by the next assume.
             snap.nodes_with_affinity_pods  # noqa: B018
             snap.nodes_with_required_anti_affinity_pods  # noqa: B018
+        if data.draw(st.booleans()):
+            # Read as rows, the next derivation shares them (read before or after the tuple).
+            assert snap.rows is snap.rows
         history.append((snap, list(nodes), list(pods)))
     for derived, its_nodes, its_pods in history:
         _assert_equal(derived, its_nodes, its_pods)
