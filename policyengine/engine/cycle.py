@@ -307,23 +307,31 @@ class _FeasibleNodes(Sequence[NodeInfo]):
     """``CycleContext.feasible``: the feasible ``NodeInfo``s, gathered only when a plugin's
     PreScore reads more than their number."""
 
-    __slots__ = ("_count", "_items", "_mask", "_snapshot")
+    __slots__ = ("_count", "_items", "_mask", "_rows", "_snapshot")
 
     def __init__(self, snapshot: ClusterSnapshot, mask: np.ndarray, count: int):
         self._snapshot = snapshot
         self._mask = mask
         self._count = count
         self._items: tuple[NodeInfo, ...] | None = None
+        self._rows: np.ndarray | None = None
 
     def _get(self) -> tuple[NodeInfo, ...]:
         if self._items is None:
-            self._items = _pick(self._snapshot.nodes, np.flatnonzero(self._mask))
+            self._items = _pick(self._snapshot.nodes, self._feasible_rows())
         return self._items
+
+    def _feasible_rows(self) -> np.ndarray:
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = self._mask.nonzero()[0]
+            rows.flags.writeable = False  # handed to every PreScore that gathers at them
+        return rows
 
     def rows_in(self, snapshot: ClusterSnapshot) -> np.ndarray | None:
         """The rows of ``snapshot.nodes`` holding these nodes, in order (None: they are
         another snapshot's): what a columnar PreScore gathers at, without looking them up."""
-        return np.flatnonzero(self._mask) if snapshot is self._snapshot else None
+        return self._feasible_rows() if snapshot is self._snapshot else None
 
     def __len__(self) -> int:
         return self._count

@@ -481,6 +481,14 @@ _ARRAY_KINDS = frozenset({"int", "quantity", "float"})  # ``vector.Numbers.kind`
 ScoreArrays = tuple[np.ndarray, np.ndarray]
 
 
+def _all_true(size: int) -> np.ndarray:
+    # ``np.ones`` is a Python function around these two C calls: a few changed rows a rule
+    # are stored at a time, so its overhead counts.
+    out = np.empty(size, bool)
+    out.fill(True)
+    return out
+
+
 def _plain_numbers(values: Column) -> ScoreArrays:
     """``values`` as ``ScoreArrays``; raises ``_NotPlain`` for a value that is no finite
     number or null (and OverflowError for one no float holds)."""
@@ -490,9 +498,9 @@ def _plain_numbers(values: Column) -> ScoreArrays:
         array = held.astype(np.float64)
         if held.dtype == np.float64 and not np.isfinite(array).all():
             raise _NotPlain
-        return array, np.ones(len(array), bool)
+        return array, _all_true(len(array))
     out = np.zeros(len(values), np.float64)
-    scored = np.ones(len(values), bool)
+    scored = _all_true(len(values))
     for at, value in enumerate(values):
         kind = type(value)
         if kind is float:

@@ -185,7 +185,7 @@ def _moved_rows(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     moved = differs[:, 0].copy() if differs.shape[1] else np.zeros(len(differs), bool)
     for column in range(1, differs.shape[1]):
         moved |= differs[:, column]
-    return np.flatnonzero(moved)
+    return moved.nonzero()[0]
 
 
 def _ids(size: int) -> tuple[np.ndarray, list[Any]]:

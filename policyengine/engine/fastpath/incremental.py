@@ -407,7 +407,7 @@ def score_rows(
             hit = np.zeros(frame.size, bool)
             for some in distinct.values():
                 hit[some] = True
-            at = np.flatnonzero(hit)
+            at = hit.nonzero()[0]
         # Infeasible rows total 0 (every rule normalises them to 0); a rule scoring none of
         # the feasible ones adds exactly 0 to each (``part`` is never -0.0), so it is left out.
         inside = at[feasible[at]]
@@ -426,17 +426,13 @@ def score_rows(
 
 
 def _union(some: np.ndarray, others: np.ndarray, size: int) -> np.ndarray:
-    """The sorted distinct rows of two arrays of rows: by a mask when they are many (a zone's
-    rows dropped), as ``np.union1d``'s sort costs several times more."""
-    if len(others) < _SORTED:
-        return np.union1d(some, others)
+    """The sorted distinct rows of two arrays of rows, by a mask over the frame's rows: a
+    few C calls, where ``np.union1d``'s sort and its Python steps cost more even for a few
+    rows."""
     hit = np.zeros(size, bool)
     hit[some] = True
     hit[others] = True
-    return np.flatnonzero(hit)
-
-
-_SORTED = 64  # fewer rows are joined by sorting: a mask's fixed cost is higher
+    return hit.nonzero()[0]
 
 
 def _followed(

@@ -175,7 +175,7 @@ def normalised_whole(column: ScoreColumn, kind: str, facts: Stats) -> np.ndarray
     if kept is not None and kept[0] == kind and _same_facts(kept[1], facts):
         if kept[2] == column.stamp:
             return kept[3]
-        rows = np.flatnonzero(column.stamps > kept[2])
+        rows = (column.stamps > kept[2]).nonzero()[0]
         if len(rows) <= len(column.values) // _PATCHED:
             whole = kept[3]
             with np.errstate(all="ignore"):
