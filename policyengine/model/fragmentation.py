@@ -639,6 +639,8 @@ class Workload:
         """Learn the shapes for every coverage ``other`` was asked for: carried from it when
         both count the same GPU pods (placing a pod asking no GPU moves only the CPU per GPU
         beside them), learned anew otherwise."""
+        if not other._learned:
+            return
         same = self.counts == other.counts
         for (coverage, limit), (_, shapes) in other._learned.items():
             if not same:
@@ -646,6 +648,10 @@ class Workload:
                 continue
             self._learned[(coverage, limit)] = (self.total, shapes)
             self._host_only[(coverage, limit)] = self._host_only_per_gpu()
+
+    def learned_coverages(self) -> int:
+        """How many (coverage, limit) pairs shapes were learned for."""
+        return len(self._learned)
 
     def state_key(self, limit: int) -> tuple[tuple[float, Shapes], ...]:
         """The shapes ``shapes`` gives now for every coverage asked so far (refreshed first):

@@ -354,6 +354,12 @@ _NO_SHAPES: tuple[Any, Any] = (("gpu-shapes", "none"), _no_shapes)
 _WORKLOADS: list[tuple[object, fgd.Workload]] = []
 
 
+def clear() -> None:
+    """Forget the workload counted and the coverages asked of it (tests)."""
+    _WORKLOADS.clear()
+    _WORKLOAD_SUMS.clear()
+
+
 # The pods asking no GPU are counted under these two keys: their CPU and their number.
 _HOST_ONLY_CPU = ("host-only", "cpu")
 _HOST_ONLY_PODS = ("host-only", "pods")
@@ -502,13 +508,27 @@ def learned_host_shapes(ctx: Any, coverage: Any) -> list[dict[str, Any]]:
 def _host_workload_key(ctx: Any) -> Any:
     """What learned host shapes read of the cluster: the learned shapes and the CPU the pods
     asking no GPU ask per GPU, for each coverage asked so far, and the cluster's capacity."""
+    if _nothing_learned(ctx):
+        return (), cluster_capacity(ctx)
     return workload(ctx).host_state_key(LEARNED_LIMIT), cluster_capacity(ctx)
 
 
 def _workload_key(ctx: Any) -> Any:
     """What learned shapes read of the cluster: the shapes learned for each coverage asked so
     far (computed now, so the cycle's calls see exactly these)."""
+    if _nothing_learned(ctx):
+        return ()
     return workload(ctx).state_key(LEARNED_LIMIT)
+
+
+def _nothing_learned(ctx: Any) -> bool:
+    """Whether no coverage was ever asked of the snapshots' workloads: a new workload learns
+    the coverages of the last one (``Workload.learn_as``), so its keys are empty too, and the
+    workload is not counted (each placement moves its sums: a pod asking no GPU moves the
+    CPU beside the GPU pods) until a builtin asks for shapes."""
+    return getattr(ctx, "workload", None) is None and not any(
+        counted.learned_coverages() for _, counted in _WORKLOADS
+    )
 
 
 def _choice_key(ctx: Any) -> Any:

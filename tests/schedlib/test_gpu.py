@@ -240,3 +240,28 @@ def test_a_policy_places_the_pod_and_the_decision_names_its_device() -> None:
     assert whole.node == "n2"
     assert [g.uuid for g in whole.gpu_devices] == ["n2-gpu0", "n2-gpu1"]
     assert dict(whole.infeasible)["n1"][0].rule == "devices"
+
+
+def test_the_workload_keys_count_nothing_until_shapes_are_asked() -> None:
+    from policyengine.model.openb import node_object, pod_object
+    from policyengine.model.parse import parse_node, parse_pod
+    from policyengine.schedlib import gpu
+    from policyengine.schedlib.context import CycleContext
+    from policyengine.schedlib.gpu import learned_gpu_shapes
+
+    gpu.clear()
+    running = [parse_pod(pod_object("g1", 8000, 1024, 1, 1000, ()))]
+    running[0] = running[0].with_node_name("n")
+    snap = ClusterSnapshot.build([parse_node(node_object("n", 40000, 65536, 4, "T4"))], running)
+    context = CycleContext(snap, PodView(parse_pod(pod_object("q", 1000, 1024, 1, 1000, ()))))
+    capacity = gpu.cluster_capacity(context)
+    # No coverage asked yet: empty keys, and the running pods not counted for them.
+    assert gpu._workload_key(context) == ()
+    assert gpu._host_workload_key(context) == ((), capacity)
+    assert not gpu._WORKLOADS
+    asked = learned_gpu_shapes(context, 0.9)
+    assert [m["gpus"] for m in asked] == [1]
+    # Asked once: every later key names the shapes learned for that coverage.
+    assert [coverage for coverage, _ in gpu._workload_key(context)] == [0.9]
+    assert gpu._host_workload_key(context)[0][0][:2] == gpu._workload_key(context)[0]
+    gpu.clear()
