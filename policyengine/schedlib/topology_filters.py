@@ -125,11 +125,23 @@ class _SpreadInputs:
         # score.host_counts``); kept apart, its sums hold a pair per zone, not one per node.
         self.key = HashedKey(("domains", key) if domains_only else key)
 
-        def part(node: NodeInfo) -> dict[Any, int]:
-            found = spread.node_counts(node, key)
-            if domains_only:
-                return {pair: n for pair, n in found.items() if pair[0] != spread.HOSTNAME}
-            return found
+        if domains_only:
+            # The hostname constraints' pods are never counted: ``node_counts`` over the
+            # other constraints alone, once a node lacking some constraint's key (when every
+            # key is required) is left out as ``node_counts`` leaves it out.
+            _, required, tolerations, namespace, _ = key
+            zoned = tuple(c for c in constraints if c.topology_key != spread.HOSTNAME)
+            zoned_key = (zoned, required, tolerations, namespace, False)
+
+            def part(node: NodeInfo) -> dict[Any, int]:
+                if require_all and not spread.has_all_keys(node.node.labels, constraints):
+                    return {}
+                return spread.node_counts(node, zoned_key)
+
+        else:
+
+            def part(node: NodeInfo) -> dict[Any, int]:
+                return spread.node_counts(node, key)
 
         namespace = pod.namespace
         selectors = [c.selector for c in constraints]
