@@ -42,6 +42,7 @@ from policyengine.schedlib.domains import LabelColumn, label_column, relevant_ch
 from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.node_rows import rows_of, view_rows
 from policyengine.schedlib.rowkeys import RowKeyed
+from policyengine.schedlib.steplog import moved_pods
 from policyengine.schedlib.views import NodeView, PodView
 
 Wanted = tuple[tuple[str, str], ...]  # the selector's labels, sorted by name
@@ -115,11 +116,15 @@ class _Index:
     def _part(self, node: NodeInfo) -> tuple[str | None, dict[Values, int]]:
         """The node's domain and its matching pods per tuple of label values."""
         domain = node.node.labels.get(self.key)
-        part: dict[Values, int] = {}
         if domain is None or not node.pods:
-            return domain, part
+            return domain, {}
+        return domain, self._counted(node.pods)
+
+    def _counted(self, pods: Sequence[PodInfo]) -> dict[Values, int]:
+        """The matching pods among ``pods`` per tuple of label values."""
+        part: dict[Values, int] = {}
         namespace, names = self.namespace, self.names
-        for info in node.pods:
+        for info in pods:
             pod = info.pod
             if pod.namespace != namespace:
                 continue
@@ -127,7 +132,7 @@ class _Index:
             values = tuple(labels.get(name) for name in names)
             if None not in values:
                 part[values] = part.get(values, 0) + 1  # type: ignore[index,arg-type]
-        return domain, part
+        return part
 
     def _may_count(self, info: PodInfo) -> bool:
         """Whether the index may count the pod (moving any other leaves a node's part)."""
@@ -165,8 +170,16 @@ class _Index:
         else:
             old = self.nodes
             for row in rows:
-                before = self._part(old[row])
-                after = self._part(nodes[row])
+                was, now = old[row], nodes[row]
+                moved = moved_pods(was, now)
+                if moved is not None:
+                    # The same node object (its domain too): only the pods that came or went
+                    # move its part, not a recount of every pod it holds.
+                    gained = 1 if len(now.pods) > len(was.pods) else -1
+                    self._add(now.node.labels.get(self.key), self._counted(moved), gained)
+                    continue
+                before = self._part(was)
+                after = self._part(now)
                 if before != after:  # most replaced nodes got a pod the selector ignores
                     self._add(*before, -1)
                     self._add(*after, 1)
