@@ -45,6 +45,9 @@ from policyengine.schedlib.steplog import (
 Pair = tuple[str, str]
 Part = Callable[[NodeInfo], dict[Any, int]]
 Relevant = Callable[[PodInfo], bool]
+# ``step(node, pods)``: how much ``part`` grows when ``pods`` come to ``node`` (the same node
+# object: the pairs its part names stay), naming only pairs that part names.
+Step = Callable[[NodeInfo, Sequence[PodInfo]], dict[Any, int]]
 
 # --- sums of per-node parts ------------------------------------------------------------------
 
@@ -153,23 +156,41 @@ def _corrected(
     part: Part,
     relevant: Relevant | None,
     marks: Iterable[Hashable] | None = None,
+    step: Step | None = None,
 ) -> _Sums | None:
     rows = relevant_changes(snapshot, known.generation, known.nodes, relevant, marks)
-    return None if rows is None else _recounted(known, snapshot, part, rows)
+    return None if rows is None else _recounted(known, snapshot, part, rows, step)
 
 
-def _recounted(known: _Sums, snapshot: ClusterSnapshot, part: Part, rows: list[int]) -> _Sums:
-    """``known`` with the parts of ``rows`` taken again from the snapshot's nodes."""
+def _recounted(
+    known: _Sums, snapshot: ClusterSnapshot, part: Part, rows: list[int], step: Step | None = None
+) -> _Sums:
+    """``known`` with the parts of ``rows`` taken again from the snapshot's nodes: by
+    ``step`` from the pods that came or went where the node object stayed (an assume step:
+    one pod, not every pod of the node twice over), else old part out, new part in."""
     nodes = snapshot.rows
     if not rows:
         return _Sums(snapshot.generation, nodes, known.counts, known.present, known._histograms)
     old = known.nodes
-    changes = [(part(old[row]), part(nodes[row])) for row in rows]
+    changes: list[tuple[dict[Any, int], dict[Any, int]]] = []
+    shifts: list[dict[Any, int]] = []
+    for row in rows:
+        replaced, replacing = old[row], nodes[row]
+        moved = None if step is None else moved_pods(replaced, replacing)
+        if step is None or moved is None:
+            changes.append((part(replaced), part(replacing)))
+        elif moved:
+            shift = step(replacing, moved)
+            if len(replacing.pods) < len(replaced.pods):  # the pod went
+                shift = {pair: -n for pair, n in shift.items()}
+            shifts.append(shift)
     was = known._histograms
     touched: set[Any] = set()
     if was is not None:  # the histograms move at the pairs whose sums move: their sums now
         for gone, came in changes:
             touched.update(gone, came)
+        for shift in shifts:
+            touched.update(shift)
     before = {pair: known.counts.get(pair) for pair in touched}
     # The kept dicts are corrected in place when nothing but ``known`` (taken out of the cache
     # by this caller) holds them: a per-hostname sum holds a pair per node, and copying two
@@ -180,6 +201,9 @@ def _recounted(known: _Sums, snapshot: ClusterSnapshot, part: Part, rows: list[i
     for gone, came in changes:
         _remove(counts, present, gone)
         _add(counts, present, came)
+    for shift in shifts:
+        for pair, n in shift.items():
+            counts[pair] += n
     histograms = None
     if was is not None:  # carried: moved only at the pairs whose sums moved
         histograms = {key: dict(by_sum) for key, by_sum in was.items()}
@@ -226,6 +250,7 @@ class NodeSums:
         copy: bool = True,
         base: tuple[Hashable, Part] | None = None,
         marks: Iterable[Hashable] | None = None,
+        step: Step | None = None,
     ) -> dict[Any, int]:
         """``{pair: sum over the snapshot's nodes of part(node)[pair]}`` for the pairs some
         node's part names; a new dict the caller may keep (the cache never changes it).
@@ -238,8 +263,10 @@ class NodeSums:
         kept sums of ``base_part`` and computes ``part`` only for nodes holding relevant
         pods. ``marks`` (with ``relevant``): marks of the step log (label pairs,
         ``ANTI_AFFINITY``, ``POD_AFFINITY``) such that a pod carrying none of them is not
-        relevant; then only the steps that moved such a pod are looked at."""
-        return self._kept_sums(key, snapshot, part, relevant, base, marks).counts_for(copy)
+        relevant; then only the steps that moved such a pod are looked at. ``step``: how a
+        node's part moves with the pods that come to it (``Step``), so that a node which only
+        gained or lost pods is corrected from those pods alone."""
+        return self._kept_sums(key, snapshot, part, relevant, base, marks, step).counts_for(copy)
 
     def kept(
         self,
@@ -249,10 +276,11 @@ class NodeSums:
         relevant: Relevant | None = None,
         base: tuple[Hashable, Part] | None = None,
         marks: Iterable[Hashable] | None = None,
+        step: Step | None = None,
     ) -> _Sums:
         """``sums`` as the kept object: its ``counts`` (never to be changed) and, for sums
         over ``(key, value)`` pairs, its ``histograms``."""
-        return self._kept_sums(key, snapshot, part, relevant, base, marks)
+        return self._kept_sums(key, snapshot, part, relevant, base, marks, step)
 
     def _kept_sums(
         self,
@@ -262,6 +290,7 @@ class NodeSums:
         relevant: Relevant | None,
         base: tuple[Hashable, Part] | None,
         marks: Iterable[Hashable] | None = None,
+        step: Step | None = None,
     ) -> _Sums:
         note(snapshot)
         with self._lock:
@@ -272,7 +301,7 @@ class NodeSums:
             found = (
                 known
                 if same
-                else _corrected(known, snapshot, part, relevant, marks if relevant else None)
+                else _corrected(known, snapshot, part, relevant, marks if relevant else None, step)
             )
         if found is None:
             if base is not None and relevant is not None:

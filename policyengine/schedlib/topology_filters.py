@@ -110,7 +110,7 @@ class _SpreadInputs:
     """What ``prepare_spread_filter`` derives from the pod alone: its constraints, the kept
     sums' key (``HashedKey``) and how to read and correct them."""
 
-    __slots__ = ("base", "constraints", "counts", "key", "marks", "part")
+    __slots__ = ("base", "constraints", "counts", "key", "marks", "part", "step")
 
     def __init__(
         self,
@@ -133,15 +133,18 @@ class _SpreadInputs:
             zoned = tuple(c for c in constraints if c.topology_key != spread.HOSTNAME)
             zoned_key = (zoned, required, tolerations, namespace, False)
 
-            def part(node: NodeInfo) -> dict[Any, int]:
+            def matching(node: NodeInfo, pods: Sequence[PodInfo]) -> dict[Any, int]:
                 if require_all and not spread.has_all_keys(node.node.labels, constraints):
                     return {}
-                return spread.node_counts(node, zoned_key)
+                return spread.pods_counts(node, zoned_key, pods)
 
         else:
 
-            def part(node: NodeInfo) -> dict[Any, int]:
-                return spread.node_counts(node, key)
+            def matching(node: NodeInfo, pods: Sequence[PodInfo]) -> dict[Any, int]:
+                return spread.pods_counts(node, key, pods)
+
+        def part(node: NodeInfo) -> dict[Any, int]:
+            return matching(node, node.pods)
 
         namespace = pod.namespace
         selectors = [c.selector for c in constraints]
@@ -173,6 +176,8 @@ class _SpreadInputs:
             domains_only,
         )
         self.part = part
+        # A node's counts grow by the matching pods that come to it (the same domains).
+        self.step = matching
         self.counts = counts
         self.base: tuple[Hashable, Callable[[NodeInfo], dict[Any, int]]] = (included, presence)
         self.marks = label_marks(selectors)
@@ -255,7 +260,13 @@ def prepare_spread_filter(
             return spread.prepare_filter(pod, snapshot, config)
         inputs = _SpreadInputs(pod, constraints)
     kept = SPREAD_SUMS.kept(
-        inputs.key, snapshot, inputs.part, inputs.counts, base=inputs.base, marks=inputs.marks
+        inputs.key,
+        snapshot,
+        inputs.part,
+        inputs.counts,
+        base=inputs.base,
+        marks=inputs.marks,
+        step=inputs.step,
     )
     # The domains and minimum per key from the kept histograms (a hostname key has a pair per
     # node): what ``spread.filter_state`` finds walking every pair.
@@ -293,6 +304,7 @@ def prepare_spread_score(
         copy=False,  # only read, before this returns
         base=inputs.base,
         marks=inputs.marks,
+        step=inputs.step,
     )
 
     def counted(pairs: AbstractSet[spread.Pair]) -> dict[spread.Pair, int]:

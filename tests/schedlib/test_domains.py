@@ -8,6 +8,7 @@ forgotten, a node's labels changed, a node added) and, after each step or only a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -29,6 +30,14 @@ def zone_part(node: NodeInfo) -> dict[Any, int]:
     if zone is None:
         return {}
     return {("zone", zone): sum(1 for p in node.pods if p.pod.labels.get("app") == "web")}
+
+
+def zone_step(node: NodeInfo, pods: Sequence[PodInfo]) -> dict[Any, int]:
+    # How zone_part grows when ``pods`` come to the node.
+    zone = node.node.labels.get("zone")
+    if zone is None:
+        return {}
+    return {("zone", zone): sum(1 for p in pods if p.pod.labels.get("app") == "web")}
 
 
 def zone_presence(node: NodeInfo) -> dict[Any, int]:
@@ -81,20 +90,22 @@ def test_sums_and_label_columns_follow_every_kind_of_step(data: st.DataObject) -
             placed.append(pod.key)
         if data.draw(st.booleans()):  # unseen steps: the next look compares rows instead
             continue
-        key = data.draw(st.sampled_from(["k1", "k2", "k3", "k4", "k5"]))
+        key = data.draw(st.sampled_from(["k1", "k2", "k3", "k4", "k5", "k6", "k7"]))
         # k1 and k2 skip nodes that only gained or lost db pods (which zone_part ignores);
         # k2 met afresh starts from the zones' presence and counts only nodes with web pods.
         # k4 and k5 look only at the steps the step log marks with app=web (k5 from the base).
+        # k6 and k7 correct a node that only gained or lost pods from those pods (zone_step).
         relevant = is_web if key != "k3" else None
         base = ("zones", zone_presence) if key in ("k2", "k5") else None
-        marks = (("app", "web"),) if key in ("k4", "k5") else None
-        found = sums.sums(key, cluster, zone_part, relevant, base=base, marks=marks)
+        marks = (("app", "web"),) if key in ("k4", "k5", "k7") else None
+        grow = zone_step if key in ("k6", "k7") else None
+        found = sums.sums(key, cluster, zone_part, relevant, base=base, marks=marks, step=grow)
         assert found == fresh(cluster)
         if data.draw(st.booleans()):
-            shared = sums.sums(key, cluster, zone_part, relevant, False, base, marks)
+            shared = sums.sums(key, cluster, zone_part, relevant, False, base, marks, grow)
             held.append((shared, dict(shared)))
         # Per key, how many pairs hold each sum: made once, then carried through corrections.
-        kept = sums.kept(key, cluster, zone_part, relevant, base=base, marks=marks)
+        kept = sums.kept(key, cluster, zone_part, relevant, base=base, marks=marks, step=grow)
         histograms: dict[str, dict[int, int]] = {}
         for (topology_key, _), n in fresh(cluster).items():
             by_sum = histograms.setdefault(topology_key, {})

@@ -216,6 +216,11 @@ def count_key(pod: Pod, constraints: tuple[Constraint, ...], require_all: bool =
 def node_counts(node: NodeInfo, key: CountKey) -> dict[Pair, int]:
     """The matching pods ``node`` adds to each of its domains (none: the node does not count).
     A node missing a key counts, where it may, in that key's domain "" (kube's empty value)."""
+    return pods_counts(node, key, node.pods)
+
+
+def pods_counts(node: NodeInfo, key: CountKey, pods: Sequence[PodInfo]) -> dict[Pair, int]:
+    """``node_counts`` of ``node`` were it holding ``pods`` alone."""
     constraints, required, tolerations, namespace, require_all = key
     labels = node.node.labels
     if require_all and not has_all_keys(labels, constraints):
@@ -226,7 +231,7 @@ def node_counts(node: NodeInfo, key: CountKey) -> dict[Pair, int]:
             continue
         # Two constraints on one key share the pair: the later one wins, as in kube.
         out[(c.topology_key, labels.get(c.topology_key, ""))] = count_matching(
-            node.pods, c.selector, namespace
+            pods, c.selector, namespace
         )
     return out
 
