@@ -131,12 +131,15 @@ def clip_score(v: np.ndarray) -> np.ndarray:
 
 
 def _stats_by_max(present: np.ndarray) -> Stats:
+    # Whether every value is whole, the maximum (at least 0), and whether none is negative
+    # (``whole_normalised``: then every row normalises to 0-100).
     top_value = max(0.0, float(present.max())) if present.size else 0.0
-    return (bool(np.all(present == np.floor(present))), top_value)
+    non_negative = not present.size or float(present.min()) >= 0.0
+    return (bool(np.all(present == np.floor(present))), top_value, non_negative)
 
 
 def _apply_by_max(v: np.ndarray, scored: np.ndarray, stats: Stats, reverse: bool) -> np.ndarray:
-    integral, top_value = stats
+    integral, top_value, _ = stats
     assert isinstance(top_value, float)
     if integral:
         ints = v.astype(np.int64)
@@ -215,6 +218,19 @@ def _exact(v: np.ndarray) -> bool:
     """Whether the array arithmetic gives what ``normalize`` gives for these values: every
     one finite and below 2**50 in magnitude (a NaN or infinite maximum compares false)."""
     return not v.size or float(np.abs(v).max()) < _EXACT
+
+
+def whole_normalised(kind: str, facts: Stats, whole_values: bool) -> bool:
+    """Whether normalising a column of ``kind`` under ``facts`` gives a whole number from 0 to
+    100 at every row (``whole_values``: the raw values are whole). A weighted sum of such
+    columns is a whole number far below 2**53: float64 adds it exactly, in any order."""
+    if kind == "pod_topology_spread":
+        return facts[0] >= 0  # type: ignore[operator]  # truncated; hi + lo - v in [0, hi]
+    if kind in ("max", "reverse"):
+        return facts[0] is True and facts[2] is True  # whole, none negative: Go's division
+    if kind == "minmax":
+        return facts[0] is not False  # whole (truncated), or nothing scored (all 0)
+    return kind == "none" and whole_values  # clipped to 0–100
 
 
 def column_stats(kind: str, values: np.ndarray, scored: np.ndarray) -> Stats | None:

@@ -17,6 +17,7 @@ from policyengine.engine.normalize import (
     normalize,
     normalize_array,
     unscored_stats,
+    whole_normalised,
 )
 
 CASES = [
@@ -72,6 +73,59 @@ def test_facts_of_the_column_normalise_any_rows_alike(
     rows = np.array(sorted(data.draw(st.sets(st.integers(0, len(values) - 1)))), np.int64)
     part = apply_stats(kind, raw[rows], scored[rows], facts)
     assert part.tolist() == whole[rows].tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(sorted(NORMALIZERS)),
+    values=st.lists(VALUES, min_size=0, max_size=12),
+)
+def test_a_column_said_to_normalise_whole_does(kind: str, values: list[float | None]) -> None:
+    raw = np.array([0.0 if v is None else v for v in values])
+    scored = np.array([v is not None for v in values], bool)
+    facts = column_stats(kind, raw, scored)
+    assert facts is not None
+    whole_values = all(v is None or float(v).is_integer() for v in values)
+    if whole_normalised(kind, facts, whole_values):
+        normalised = apply_stats(kind, raw, scored, facts)
+        assert all(float(v).is_integer() and 0 <= v <= 100 for v in normalised.tolist())
+
+
+@pytest.mark.parametrize(
+    ("kind", "values", "whole"),
+    [
+        ("pod_topology_spread", [0.5, 3.0], True),  # truncated first
+        ("max", [1.0, 3.0], True),
+        ("max", [1.5, 3.0], False),  # true division
+        ("max", [-1.0, 3.0], False),  # below 0
+        ("reverse", [-(2.0**40), 1.0], False),
+        ("pod_topology_spread", [-1.0, 3.0], False),
+        ("reverse", [], True),
+        ("minmax", [2.0, 4.0], True),
+        ("minmax", [], True),  # nothing scored: all 0
+        ("minmax", [2.5, 4.0], False),
+        ("none", [2.0, 4.0], True),  # an int-typed body: clipped to 0-100
+    ],
+    ids=[
+        "spread",
+        "max whole",
+        "max fractions",
+        "max negative",
+        "reverse negative",
+        "spread negative",
+        "reverse empty",
+        "minmax whole",
+        "minmax empty",
+        "minmax fractions",
+        "none whole",
+    ],
+)
+def test_which_columns_normalise_whole(kind: str, values: list[float], whole: bool) -> None:
+    raw = np.array(values, float)
+    facts = column_stats(kind, raw, np.ones(len(values), bool))
+    assert facts is not None
+    assert whole_normalised(kind, facts, whole_values=True) is whole
+    assert whole_normalised("none", facts, whole_values=False) is False
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,9 @@ from policyengine.engine.fastpath.rules import (
 from policyengine.engine.fastpath.sharekeys import RulePlan
 from policyengine.engine.normalize import (
     Stats,
+    apply_stats,
     column_stats,
+    whole_normalised,
 )
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.schedlib.context import CycleContext
@@ -332,6 +334,7 @@ def score_rows(
     stats = list(state.stats)
     touched = [moved] if len(moved) else []
     whole = False
+    rebuilt = False  # some rule was brought up to date over every feasible row
     most = score_limit(frame)
     for index, (plan, column) in enumerate(zip(plans, columns, strict=True)):
         kind = plan.rule.normalize or "none"
@@ -348,7 +351,7 @@ def score_rows(
                 store_at(plan, column, todo, batch, context, frame)
             if column.errors:
                 return None
-            whole = True
+            whole = rebuilt = True
             if kind != "none":
                 facts = column_stats(kind, column.values, column.scored & feasible)
                 if facts is None:
@@ -385,7 +388,24 @@ def score_rows(
             stats[index] = facts
             whole = True
     normalisers = Normalisers(plans, columns, feasible, stats)
-    if whole:
+    assert state.totals is not None
+    if whole and not rebuilt and _whole_totals(plans, stats, state.stats):
+        # Whole numbers: the totals move by what the rules whose facts moved now add at each
+        # row beside what they added (exact in any order); the touched rows are summed anew
+        # below, the infeasible ones set back to 0.
+        totals = state.totals.copy()
+        with np.errstate(all="ignore"):
+            for plan, column, facts, was in zip(plans, columns, stats, state.stats, strict=True):
+                if facts is was:
+                    continue
+                kind = plan.rule.normalize or "none"
+                now = normalised_whole(column, kind, facts)  # type: ignore[arg-type]
+                then = apply_stats(kind, column.values, column.scored, was)  # type: ignore[arg-type]
+                totals += plan.rule.weight * (now - then)
+        totals[~feasible] = 0.0
+        if not touched:
+            return totals, stats, normalisers
+    elif whole:
         # Summed over every row in rule order (each row as a node-by-node sum would), the
         # infeasible ones then set to 0: they may hold anything on the way.
         totals = np.zeros(frame.size)
@@ -396,8 +416,8 @@ def score_rows(
                 totals = totals + plan.rule.weight * norm
         totals[~feasible] = 0.0
         return totals, stats, normalisers
-    assert state.totals is not None
-    totals = state.totals.copy()
+    else:
+        totals = state.totals.copy()
     if touched:
         # The touched rows: renewed rows repeat from rule to rule (the same live rows).
         distinct = {some.tobytes(): some for some in touched}
@@ -423,6 +443,21 @@ def score_rows(
         totals[at] = 0.0
         totals[inside] = part
     return totals, stats, normalisers
+
+
+def _whole_totals(
+    plans: Sequence[RulePlan], stats: Sequence[Stats | None], was: Sequence[Stats | None]
+) -> bool:
+    """Whether every rule, under its facts now and at the state's cycle, normalises to whole
+    numbers and weighs by an int: the totals are then whole numbers, exact in any order."""
+    for plan, facts, then in zip(plans, stats, was, strict=True):
+        kind = plan.rule.normalize or "none"
+        if facts is None or then is None or type(plan.rule.weight) is not int:
+            return False
+        whole = plan.whole_values
+        if not (whole_normalised(kind, facts, whole) and whole_normalised(kind, then, whole)):
+            return False
+    return True
 
 
 def _union(some: np.ndarray, others: np.ndarray, size: int) -> np.ndarray:

@@ -35,6 +35,7 @@ from policyengine.lang.compiler import CompiledPolicy, CompiledRule
 from policyengine.lang.reads import RuleReads, expression_reads, rule_reads
 from policyengine.lang.runtime import Env
 from policyengine.lang.schema import Function
+from policyengine.lang.types import INT, Nullable
 from policyengine.model.frozen import FrozenDict, HashedKey
 from policyengine.model.objects import Pod
 from policyengine.schedlib.records import NODE_STABLE_PATHS, POD
@@ -158,6 +159,8 @@ class RulePlan:
     # The rule's raw score at a node is its row key itself (its body is one call of a function
     # with ``Function.row_values``): rows whose key moved are read, not evaluated.
     row_values: Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+    # The checker typed the rule's body an int (or a null): its raw scores are whole numbers.
+    whole_values: bool = False
     # The cluster keys and the stable flag are the same for every pod of a class under one
     # configuration (``Function.keys_alike``): ``engine.cycle`` keeps them per class.
     keys_alike: bool = field(default=False, init=False)
@@ -294,7 +297,16 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         named=named,
         narrowed=narrowed,
         row_values=_row_values(rule, reads),
+        whole_values=_whole_values(rule),
     )
+
+
+def _whole_values(rule: CompiledRule) -> bool:
+    """Whether the checker typed the score rule's body an int (a null scores nothing)."""
+    source, checked = rule.source, rule.checked
+    if not isinstance(source, n.Score) or checked is None:
+        return False
+    return checked.types.get(id(source.body)) in (INT, Nullable(INT))
 
 
 def _row_values(
