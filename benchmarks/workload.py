@@ -152,17 +152,22 @@ def template_of(app: str, names: Sequence[str]) -> str:
     return max((n for n in names if app == n or app.startswith(n + "-")), key=len, default=app)
 
 
-def place_alone(cluster: Cluster, templates: Sequence[str]) -> dict[str, Placement]:
+def place_alone(
+    cluster: Cluster, templates: Sequence[str], before: Callable[[], None] | None = None
+) -> dict[str, Placement]:
     """Each template's pending pods placed with no other pod in the queue: from the cluster's
     snapshot, in queue order, with a class cache of their own (as a scheduler that sees only
-    that workload would run them, its first cycle included)."""
+    that workload would run them, its first cycle included). ``before`` runs ahead of each
+    template's placement (the worker settles the heap there)."""
     groups: dict[str, list[Pod]] = {}
     for pod in cluster.pending:
         groups.setdefault(template_of(pod.labels.get("app", ""), templates), []).append(pod)
-    return {
-        name: place_all(Cluster(cluster.program, cluster.snapshot, tuple(pods)))
-        for name, pods in groups.items()
-    }
+    placed = {}
+    for name, pods in groups.items():
+        if before is not None:
+            before()
+        placed[name] = place_all(Cluster(cluster.program, cluster.snapshot, tuple(pods)))
+    return placed
 
 
 def evenly(count: int, total: int) -> list[int]:

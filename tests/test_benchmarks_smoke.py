@@ -260,7 +260,9 @@ def test_template_of_names_the_template_an_app_comes_from(app: str, template: st
 def test_place_alone_places_each_template_s_pods_from_the_cluster_s_snapshot() -> None:
     cluster = build(Workload("mixed", 40, 30))
     names = ["web", "etcd", "gpu-share-half"]
-    by_template = place_alone(cluster, names)
+    settled: list[int] = []
+    by_template = place_alone(cluster, names, before=lambda: settled.append(len(settled)))
+    assert len(settled) == len(by_template)  # once ahead of each template
     assert sum(len(placed.nodes) for placed in by_template.values()) == len(cluster.pending)
     for name, placed in by_template.items():
         pods = [p for p in cluster.pending if template_of(p.labels.get("app", ""), names) == name]
