@@ -55,12 +55,14 @@ class SharedRows(Sequence[T], Generic[T]):
     def __getitem__(self, row: slice) -> tuple[T, ...]: ...
 
     def __getitem__(self, row: Any) -> Any:
-        if self._over and type(row) is int:
-            found = self._over.get(row if row >= 0 else row + len(self._base), _MISSING)
+        if type(row) is slice:
+            return self.flat()[row]
+        over = self._over
+        if over:  # a numpy integer finds its row too: it hashes and compares as the int
+            found = over.get(row if row >= 0 else row + len(self._base), _MISSING)
             if found is not _MISSING:
                 return found
-            return self._base[row]
-        return self.flat()[row]
+        return self._base[row]
 
     def __len__(self) -> int:
         return len(self._base)

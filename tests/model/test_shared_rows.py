@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pickle
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -59,6 +60,12 @@ def test_a_replaced_row_is_one_of_the_rows(row: int, error: type[Exception]) -> 
     rows = SharedRows(tuple(range(SIZE)))
     with pytest.raises(error):
         rows.with_row(row, 0)
+
+
+def test_a_numpy_integer_reads_the_replaced_row() -> None:
+    rows = SharedRows(tuple(range(SIZE))).with_row(3, 30)
+    assert rows[np.int64(3)] == 30 and rows[np.int64(-SIZE + 3)] == 30
+    assert rows[np.int64(4)] == 4
 
 
 def test_reading_past_the_end_raises_as_a_tuple_does() -> None:
