@@ -319,7 +319,9 @@ def score_rows(
     gang members differ only there), a key or epoch that moved, a drop log that does not
     reach back, more dropped rows than ``limit`` (a zone's count moving), a rule that is never
     kept (``RulePlan.always``) — is brought up to date over every feasible row, as the full
-    pass would, while the others stay incremental; the totals are then summed anew."""
+    pass would, while the others stay incremental; the totals are then summed anew. When only
+    some rules' facts moved and every rule normalises to whole numbers (``_whole_totals``),
+    the kept totals move instead by what those rules add now beside what they added."""
     plans = entry.plan.scores
     columns = entry.scores
     if state.totals is None or len(state.scores) != len(columns):
