@@ -42,7 +42,7 @@ from policyengine.schedlib.domains import LabelColumn, label_column, relevant_ch
 from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.node_rows import rows_of, view_rows
 from policyengine.schedlib.rowkeys import RowKeyed
-from policyengine.schedlib.steplog import moved_pods
+from policyengine.schedlib.steplog import signed_moved_pods
 from policyengine.schedlib.views import NodeView, PodView
 
 Wanted = tuple[tuple[str, str], ...]  # the selector's labels, sorted by name
@@ -171,12 +171,12 @@ class _Index:
             old = self.nodes
             for row in rows:
                 was, now = old[row], nodes[row]
-                moved = moved_pods(was, now)
-                if moved is not None:
+                found = signed_moved_pods(was, now)
+                if found is not None:
                     # The same node object (its domain too): only the pods that came or went
                     # move its part, not a recount of every pod it holds.
-                    gained = 1 if len(now.pods) > len(was.pods) else -1
-                    self._add(now.node.labels.get(self.key), self._counted(moved), gained)
+                    moved, sign = found
+                    self._add(now.node.labels.get(self.key), self._counted(moved), sign)
                     continue
                 before = self._part(was)
                 after = self._part(now)

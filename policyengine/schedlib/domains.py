@@ -40,6 +40,7 @@ from policyengine.schedlib.steplog import (
     marked_changes,
     moved_pods,
     note,
+    signed_moved_pods,
 )
 
 Pair = tuple[str, str]
@@ -176,14 +177,14 @@ def _recounted(
     shifts: list[dict[Any, int]] = []
     for row in rows:
         replaced, replacing = old[row], nodes[row]
-        moved = None if step is None else moved_pods(replaced, replacing)
-        if step is None or moved is None:
+        found = None if step is None else signed_moved_pods(replaced, replacing)
+        if step is None or found is None:
             changes.append((part(replaced), part(replacing)))
-        elif moved:
+            continue
+        moved, sign = found
+        if moved:
             shift = step(replacing, moved)
-            if len(replacing.pods) < len(replaced.pods):  # the pod went
-                shift = {pair: -n for pair, n in shift.items()}
-            shifts.append(shift)
+            shifts.append(shift if sign > 0 else {pair: -n for pair, n in shift.items()})
     was = known._histograms
     touched: set[Any] = set()
     if was is not None:  # the histograms move at the pairs whose sums move: their sums now

@@ -244,18 +244,24 @@ def changed_rows(
 def moved_pods(old: NodeInfo, new: NodeInfo) -> Sequence[PodInfo] | None:
     """The pods ``new`` gained or lost against ``old`` when it is the same node object with
     pods added at the end (an assume) or one pod removed; None otherwise."""
+    found = signed_moved_pods(old, new)
+    return None if found is None else found[0]
+
+
+def signed_moved_pods(old: NodeInfo, new: NodeInfo) -> tuple[Sequence[PodInfo], int] | None:
+    """``moved_pods`` with which way they moved: 1, the pods came; -1, the pod went."""
     if new.node is not old.node:
         return None
     before, after = old.pods, new.pods
     if len(after) >= len(before):
         if all(map(operator.is_, before, after)):
-            return after[len(before) :]
+            return after[len(before) :], 1
         return None
     if len(after) != len(before) - 1:
         return None
     kept = set(map(id, after))
     gone = [info for info in before if id(info) not in kept]
-    return gone if len(gone) == 1 else None
+    return (gone, -1) if len(gone) == 1 else None
 
 
 def clear() -> None:
