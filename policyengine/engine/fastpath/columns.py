@@ -90,11 +90,15 @@ class Column:
         if old is None or keys is None or old.shape != keys.shape:
             self.invalidate()
             return
-        dropped = _moved_rows(old, keys)
-        if len(dropped):
-            self.ids[dropped] = 0
-            self.oids[dropped] = 0
-            self.drops.append((next_stamp(), dropped))
+        self.drop(_moved_rows(old, keys))
+
+    def drop(self, rows: np.ndarray) -> None:
+        """``rows`` are no longer valid: logged (``drops``) so that a cache trusting the
+        column since an earlier stamp recomputes them rather than the whole column."""
+        if len(rows):
+            self.ids[rows] = 0
+            self.oids[rows] = 0
+            self.drops.append((next_stamp(), rows))
             if len(self.drops) > _DROPS:
                 self.drops_since = self.drops.pop(0)[0]
 
@@ -375,6 +379,13 @@ class ScoreColumn(Column):
             self.error[rows] = None
             self.errored[rows] = False
             self.errors = int(np.count_nonzero(self.errored))
+
+    def keep_unscored(self) -> None:
+        """The rule's key moved but its guard reads nothing the key covers
+        (``RulePlan.guard_keeps``): the valid rows its guard excluded stay valid, the rows it
+        scored (or failed at) are dropped."""
+        held = (self.ids != 0) | (self.oids != 0)
+        self.drop(np.flatnonzero((self.scored | self.errored) & held))
 
     def _copy_results(self) -> None:
         self.values = self.values.copy()

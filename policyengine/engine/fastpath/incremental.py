@@ -28,6 +28,7 @@ from policyengine.engine.fastpath.rules import (
     normalised,
     normalised_whole,
     prepare,
+    rekeyed,
     store_at,
 )
 from policyengine.engine.fastpath.sharekeys import RulePlan
@@ -485,7 +486,7 @@ def _followed(
         key, by_row, stable = column_key(plan, context)
     except Exception:  # ``prepare`` meets it again, where the full pass would
         return None, False
-    if column.key != key:
+    if column.key != key and not rekeyed(plan, column, key):
         return None, stable
     if by_row is not None or column.row_keys is not None:
         column.by_row(by_row)

@@ -48,11 +48,26 @@ def prepare(plan: RulePlan, column: Column, context: CycleContext) -> bool:
     """Bring ``column`` to this cycle's key (invalidating what it no longer holds); whether
     its rows are valid by Node object."""
     key, by_row, stable = column_key(plan, context)
-    if key is STALE_KEY or column.key != key:
+    if key is STALE_KEY or (column.key != key and not rekeyed(plan, column, key)):
         column.invalidate()
         column.key = key
     column.by_row(by_row)
     return stable
+
+
+def rekeyed(plan: RulePlan, column: Column, key: Any) -> bool:
+    """Whether ``column`` (whose key is not ``key``) was brought to ``key`` keeping some rows:
+    for a score rule whose guard reads nothing the key covers (``RulePlan.guard_keeps``),
+    a move of the key leaves the rows the guard excluded as they are (a GPU rule's key moving
+    with the cluster's GPU pods leaves every node without GPUs unscored), when the rows'
+    validity is told as before (the same stable flag). Otherwise nothing is done."""
+    old = column.key
+    if not plan.guard_keeps or key is STALE_KEY or type(old) is not tuple or old[1] != key[1]:
+        return False
+    assert isinstance(column, ScoreColumn)
+    column.keep_unscored()
+    column.key = key
+    return True
 
 
 def filter_many(rule: CompiledRule, batch: NodeBatch) -> list[FilterVerdict]:

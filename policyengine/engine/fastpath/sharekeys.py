@@ -35,7 +35,7 @@ from policyengine.lang.compiler import CompiledPolicy, CompiledRule
 from policyengine.lang.reads import RuleReads, expression_reads, rule_reads
 from policyengine.lang.runtime import Env
 from policyengine.lang.schema import Function
-from policyengine.lang.types import INT, Nullable
+from policyengine.lang.types import INT, NUMERIC, Nullable
 from policyengine.model.frozen import FrozenDict, HashedKey
 from policyengine.model.objects import Pod
 from policyengine.schedlib.records import NODE_STABLE_PATHS, POD
@@ -161,6 +161,10 @@ class RulePlan:
     row_values: Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
     # The checker typed the rule's body an int (or a null): its raw scores are whole numbers.
     whole_values: bool = False
+    # A score rule whose guard reads no function of the cycle's context and whose body never
+    # gives null: the nodes it leaves unscored are those its guard excluded, whatever the
+    # cluster keys (the body's) say, so a move of the keys keeps them (``rules.rekeyed``).
+    guard_keeps: bool = False
     # The cluster keys and the stable flag are the same for every pod of a class under one
     # configuration (``Function.keys_alike``): ``engine.cycle`` keeps them per class.
     keys_alike: bool = field(default=False, init=False)
@@ -298,6 +302,7 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         narrowed=narrowed,
         row_values=_row_values(rule, reads),
         whole_values=_whole_values(rule),
+        guard_keeps=_guard_keeps(rule),
     )
 
 
@@ -307,6 +312,18 @@ def _whole_values(rule: CompiledRule) -> bool:
     if not isinstance(source, n.Score) or checked is None:
         return False
     return checked.types.get(id(source.body)) in (INT, Nullable(INT))
+
+
+def _guard_keeps(rule: CompiledRule) -> bool:
+    """Whether the score rule has a guard reading no function of the cycle's context and a
+    body the checker typed a number, never null (``RulePlan.guard_keeps``)."""
+    source, checked = rule.source, rule.checked
+    if not isinstance(source, n.Score) or source.guard is None or checked is None:
+        return False
+    if checked.types.get(id(source.body)) not in NUMERIC:
+        return False
+    reads = expression_reads(source.guard, checked)
+    return reads is not None and not any(f.needs_context for f in reads.functions)
 
 
 def _row_values(
