@@ -636,18 +636,24 @@ class Workload:
         return self.host_only_cpu / gpus if gpus > 0 else 0.0
 
     def learn_as(self, other: Workload) -> None:
-        """Learn the shapes for every coverage ``other`` was asked for: carried from it when
-        both count the same GPU pods (placing a pod asking no GPU moves only the CPU per GPU
-        beside them), learned anew otherwise."""
+        """Take over the shapes ``other`` learned for each coverage, as learned when it learned
+        them: ``shapes`` keeps them until the count has grown by ``refresh`` since, so a
+        workload a few pods away from ``other`` reads the same shapes (and the CPU per GPU
+        beside them) and results keyed by them stay valid. Learned anew where the count has
+        shrunk by more than ``refresh``; with ``refresh`` 0, unless both count the same GPU
+        pods (placing a pod asking no GPU moves only the CPU per GPU beside them)."""
         if not other._learned:
             return
         same = self.counts == other.counts
-        for (coverage, limit), (_, shapes) in other._learned.items():
-            if not same:
+        for (coverage, limit), (total, shapes) in other._learned.items():
+            if self.refresh > 0 and self.total * (1 + self.refresh) >= total:
+                self._learned[(coverage, limit)] = (total, shapes)
+                self._host_only[(coverage, limit)] = other._host_only.get((coverage, limit), 0.0)
+            elif same:
+                self._learned[(coverage, limit)] = (self.total, shapes)
+                self._host_only[(coverage, limit)] = self._host_only_per_gpu()
+            else:
                 self.shapes(coverage, limit)
-                continue
-            self._learned[(coverage, limit)] = (self.total, shapes)
-            self._host_only[(coverage, limit)] = self._host_only_per_gpu()
 
     def learned_coverages(self) -> int:
         """How many (coverage, limit) pairs shapes were learned for."""

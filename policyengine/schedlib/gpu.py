@@ -405,7 +405,7 @@ def workload(ctx: Any) -> fgd.Workload:
         if kept is sums:
             return counted
         previous = counted
-    counted = fgd.Workload(refresh=0.0)
+    counted = fgd.Workload()  # learned anew once the GPU pods have grown by 5%
     for key, count in sums.items():
         if key == _HOST_ONLY_CPU:
             counted.host_only_cpu += count

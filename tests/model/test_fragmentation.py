@@ -335,6 +335,46 @@ def test_a_workload_learns_as_another_what_a_fresh_one_would(
     assert (after.shapes(0.9, 8) is before.shapes(0.9, 8)) == carried
 
 
+@pytest.mark.parametrize(
+    ("pods", "kept"),
+    [
+        pytest.param(4, True, id="the same GPU pods: kept"),
+        pytest.param(5, True, id="grown by less than the refresh: kept"),
+        pytest.param(7, False, id="grown by more: learned anew"),
+        pytest.param(3, True, id="shrunk by less than the refresh: kept"),
+        pytest.param(2, False, id="shrunk by more: learned anew"),
+    ],
+)
+def test_a_refreshing_workload_keeps_the_shapes_another_learned_until_its_count_moves(
+    pods: int, kept: bool
+) -> None:
+    # The live path makes a workload afresh for each snapshot: a few pods placed or deleted
+    # since the last one leave the shapes, and the CPU per GPU beside them, as they were.
+    from policyengine.model.openb import pod_object
+    from policyengine.model.parse import parse_pod
+
+    def made(gpu_pods: int, cpu_pods: int) -> f.Workload:
+        workload = f.Workload(refresh=0.5)
+        for i in range(gpu_pods):
+            cpu, milli = (8000, 1000) if i % 2 else (4000, 500)
+            workload.add_pod(parse_pod(pod_object(f"g{i}", cpu, 1024, 1, milli, ())))
+        for i in range(cpu_pods):
+            workload.add_pod(parse_pod(pod_object(f"c{i}", 6000, 1024, 0, 0, ())))
+        return workload
+
+    before = made(4, 1)
+    learned = before.shapes(1.0, 8)
+    after = made(pods, 3)
+    after.learn_as(before)
+    assert (after.shapes(1.0, 8) is learned) is kept
+    if kept:
+        assert after.host_state_key(8) == before.host_state_key(8)
+    else:
+        fresh = made(pods, 3)
+        fresh.shapes(1.0, 8)
+        assert after.host_state_key(8) == fresh.host_state_key(8)
+
+
 def test_a_pod_s_host_and_shape_are_kept_on_it_and_not_on_a_replaced_copy() -> None:
     import dataclasses
 
