@@ -26,6 +26,7 @@ SCENARIOS = {
     "steady": "benchmarks.steady",
     "affinity": "benchmarks.affinity",
     "mixed": "benchmarks.mixed",
+    "shapes": "benchmarks.shapes",
     "gangs": "benchmarks.gangs",
     "gpushare": "benchmarks.gpushare",
     "preemption": "benchmarks.preemption",

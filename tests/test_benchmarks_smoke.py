@@ -26,6 +26,7 @@ from benchmarks import (
     mixed,
     reload,
     scaling,
+    shapes,
     steady,
     storage,
 )
@@ -168,6 +169,24 @@ def test_storage_places_pods_with_claims_and_checks_them() -> None:
     found = notes()["storage"]
     claimed = next(v for k, v in found.items() if "with a local or zonal claim" in k)
     assert claimed["placed"] >= 2 and claimed["reference_differences"] == 0
+
+
+def test_shapes_reshapes_every_cpu_app_and_checks_each_shape() -> None:
+    objects, shape_of = shapes.reshaped(60, 150)
+    assert set(shape_of.values()) == {*shapes.SHAPES, shapes.GPU_SHAPE}
+    gpu_pods = [
+        o
+        for o in objects
+        if o["kind"] == "Pod" and shape_of.get(o["metadata"]["name"]) == shapes.GPU_SHAPE
+    ]
+    assert gpu_pods and all(shapes.KIND not in o["metadata"]["labels"] for o in gpu_pods)
+    rows = shapes.run(runs=1, scale=0.02, check=1, nodes=60)
+    assert rows[0].unit == "pods/s" and rows[0].median > 0
+    assert rows[1].median == len(shapes.SHAPES) + 1  # one pod of each shape, as the reference
+    assert {r.metric.removeprefix("shape ").removesuffix(" (CPU time)") for r in rows[2:]} == {
+        *shapes.SHAPES,
+        shapes.GPU_SHAPE,
+    }
 
 
 def test_compile_scenario_still_runs() -> None:
