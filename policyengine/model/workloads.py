@@ -158,6 +158,22 @@ class WorkloadIndex:
             object.__setattr__(self, "_services", found)
         return found
 
+    def services_by_pair(self, namespace: str) -> Mapping[tuple[str, str], tuple[Workload, ...]]:
+        """The namespace's Services with a non-empty selector by one (key, value) pair of it
+        (the least in sorted order), in name order: a pod's candidate Services are those
+        under one of its own label pairs, not every Service of its namespace. Services with
+        an empty selector add no label, and those with none match no pod: neither is here."""
+        kept: dict[str, Mapping[tuple[str, str], tuple[Workload, ...]]]
+        kept = self.__dict__.setdefault("_service_pairs", {})
+        found = kept.get(namespace)
+        if found is None:
+            by_pair: dict[tuple[str, str], list[Workload]] = {}
+            for service in self.services.get(namespace, ()):
+                if service.match_labels:
+                    by_pair.setdefault(min(service.match_labels.items()), []).append(service)
+            found = kept[namespace] = {pair: tuple(ws) for pair, ws in by_pair.items()}
+        return found
+
     def default_selector(self, pod: Pod) -> Selector | None:
         """``derive_default_selector(pod, self)``, kept per what it reads of the pod: pods of
         one template ask once per index instead of walking their namespace's Services every
@@ -205,12 +221,16 @@ def derive_default_selector(pod: Pod, index: WorkloadIndex) -> Selector | None:
     namespace = pod.namespace
     pod_labels = pod.labels
     merged: dict[str, str] = {}
-    for service in index.services.get(namespace, ()):
-        wanted = service.match_labels
-        if wanted is None:
-            continue  # a nil selector matches nothing, not everything
-        if all(pod_labels.get(k) == v for k, v in wanted.items()):
-            merged.update(wanted)
+    # A nil selector matches nothing, an empty one adds nothing: the Services that can add
+    # labels are those whose least pair the pod carries (``services_by_pair``).
+    by_pair = index.services_by_pair(namespace)
+    if by_pair:
+        for pair in pod_labels.items():
+            for service in by_pair.get(pair, ()):
+                wanted = service.match_labels
+                assert wanted is not None
+                if all(pod_labels.get(k) == v for k, v in wanted.items()):
+                    merged.update(wanted)
     extra: tuple[Requirement, ...] = ()
     owner = controller_of(pod)
     if owner is not None and (owner[0], owner[1]) in _CONTROLLERS:

@@ -67,6 +67,19 @@ CASES = [
     ),
     Case("a service that does not match", FOO, [service("s", {"foo": "other"})]),
     Case("a service without selector matches nothing", FOO, [service("s", None)]),
+    Case("a service with an empty selector adds nothing", FOO, [service("s", {})]),
+    Case(
+        "services of several pairs, found by any of them",
+        {"a": "1", "m": "5", "z": "9"},
+        [
+            service("s1", {"z": "9", "m": "5"}),
+            service("s2", {"a": "1", "z": "9"}),
+            service("s3", {"a": "1", "m": "6"}),
+            service("s4", {"b": "2"}),
+        ],
+        matches=[{"a": "1", "m": "5", "z": "9"}],
+        rejects=[{"m": "5", "z": "9"}, {"a": "1", "z": "9"}, {"a": "1", "m": "6", "z": "9"}],
+    ),
     Case("a service of another namespace", FOO, [service("s", FOO, namespace="other")]),
     Case(
         "two matching services merge",
