@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from policyengine.model.shared_list import Picked
+from policyengine.model.shared_map import SharedMap
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.steplog import changed_rows, note
@@ -121,7 +122,9 @@ def rows_at(snapshot: ClusterSnapshot, infos: Sequence[NodeInfo]) -> np.ndarray 
 class _PairIndex:
     generation: int
     nodes: Sequence[NodeInfo]
-    rows: dict[tuple[str, str], dict[int, int]]  # label pair -> {row: pods carrying it}
+    # label pair -> {row: pods carrying it}; shared with the index it was derived from but for
+    # the pairs the changed rows carry (thousands of pairs, a few changed per placement)
+    rows: SharedMap[tuple[str, str], dict[int, int]]
 
 
 _PAIRS: list[_PairIndex] = []
@@ -149,17 +152,27 @@ def _pair_index(snapshot: ClusterSnapshot) -> _PairIndex:
         return known
     changed = None if known is None else changed_rows(snapshot, known.generation, known.nodes)
     if known is None or changed is None or len(changed) > len(nodes) // 4:
-        rows = _indexed(nodes)
+        rows = SharedMap(_indexed(nodes))
     else:
-        rows = dict(known.rows)  # the pairs the changed rows touch get maps of their own
-        copied: set[tuple[str, str]] = set()
+        # The pairs the changed rows carry get maps of their own; the others stay shared.
+        touched: dict[tuple[str, str], dict[int, int]] = {}
         for row in changed:
             for delta, node in ((-1, known.nodes[row]), (1, nodes[row])):
                 for pair in _node_pairs(node):
-                    if pair not in copied:
-                        copied.add(pair)
-                        rows[pair] = dict(rows.get(pair, {}))
-                    add_nested(rows, pair, row, delta)
+                    if pair not in touched:
+                        touched[pair] = dict(known.rows.get(pair, {}))
+                    held = touched[pair]
+                    left = held.get(row, 0) + delta
+                    if left:
+                        held[row] = left
+                    else:
+                        del held[row]
+        rows = known.rows
+        for pair, held in touched.items():
+            if held:
+                rows = rows.with_item(pair, held)
+            elif pair in rows:
+                rows = rows.without(pair)
     found = _PairIndex(snapshot.generation, nodes, rows)
     with _PAIRS_LOCK:
         _PAIRS[:] = [found]
@@ -177,7 +190,7 @@ def pair_rows(snapshot: ClusterSnapshot, marks: Iterable[Hashable] | None) -> li
     index = _pair_index(snapshot).rows
     found: set[int] = set()
     for mark in wanted:
-        held = index.get(mark)  # type: ignore[call-overload]
+        held = index.get(mark)  # type: ignore[arg-type]
         if held:
             found.update(held)
     return sorted(found)

@@ -357,7 +357,9 @@ def _has_terms(info: PodInfo) -> bool:
     return info.pod.has_pod_affinity_constraints
 
 
-_MATCHED: OrderedDict[Hashable, dict[int, bool]] = OrderedDict()
+# Per pod alike (namespace, labels, namespaces): the term indexes met so far, and those of
+# them whose term matches the pod (in the order met).
+_MATCHED: OrderedDict[Hashable, tuple[set[int], list[int]]] = OrderedDict()
 _MATCHED_KEPT = 1024
 # Per term index, ``label_gate`` of its selector (None: no gate). Pods alike are told apart
 # by every label (a job name, a template hash), so each new label set meets every term once:
@@ -444,19 +446,23 @@ def _existing_anti_counts(pod: Pod, own_ns: Any, snapshot: ClusterSnapshot) -> d
         _bound_term_caches()
         groups = _EXISTING.follow(snapshot)
         alike = (pod.namespace, pod.labels, snapshot.namespaces)
-        matched = _MATCHED.pop(alike, None) if _hashable(alike) else None
-        if matched is None:
-            matched = {}
+        kept = _hashable(alike)
+        matched = _MATCHED.pop(alike, None) if kept else None
+        seen, hits = (set(), []) if matched is None else matched
+        # Each term is matched against the pod once; a cycle then sums the groups of the
+        # terms that match it, not a walk over every term in the cluster.
+        for index in groups.keys() - seen:
+            seen.add(index)
+            if _term_matches(index, pod, own_ns):
+                hits.append(index)
         out: dict[Pair, int] = {}
-        for index, pairs in groups.items():
-            hit = matched.get(index)
-            if hit is None:
-                hit = matched[index] = _term_matches(index, pod, own_ns)
-            if hit:
+        for index in hits:
+            pairs = groups.get(index)
+            if pairs:
                 for pair, n in pairs.items():
                     out[pair] = out.get(pair, 0) + n
-        if _hashable(alike):
-            _MATCHED[alike] = matched
+        if kept:
+            _MATCHED[alike] = (seen, hits)
             while len(_MATCHED) > _MATCHED_KEPT:
                 _MATCHED.popitem(last=False)
     return out
