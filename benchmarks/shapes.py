@@ -6,7 +6,8 @@ hard spread with node inclusion policies or ``minDomains``, ``matchLabelKeys``, 
 expression, preferred and required pod affinity and anti-affinity on several topology keys,
 required node affinity with ``NotIn`` and ``Exists``, host ports, init and sidecar containers,
 pod overhead, an image the nodes hold, no requests at all, a toleration of every taint — so it
-may land on GPU nodes — and a priority that never preempts), and the GPU pods lose their
+may land on GPU nodes — a priority that never preempts, and a DaemonSet's pinning to one node
+by name), and the GPU pods lose their
 workload labels, so that ``gpu-fgd`` (fragmentation against shapes learned from the running
 pods) governs them instead of the training and inference policies. The pods are placed in
 queue order under the shipped policy directory, in this process; CPU time per pod, summed
@@ -15,6 +16,7 @@ per shape, slowest first, and the first pods of each shape decided again by the 
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import Counter, defaultdict
@@ -45,7 +47,8 @@ RACK = "topology.kubernetes.io/rack"
 KIND = "workload.ai/kind"
 
 Pod = dict[str, Any]
-Reshape = Callable[[Pod, str], None]
+# (pod, its app, a node to pin it to)
+Reshape = Callable[[Pod, str, str], None]
 
 
 def _selector(app: str) -> dict[str, Any]:
@@ -53,7 +56,7 @@ def _selector(app: str) -> dict[str, Any]:
 
 
 def _spread(*constraints: tuple[str, int, str, dict[str, Any]]) -> Reshape:
-    def reshape(pod: Pod, app: str) -> None:
+    def reshape(pod: Pod, app: str, node: str) -> None:
         pod["spec"]["topologySpreadConstraints"] = [
             {
                 "maxSkew": skew,
@@ -69,7 +72,7 @@ def _spread(*constraints: tuple[str, int, str, dict[str, Any]]) -> Reshape:
 
 
 def _pod_affinity(kind: str, required: bool, key: str, target: str | None, **extra: Any) -> Reshape:
-    def reshape(pod: Pod, app: str) -> None:
+    def reshape(pod: Pod, app: str, node: str) -> None:
         term = {"labelSelector": _selector(target or app), "topologyKey": key, **extra}
         terms = pod["spec"].setdefault("affinity", {}).setdefault(kind, {})
         if required:
@@ -82,7 +85,7 @@ def _pod_affinity(kind: str, required: bool, key: str, target: str | None, **ext
     return reshape
 
 
-def _node_affinity(pod: Pod, app: str) -> None:
+def _node_affinity(pod: Pod, app: str, node: str) -> None:
     racks = [f"rack-{i:03d}" for i in range(10, 40)]
     pod["spec"].setdefault("affinity", {})["nodeAffinity"] = {
         "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -106,12 +109,12 @@ def _in(key: str, values: list[str]) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": values}
 
 
-def _match_label_keys(pod: Pod, app: str) -> None:
+def _match_label_keys(pod: Pod, app: str, node: str) -> None:
     pod["metadata"]["labels"]["pod-template-hash"] = f"h{len(app) % 3}"
-    _spread((HOST, 1, "ScheduleAnyway", {"matchLabelKeys": ["pod-template-hash"]}))(pod, app)
+    _spread((HOST, 1, "ScheduleAnyway", {"matchLabelKeys": ["pod-template-hash"]}))(pod, app, node)
 
 
-def _selector_expressions(pod: Pod, app: str) -> None:
+def _selector_expressions(pod: Pod, app: str, node: str) -> None:
     pod["spec"]["topologySpreadConstraints"] = [
         {
             "maxSkew": 2,
@@ -127,12 +130,12 @@ def _selector_expressions(pod: Pod, app: str) -> None:
     ]
 
 
-def _host_port(pod: Pod, app: str) -> None:
+def _host_port(pod: Pod, app: str, node: str) -> None:
     port = {"containerPort": 8080, "hostPort": 18080 + len(app) % 5, "protocol": "TCP"}
     pod["spec"]["containers"][0]["ports"] = [port]
 
 
-def _init_and_sidecar(pod: Pod, app: str) -> None:
+def _init_and_sidecar(pod: Pod, app: str, node: str) -> None:
     pod["spec"]["initContainers"] = [
         {"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "3"}}},
         {
@@ -144,24 +147,35 @@ def _init_and_sidecar(pod: Pod, app: str) -> None:
     ]
 
 
-def _overhead(pod: Pod, app: str) -> None:
+def _overhead(pod: Pod, app: str, node: str) -> None:
     pod["spec"]["overhead"] = {"cpu": "250m", "memory": "120Mi"}
 
 
-def _held_image(pod: Pod, app: str) -> None:
+def _held_image(pod: Pod, app: str, node: str) -> None:
     pod["spec"]["containers"][0]["image"] = "registry.example.com/web/api:1.4.2"
 
 
-def _no_requests(pod: Pod, app: str) -> None:
+def _no_requests(pod: Pod, app: str, node: str) -> None:
     for container in pod["spec"]["containers"]:
         container.pop("resources", None)
 
 
-def _tolerates_everything(pod: Pod, app: str) -> None:
+def _tolerates_everything(pod: Pod, app: str, node: str) -> None:
     pod["spec"]["tolerations"] = [{"operator": "Exists"}]
 
 
-def _never_preempts(pod: Pod, app: str) -> None:
+def _pinned(pod: Pod, app: str, node: str) -> None:
+    # As the DaemonSet controller makes its pods: one node by name, every taint tolerated.
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    pod["spec"]["tolerations"] = [{"operator": "Exists"}]
+
+
+def _never_preempts(pod: Pod, app: str, node: str) -> None:
     pod["spec"]["preemptionPolicy"] = "Never"
     pod["spec"]["priority"] = 1000
 
@@ -194,6 +208,7 @@ SHAPES: dict[str, Reshape] = {
     "no requests": _no_requests,
     "tolerates every taint": _tolerates_everything,
     "a priority that never preempts": _never_preempts,
+    "pinned to one node by name (a DaemonSet's pods)": _pinned,
 }
 GPU_SHAPE = "GPU pods under gpu-fgd"
 
@@ -208,6 +223,7 @@ def reshaped(nodes: int, pods: int, seed: int = SEED) -> tuple[list[Any], dict[s
     random.Random(seed).shuffle(cpu_apps)
     names = list(SHAPES)
     shape_of_app = {app: names[i % len(names)] for i, app in enumerate(cpu_apps)}
+    nodes = itertools.cycle(sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Node"))
     shape_of: dict[str, str] = {}
     for pod in pending:
         app = pod["metadata"]["labels"].get("app", "")
@@ -216,7 +232,7 @@ def reshaped(nodes: int, pods: int, seed: int = SEED) -> tuple[list[Any], dict[s
             pod["metadata"]["labels"].pop(KIND, None)
             shape = GPU_SHAPE
         else:
-            SHAPES[shape](pod, app)
+            SHAPES[shape](pod, app, next(nodes))
         shape_of[pod["metadata"]["name"]] = shape
     return objects, shape_of
 

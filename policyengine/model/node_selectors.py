@@ -134,6 +134,14 @@ class RequiredNodeAffinity:
     def is_trivial(self) -> bool:
         return not self.has_node_selector and self.terms is None
 
+    @property
+    def named_nodes(self) -> frozenset[str] | None:
+        """The only nodes it can match when every term names one (``matchFields`` on
+        ``metadata.name``, as a DaemonSet's pods are pinned); None when it may match others."""
+        if not self.terms or any(t.name_in is None for t in self.terms):
+            return None
+        return frozenset(t.name_in for t in self.terms if t.error is None and t.name_in)
+
 
 def required_node_affinity(
     node_selector: Mapping[str, str] | None, required: NodeSelector | None

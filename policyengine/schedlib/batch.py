@@ -31,6 +31,7 @@ from policyengine.model.normalize import MAX_NODE_SCORE, go_div
 from policyengine.model.overcommit import Overcommits, effective_allocatable
 from policyengine.model.plugins import PLUGINS_BY_NAME
 from policyengine.model.plugins.balanced_allocation import balanced_score
+from policyengine.model.plugins.node_affinity import REASON
 from policyengine.model.plugins.node_resources_fit import (
     REASON_TOO_MANY_PODS,
     allocatable_and_requested,
@@ -41,7 +42,7 @@ from policyengine.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, is_scal
 from policyengine.model.snapshot import NodeInfo
 from policyengine.schedlib import topology_filters
 from policyengine.schedlib.domains import label_column
-from policyengine.schedlib.node_rows import rows_at
+from policyengine.schedlib.node_rows import named_positions, rows_at
 from policyengine.schedlib.resource_facts import LIMIT, STORE, Direct, Gathered, facts_row
 
 Form = Callable[[Any, Sequence[NodeInfo], Any], list[Any]]
@@ -191,6 +192,13 @@ def _node_affinity_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> li
     if state.skip:
         return [run(state, info) for info in infos[:1]] * len(infos)
     required = state.required
+    named = required.named_nodes
+    if named is not None:
+        # Every term names its node (a DaemonSet's pods): no other node can match them.
+        reasons: list[Any] = [[REASON]] * len(infos)
+        for at in named_positions(infos, named, ctx.snapshot):
+            reasons[at] = run(state, infos[at])
+        return reasons
     if required.terms is not None or not required.has_node_selector:
         return [run(state, info) for info in infos]
     return _grouped(run, _label_values(tuple(required.node_selector)))(state, infos, ctx)

@@ -15,6 +15,7 @@ do the same.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from typing import Any
 
 from policyengine.lang.schema import Function, Param
@@ -36,7 +37,7 @@ from policyengine.schedlib.domain_counts import (
     domain_pod_count_pod_key,
 )
 from policyengine.schedlib.gpu import GPU_FUNCTIONS
-from policyengine.schedlib.node_rows import node_infos
+from policyengine.schedlib.node_rows import named_positions, node_infos
 from policyengine.schedlib.records import NODE, POD, TAINT, TOLERATION
 from policyengine.schedlib.storage import STORAGE_FUNCTIONS, pod_rejection
 from policyengine.schedlib.views import NodeView, PodView
@@ -152,7 +153,10 @@ def considered_batch(ctx: CycleContext, pod: PodView, nodes: Sequence[NodeView])
     names = _considered_names(ctx)
     if names is None:
         return [True] * len(nodes)
-    return [view.node.name in names for view in nodes]
+    out = [False] * len(nodes)
+    for at in named_positions(nodes, names, ctx.snapshot):
+        out[at] = True
+    return out
 
 
 def _filter_builtin(plugin_name: str) -> Callable[[CycleContext, PodView, NodeView], list[str]]:
@@ -182,16 +186,25 @@ def _filter_batch(
         infos = _infos(ctx, nodes)
         run = plugin.filter
         assert run is not None
-        if columnar is not None:
-            reasons = columnar(state, infos, ctx)
-        else:
-            reasons = [run(state, info) for info in infos]
         names = None if restricts and not pod_rejection(ctx) else _considered_names(ctx)
         if names is not None:
-            reasons = [
-                r if info.node.name in names else [] for r, info in zip(reasons, infos, strict=True)
-            ]
-        return reasons
+            # Only the nodes kube-scheduler looks at are filtered (a DaemonSet's pod names
+            # one): the others pass here, and NodeAffinity rejects them.
+            at = named_positions(infos, names, ctx.snapshot)
+            if len(at) < len(infos):
+                reasons: list[list[str]] = [[]] * len(infos)  # one shared pass
+                some = [infos[i] for i in at]
+                found = (
+                    columnar(state, some, ctx)
+                    if columnar is not None
+                    else map(partial(run, state), some)
+                )
+                for i, r in zip(at, found, strict=True):
+                    reasons[i] = r
+                return reasons
+        if columnar is not None:
+            return columnar(state, infos, ctx)
+        return [run(state, info) for info in infos]
 
     return batch
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import operator
 import threading
 from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -228,3 +230,41 @@ def clear() -> None:
         _ROWS.clear()
     with _PAIRS_LOCK:
         _PAIRS.clear()
+
+
+_NODE_NAME = attrgetter("node.name")
+
+
+def named_positions(
+    items: Sequence[Any], names: AbstractSet[str], snapshot: ClusterSnapshot
+) -> list[int]:
+    """The positions in ``items`` (node infos or views of ``snapshot``) of the nodes ``names``
+    names, ascending: a DaemonSet's pod names one node among thousands. When ``items`` are
+    the snapshot's rows in order (a full pass), each named node's row is its position, told
+    by ``rows_by_id``; otherwise the names are searched for."""
+    if len(items) == len(snapshot.rows) and len(names) <= 8:
+        by_id = rows_by_id(snapshot)
+        rows: list[int] = []
+        for name in names:
+            info = snapshot.get(name)
+            row = None if info is None else by_id.get(id(info))
+            if row is None:
+                if info is None:
+                    continue  # no such node: nothing to find
+                break
+            item = items[row]
+            if item is not info and getattr(item, "info", None) is not info:
+                break  # other rows, or in another order: searched below
+            rows.append(row)
+        else:
+            return sorted(rows)
+    found = list(map(_NODE_NAME, items))
+    if len(names) > 8:
+        return [at for at, name in enumerate(found) if name in names]
+    at: list[int] = []
+    for name in names:
+        try:
+            at.append(found.index(name))
+        except ValueError:
+            continue
+    return sorted(at)

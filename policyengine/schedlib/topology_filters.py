@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from policyengine.model.frozen import HashedKey
-from policyengine.model.objects import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, Pod
+from policyengine.model.objects import DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, Pod
 from policyengine.model.plugins import inter_pod_affinity as affinity
 from policyengine.model.plugins import pod_topology_spread as spread
 from policyengine.model.plugins.config import SchedulerConfig
@@ -38,7 +38,7 @@ from policyengine.model.pod_affinity import PodAffinityTerms, compile_pod_affini
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo, PodInfo
 from policyengine.model.workloads import WorkloadIndex
 from policyengine.schedlib import spread_score
-from policyengine.schedlib.domains import NodeSums, label_column, relevant_changes
+from policyengine.schedlib.domains import NamedPart, NodeSums, label_column, relevant_changes
 from policyengine.schedlib.nested_counts import add_nested
 from policyengine.schedlib.node_rows import rows_of
 from policyengine.schedlib.rowkeys import RowKeyed
@@ -179,6 +179,9 @@ class _SpreadInputs:
         # A node's counts grow by the matching pods that come to it (the same domains).
         self.step = matching
         self.counts = counts
+        named = key[1].named_nodes
+        if named is not None and all(c.node_affinity_policy == HONOR for c in constraints):
+            presence = NamedPart(presence, named)  # no other node is counted
         self.base: tuple[Hashable, Callable[[NodeInfo], dict[Any, int]]] = (included, presence)
         self.marks = label_marks(selectors)
 

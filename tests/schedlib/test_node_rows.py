@@ -39,3 +39,26 @@ def test_rows_by_label_pair_need_label_pairs() -> None:
     assert node_rows.pair_rows(cluster, [ANTI_AFFINITY]) is None  # not a label pair: no index
     assert node_rows.pair_rows(cluster, [("app", "web")]) == [0]
     assert node_rows.pair_rows(cluster, []) == []
+
+
+def _named_cases() -> list[tuple[str, list[int] | None, set[str], list[int]]]:
+    many = {f"n{i}" for i in range(0, 12)}
+    return [
+        ("every row in order, one name", None, {"n4"}, [4]),
+        ("every row in order, names out of order", None, {"n9", "n1"}, [1, 9]),
+        ("a name no node has", None, {"gone", "n3"}, [3]),
+        ("some rows: searched", [7, 2, 9], {"n9", "n7"}, [0, 2]),
+        ("every row in another order: searched", list(range(11, -1, -1)), {"n0"}, [11]),
+        ("more than a few names: each row tested", None, many, list(range(12))),
+        ("no name", None, set(), []),
+    ]
+
+
+def test_named_positions_find_the_named_nodes_wherever_the_items_put_them() -> None:
+    snap = snapshot([make_node(f"n{i:d}") for i in range(12)] + [make_node("n12")])
+    rows = list(snap.nodes)
+    for label, picked, names, want in _named_cases():
+        items = rows if picked is None else [rows[i] for i in picked]
+        assert node_rows.named_positions(items, names, snap) == want, label
+        views = [SimpleNamespace(info=info, node=info.node) for info in items]
+        assert node_rows.named_positions(views, names, snap) == want, label
