@@ -348,9 +348,15 @@ class NodeSums:
         counts = dict(kept.counts)
         present = dict(kept.present)
         nodes = snapshot.nodes
-        # Only nodes holding a pod with one of the marks can hold a relevant one.
-        rows = pair_rows(snapshot, marks)
-        for node in nodes if rows is None else (nodes[row] for row in rows):
+        walked: Iterable[NodeInfo]
+        if isinstance(base_part, NamedPart):
+            # Every other node's parts are empty: the named nodes alone can move the sums.
+            walked = [node for node in map(snapshot.get, sorted(base_part.names)) if node]
+        else:
+            # Only nodes holding a pod with one of the marks can hold a relevant one.
+            rows = pair_rows(snapshot, marks)
+            walked = nodes if rows is None else [nodes[row] for row in rows]
+        for node in walked:
             pods = node.pods
             if pods and any(map(relevant, pods)):
                 _remove(counts, present, base_part(node))
