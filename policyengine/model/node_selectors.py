@@ -120,6 +120,9 @@ class RequiredNodeAffinity:
     node_selector: FrozenDict[str, str] = field(default=EMPTY)
     has_node_selector: bool = False
     terms: tuple[CompiledTerm, ...] | None = None  # None: no required node affinity
+    # The only nodes it can match when every term names them (``node_names_from_required``:
+    # NodeAffinity's PreFilter, a DaemonSet's pods); None when it may match others.
+    named_nodes: frozenset[str] | None = field(default=None, compare=False)
 
     def matches(self, node_labels: Mapping[str, str], node_name: str) -> bool:
         if self.has_node_selector:
@@ -134,14 +137,6 @@ class RequiredNodeAffinity:
     def is_trivial(self) -> bool:
         return not self.has_node_selector and self.terms is None
 
-    @property
-    def named_nodes(self) -> frozenset[str] | None:
-        """The only nodes it can match when every term names one (``matchFields`` on
-        ``metadata.name``, as a DaemonSet's pods are pinned); None when it may match others."""
-        if not self.terms or any(t.name_in is None for t in self.terms):
-            return None
-        return frozenset(t.name_in for t in self.terms if t.error is None and t.name_in)
-
 
 def required_node_affinity(
     node_selector: Mapping[str, str] | None, required: NodeSelector | None
@@ -150,6 +145,7 @@ def required_node_affinity(
         node_selector=FrozenDict(node_selector or {}),
         has_node_selector=node_selector is not None,
         terms=None if required is None else required.compile(),
+        named_nodes=node_names_from_required(required),
     )
 
 

@@ -62,6 +62,10 @@ class NamedPart:
     def __call__(self, node: NodeInfo) -> dict[Any, int]:
         return self.part(node)
 
+    def nodes(self, snapshot: ClusterSnapshot) -> list[NodeInfo]:
+        """The named nodes ``snapshot`` holds: the only ones whose part may be non-empty."""
+        return [node for node in map(snapshot.get, sorted(self.names)) if node is not None]
+
 
 # ``step(node, pods)``: how much ``part`` grows when ``pods`` come to ``node`` (the same node
 # object: the pairs its part names stay), naming only pairs that part names.
@@ -131,7 +135,7 @@ def _summed(snapshot: ClusterSnapshot, part: Part) -> _Sums:
     present: dict[Any, int] = {}
     nodes: Iterable[NodeInfo] = snapshot.nodes
     if isinstance(part, NamedPart):
-        nodes = [node for node in map(snapshot.get, sorted(part.names)) if node is not None]
+        nodes = part.nodes(snapshot)
     for node in nodes:
         found = part(node)
         if found:
@@ -351,7 +355,7 @@ class NodeSums:
         walked: Iterable[NodeInfo]
         if isinstance(base_part, NamedPart):
             # Every other node's parts are empty: the named nodes alone can move the sums.
-            walked = [node for node in map(snapshot.get, sorted(base_part.names)) if node]
+            walked = base_part.nodes(snapshot)
         else:
             # Only nodes holding a pod with one of the marks can hold a relevant one.
             rows = pair_rows(snapshot, marks)

@@ -23,7 +23,7 @@ import numpy as np
 from policyengine.model.shared_list import Picked
 from policyengine.model.shared_map import SharedMap
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
-from policyengine.schedlib.nested_counts import add_nested
+from policyengine.schedlib.nested_counts import add_count, add_nested
 from policyengine.schedlib.steplog import changed_rows, note
 
 _ROWS: list[tuple[int, Sequence[NodeInfo], dict[int, int]]] = []
@@ -163,12 +163,7 @@ def _pair_index(snapshot: ClusterSnapshot) -> _PairIndex:
                 for pair in _node_pairs(node):
                     if pair not in touched:
                         touched[pair] = dict(known.rows.get(pair, {}))
-                    held = touched[pair]
-                    left = held.get(row, 0) + delta
-                    if left:
-                        held[row] = left
-                    else:
-                        del held[row]
+                    add_count(touched[pair], row, delta)
         rows = known.rows
         for pair, held in touched.items():
             if held:
@@ -233,6 +228,9 @@ def clear() -> None:
 
 
 _NODE_NAME = attrgetter("node.name")
+# Up to this many names, each is looked up (by row, or searched for in C); more, each item's
+# name is tested against them.
+_FEW_NAMES = 8
 
 
 def named_positions(
@@ -242,7 +240,7 @@ def named_positions(
     names, ascending: a DaemonSet's pod names one node among thousands. When ``items`` are
     the snapshot's rows in order (a full pass), each named node's row is its position, told
     by ``rows_by_id``; otherwise the names are searched for."""
-    if len(items) == len(snapshot.rows) and len(names) <= 8:
+    if len(items) == len(snapshot.rows) and len(names) <= _FEW_NAMES:
         by_id = rows_by_id(snapshot)
         rows: list[int] = []
         for name in names:
@@ -259,7 +257,7 @@ def named_positions(
         else:
             return sorted(rows)
     found = list(map(_NODE_NAME, items))
-    if len(names) > 8:
+    if len(names) > _FEW_NAMES:
         return [at for at, name in enumerate(found) if name in names]
     at: list[int] = []
     for name in names:

@@ -17,12 +17,10 @@ import numpy as np
 import pytest
 
 from policyengine.engine.fastpath import fullpass, incremental, rules
-from policyengine.engine.fastpath.sharekeys import policy_plan
 from policyengine.lang.compiler import compile_texts
 from policyengine.schedlib import default_schema, gpu
 from tests.engine.agreement import decide_as_the_reference
 from tests.engine.agreement import incremental as incremental_options
-from tests.engine.strategies import compiled
 from tests.model.builders import make_node, make_pod, snapshot
 
 POLICY = """
@@ -43,38 +41,6 @@ def _fresh_workload() -> Iterator[None]:
     gpu.clear()
     yield
     gpu.clear()
-
-
-@pytest.mark.parametrize(
-    ("score", "keeps"),
-    [
-        pytest.param(
-            "score s when node.gpu.count > 0 { gpu_placement_score(pod, node, shapes, []) ?? 0 }",
-            True,
-            id="a node guard, a number",
-        ),
-        pytest.param(
-            "score s { gpu_placement_score(pod, node, shapes, []) ?? 0 }", False, id="no guard"
-        ),
-        pytest.param(
-            "score s when node.gpu.count > 0 { gpu_placement_score(pod, node, shapes, []) }",
-            False,
-            id="a body that may be null",
-        ),
-        pytest.param(
-            'score s when domain_pod_count(pod, node, "zone", {}) > 0 { node.pod_count }',
-            False,
-            id="a guard reading the cycle's context",
-        ),
-    ],
-)
-def test_a_guarded_score_keeps_its_unscored_rows_only_when_they_are_its_guard_s(
-    score: str, keeps: bool
-) -> None:
-    program = compiled(f'policy "p" {{\n  let shapes = learned_gpu_shapes(1.0)\n  {score}\n}}\n')
-    (policy,) = [p for p in program.policies if p.name == "p"]
-    (plan,) = policy_plan(policy).scores
-    assert plan.guard_keeps is keeps
 
 
 def _cluster() -> Any:

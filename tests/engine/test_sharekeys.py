@@ -1,4 +1,6 @@
-"""``engine.fastpath.sharekeys``: a rule's cluster key narrowed by the literals its calls pass.
+"""``engine.fastpath.sharekeys``: what a rule's plan says of it — its cluster key narrowed by the
+literals its calls pass, scores read off row keys, guarded scores keeping rows
+(``tests/engine/test_guarded_keys.py`` holds the last in cycles).
 
 ``domain_pod_count`` declares its label key argument as narrowing (``Function.narrowed_key``):
 a rule whose every call passes a literal there is keyed by the counts asked by those label
@@ -86,3 +88,35 @@ def test_a_score_is_read_off_its_row_keys_only_when_its_body_is_the_bare_call(
     (policy,) = [p for p in program.policies if p.name == "p"]
     (plan,) = policy_plan(policy).scores
     assert (plan.row_values is not None) is reads_row_keys
+
+
+@pytest.mark.parametrize(
+    ("score", "keeps"),
+    [
+        pytest.param(
+            "score s when node.gpu.count > 0 { gpu_placement_score(pod, node, shapes, []) ?? 0 }",
+            True,
+            id="a node guard, a number",
+        ),
+        pytest.param(
+            "score s { gpu_placement_score(pod, node, shapes, []) ?? 0 }", False, id="no guard"
+        ),
+        pytest.param(
+            "score s when node.gpu.count > 0 { gpu_placement_score(pod, node, shapes, []) }",
+            False,
+            id="a body that may be null",
+        ),
+        pytest.param(
+            'score s when domain_pod_count(pod, node, "zone", {}) > 0 { node.pod_count }',
+            False,
+            id="a guard reading the cycle's context",
+        ),
+    ],
+)
+def test_a_guarded_score_keeps_its_unscored_rows_when_a_key_moves_only_if_they_are_its_guard_s(
+    score: str, keeps: bool
+) -> None:
+    program = compiled(f'policy "p" {{\n  let shapes = learned_gpu_shapes(1.0)\n  {score}\n}}\n')
+    (policy,) = [p for p in program.policies if p.name == "p"]
+    (plan,) = policy_plan(policy).scores
+    assert plan.guard_keeps is keeps

@@ -14,7 +14,6 @@ from policyengine.model.node_selectors import (
     CompiledPreferredTerms,
     RequiredNodeAffinity,
     compile_preferred,
-    node_names_from_required,
     required_node_affinity,
 )
 from policyengine.model.normalize import default_normalize
@@ -49,7 +48,7 @@ def prepare_filter(
     state_required = pod_required_affinity(pod)
     skip = required is None and pod.node_selector is None
     prefilter = None
-    names = node_names_from_required(required)
+    names = state_required.named_nodes
     if names is not None:
         prefilter = (
             PreFilterResult(node_names=names)
