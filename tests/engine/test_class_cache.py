@@ -538,16 +538,57 @@ def test_a_class_scores_from_its_own_last_state_after_another_s_turn(monkeypatch
     assert len(whole) == 1
 
 
-def test_pods_of_one_class_hash_alike() -> None:
-    # A class's hash reads a few cheap fields (``pod_class``): equal classes still hash alike,
-    # and classes differing only elsewhere (the containers) still compare apart.
-    a = make_pod("a", labels={"app": "web"}, requests={"cpu": "1"})
-    b = dataclasses.replace(a, name="b", uid="u-b", creation_timestamp="2024-01-01T00:00:00Z")
-    bigger = make_pod("c", labels={"app": "web"}, requests={"cpu": "2"})
-    assert pod_class(a) == pod_class(b) and hash(pod_class(a)) == hash(pod_class(b))
-    assert pod_class(a) != pod_class(bigger)
-    assert hash(pod_class(a)) == hash(pod_class(bigger))  # equal cheap fields: one bucket
-    assert len({pod_class(a): 1, pod_class(bigger): 2, pod_class(b): 3}) == 2
+def _pinned_to(node: str) -> dict[str, Any]:
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+
+
+# Pods alike in their labels but not elsewhere: each pair is two classes, in buckets of
+# their own (a bucket shared by every pod of a DaemonSet made each lookup compare the pod
+# with every earlier one).
+APART_BY = {
+    "requests": ({"requests": {"cpu": "1"}}, {"requests": {"cpu": "2"}}),
+    "pinned node": ({"affinity": _pinned_to("n1")}, {"affinity": _pinned_to("n2")}),
+    "tolerations": ({}, {"tolerations": [{"operator": "Exists"}]}),
+    "image": (
+        {"containers": [container("c", None, image="a:1")]},
+        {"containers": [container("c", None, image="a:2")]},
+    ),
+    "spread": (
+        {},
+        {
+            "spread": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                }
+            ]
+        },
+    ),
+    "host port": (
+        {"containers": [container("c", None, ports=[{"containerPort": 80, "hostPort": 80}])]},
+        {"containers": [container("c", None, ports=[{"containerPort": 80, "hostPort": 81}])]},
+    ),
+}
+
+
+@pytest.mark.parametrize(("one", "other"), APART_BY.values(), ids=APART_BY)
+def test_pods_alike_in_labels_but_not_elsewhere_are_classes_apart(
+    one: dict[str, Any], other: dict[str, Any]
+) -> None:
+    a = make_pod("a", labels={"app": "web"}, **one)
+    twin = dataclasses.replace(a, name="b", uid="u-b", creation_timestamp="2024-01-01T00:00:00Z")
+    b = make_pod("c", labels={"app": "web"}, **other)
+    assert pod_class(a) == pod_class(twin) and hash(pod_class(a)) == hash(pod_class(twin))
+    assert pod_class(a) != pod_class(b)
+    assert hash(pod_class(a)) != hash(pod_class(b))
+    assert len({pod_class(a): 1, pod_class(b): 2, pod_class(twin): 3}) == 2
 
 
 def _frame(size: int) -> Any:

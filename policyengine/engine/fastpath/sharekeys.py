@@ -55,8 +55,10 @@ _UNIQUE = frozenset({"name"})
 def pod_class(pod: Pod) -> Hashable | None:
     """What makes ``pod`` alike to others: its whole spec and metadata but for its name, uid,
     timestamps and owner names (compared whole); None when that cannot be hashed. Its hash is
-    computed once (``ColumnKey``), of a few cheap fields only: equal classes have equal fields,
-    and hashing every container's quantities cost more than the lookups."""
+    computed once (``ColumnKey``) of every compared field: pods alike in their labels but not
+    in the rest (a DaemonSet's pods, each pinned to its node; a workflow's steps) then land in
+    buckets of their own, where a hash of a few fields put them all in one, each lookup
+    comparing the pod with every class of the bucket (quadratic in a rollout's pods)."""
     if pod.uses_storage:
         # The storage plugins read claims and volumes, which change as pods are placed: what
         # keys hold for such a pod is worked out anew every cycle, never kept per class.
@@ -69,21 +71,18 @@ def pod_class(pod: Pod) -> Hashable | None:
     # ``==`` would compare, without building a Pod).
     alike = (_CLASS_TAG, owners, *map(pod.__getattribute__, _CLASS_FIELDS))
     try:
-        return ColumnKey(alike, hash(tuple(map(pod.__getattribute__, _CLASS_HASHED))))
+        return ColumnKey(alike)
     except TypeError:
         return None
 
 
 _CLASS_TAG = object()  # a pod class never equals another tuple
-# The fields a class's hash reads (``pod_class``).
-_CLASS_HASHED = ("namespace", "labels", "scheduler_name", "priority", "node_selector")
 _CLASS_FIELDS = tuple(
     f.name
     for f in dataclasses.fields(Pod)
     if f.compare
     and f.name not in ("name", "uid", "creation_timestamp", "resource_version", "owner_references")
 )
-assert set(_CLASS_HASHED) <= set(_CLASS_FIELDS)  # equal classes hash alike
 
 
 # --- what each rule's results depend on ----------------------------------------------------
