@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from policyengine.diagnostics import Span
+from policyengine.lang.copied import Copied
 from policyengine.lang.runtime import (
     NOT_SCORED,
     PASSED,
@@ -37,6 +38,9 @@ from policyengine.lang.runtime import (
 from policyengine.lang.values import Column, Value
 
 # --- rule evaluators -----------------------------------------------------------------------
+
+# Verdicts of more nodes than this travel as ``Copied`` when fewer are distinct.
+_COPIED_FROM = 16
 
 
 def _failure(rule: str, error: EvalError) -> RuleError:
@@ -359,9 +363,17 @@ def filter_batch_evaluator(
         verdicts: dict[int, FilterVerdict | None] = {}
         for key, value in distinct.items():
             verdicts[key] = _shared_verdict(value, rejected, made)
-        out: list[FilterVerdict | None] = list(map(verdicts.__getitem__, ids))
         if not any(verdict is None for verdict in verdicts.values()):
-            return out  # type: ignore[return-value]  # no None left
+            if len(ids) > _COPIED_FROM and len(verdicts) < len(ids):
+                # The distinct verdicts and each node's index (``lang.copied``): a column
+                # stores these without another look at each node's.
+                index = {key: at for at, key in enumerate(verdicts)}
+                return Copied(  # type: ignore[return-value]  # a Sequence of the verdicts
+                    list(verdicts.values()),
+                    np.fromiter(map(index.__getitem__, ids), np.int64, len(ids)),
+                )
+            return list(map(verdicts.__getitem__, ids))  # type: ignore[arg-type]  # no None
+        out: list[FilterVerdict | None] = list(map(verdicts.__getitem__, ids))
         # Values read per node: a false whose reason reads the node (in one columnar pass
         # when the reason has a form), or a value only ``settle`` reads.
         pending = [position for position, key in enumerate(ids) if verdicts[key] is None]

@@ -168,12 +168,6 @@ def test_grouped_rows_share_their_keys_and_groups_differ(keys: np.ndarray) -> No
     assert len({tuple(k) for k in keys[first].tolist()}) == len(first)  # one group per key
 
 
-def test_copied_results_read_as_the_list_they_stand_for() -> None:
-    copied = rowgroups.Copied(["x", "y"], np.array([1, 0, 1, 1], np.int64))
-    assert list(copied) == ["y", "x", "y", "y"]
-    assert len(copied) == 4 and copied[2] == "y" and copied[1:3] == ["x", "y"]
-
-
 SPREAD_ZONE = {
     "maxSkew": 1,
     "topologyKey": "zone",

@@ -27,9 +27,9 @@ import numpy as np
 
 from policyengine.engine.decision import Rejection
 from policyengine.engine.fastpath.nodeviews import Frame
-from policyengine.engine.fastpath.rowgroups import Copied
 from policyengine.engine.fastpath.sharekeys import STALE
 from policyengine.lang.compiler import CompiledRule
+from policyengine.lang.copied import Copied
 
 # Every store into a column takes the next stamp, so a cache that remembers the stamp it last
 # saw knows which rows were computed since (``Column.stamps``).

@@ -9,8 +9,8 @@ decided by the row part of its cluster key at that node's row; a rule that reads
 through such functions (``row_functions``) then gives equal results on rows whose row keys are
 equal. Such a rule is evaluated on one row of each distinct row key (``groups``) and the result
 copied to the others: exactly the results of evaluating every row. The copies travel as
-``Copied`` (the few results and each row's index), which a column stores without looking at
-each row's object. A result carrying an error is not copied (its message may name its node):
+``lang.copied.Copied`` (the few results and each row's index), which a column stores without
+looking at each row's object. A result carrying an error is not copied (its message may name its node):
 the rows are then evaluated one by one. ``tests/engine/test_rowgroups.py`` holds decisions
 equal to the reference evaluator's.
 """
@@ -115,22 +115,3 @@ def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     present = at >= 0
     group = np.cumsum(present) - 1
     return at[present], group[codes]
-
-
-class Copied(Sequence[Any]):
-    """Each row's result, its group's (``groups``): ``results[inverse[i]]``. A column storing
-    it reads the two (``columns._distinct``) rather than thousands of copies."""
-
-    __slots__ = ("inverse", "results")
-
-    def __init__(self, results: Sequence[Any], inverse: np.ndarray):
-        self.results = list(results)
-        self.inverse = inverse
-
-    def __len__(self) -> int:
-        return len(self.inverse)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self.results[i] for i in self.inverse[index].tolist()]
-        return self.results[int(self.inverse[index])]

@@ -11,13 +11,14 @@ import numpy as np
 
 from policyengine.engine.fastpath.columns import Column, ScoreColumn
 from policyengine.engine.fastpath.nodeviews import Frame
-from policyengine.engine.fastpath.rowgroups import Copied, determined_now, groups
+from policyengine.engine.fastpath.rowgroups import determined_now, groups
 from policyengine.engine.fastpath.sharekeys import RulePlan
 from policyengine.engine.normalize import (
     Stats,
     apply_stats,
 )
 from policyengine.lang.compiler import CompiledRule
+from policyengine.lang.copied import Copied
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import FilterVerdict
 from policyengine.schedlib.context import CycleContext
