@@ -12,6 +12,8 @@ workload labels, so that ``gpu-fgd`` (fragmentation against shapes learned from 
 pods) governs them instead of the training and inference policies. The pods are placed in
 queue order under the shipped policy directory, in this process; CPU time per pod, summed
 per shape, slowest first, and the first pods of each shape decided again by the reference.
+Then a DaemonSet is rolled out alone on the same cluster, one pod pinned to each of 2,000
+nodes: every pod a class of its own, the case a class cache helps least.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from policyengine.schedlib import gpu
 
 NODES = 5000
 PODS = 6000
+ROLLOUT = 2000  # nodes a DaemonSet is rolled out to, alone
 DEFAULT_RUNS = 3
 DEFAULT_SCALE = 1.0
 DEFAULT_CHECK = 3  # pods per shape
@@ -175,6 +178,40 @@ def _pinned(pod: Pod, app: str, node: str) -> None:
     pod["spec"]["tolerations"] = [{"operator": "Exists"}]
 
 
+def daemonset_pod(index: int, node: str) -> Pod:
+    """A DaemonSet's pod for ``node``, as its controller makes it (owner, small requests)."""
+    pod: Pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"node-agent-{index}",
+            "namespace": "kube-system",
+            "uid": f"node-agent-uid-{index}",
+            "labels": {"app": "node-agent"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "DaemonSet",
+                    "name": "node-agent",
+                    "uid": "node-agent-ds",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "agent",
+                    "image": "node-agent:1",
+                    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+                }
+            ]
+        },
+    }
+    _pinned(pod, "node-agent", node)
+    return pod
+
+
 def _never_preempts(pod: Pod, app: str, node: str) -> None:
     pod["spec"]["preemptionPolicy"] = "Never"
     pod["spec"]["priority"] = 1000
@@ -297,4 +334,58 @@ def run(
     )
     for shape in sorted(by_shape, key=lambda s: min(by_shape[s])):
         rows.append(summarise("shapes", f"shape {shape} (CPU time)", by_shape[shape], "pods/s"))
-    return rows
+    return rows + rollout(runs, scale, check, nodes)
+
+
+def rollout(runs: int, scale: float, check: int, nodes: int) -> list[Measurement]:
+    """A DaemonSet rolled out alone on the mixed cluster (its pending pods left out): one pod
+    per node, each pinned to its node by name, so each is a class of its own."""
+    count = min(nodes, max(50, round(ROLLOUT * scale)))
+    progress(f"shapes: a DaemonSet rolled out to {count:,} of {nodes:,} nodes")
+    objects = [
+        o
+        for o in synthetic.generate(synthetic.mixed(nodes, 0), seed=SEED)
+        if o["kind"] != "Pod" or o["spec"].get("nodeName")
+    ]
+    names = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Node")
+    objects += [daemonset_pod(i, name) for i, name in enumerate(names[:count])]
+    loaded = parse_objects(objects, "synthetic")
+    snapshot, pending, _ = snapshot_from_objects(
+        loaded.nodes, loaded.pods, loaded.namespaces, workloads=loaded.workloads
+    )
+    queue = queue_order(pending)
+    program = compile_policy(SHIPPED)
+    rates: list[float] = []
+    checked = differing = 0
+    for i in range(runs):
+        progress(f"shapes: rollout run {i + 1}/{runs}")
+        heap.keep_for_long_run()
+        rng = random.Random(0)
+        options = CycleOptions(all_filters=False, cache=ClassCache())
+        state = snapshot
+        spent = 0.0
+        for at, pod in enumerate(queue):
+            before = rng.getstate()
+            start = time.process_time()
+            decision = schedule(program, pod, state, rng, options)
+            after = state if decision.node is None else state.with_pod(pod, decision.node)
+            spent += time.process_time() - start
+            if i == 0 and at < check:
+                replay = random.Random()
+                replay.setstate(before)
+                checked += 1
+                if differences(decision, reference_decision(program, pod, state, replay)):
+                    differing += 1
+            state = after
+        rates.append(len(queue) / spent)
+    head = f"a DaemonSet rolled out to {len(queue):,} of {nodes:,} nodes"
+    return [
+        summarise("shapes", f"{head}, alone: throughput (CPU time)", rates, "pods/s"),
+        summarise(
+            "shapes",
+            f"{head}: pods deciding as the reference evaluator",
+            [checked - differing],
+            f"of {checked}",
+            target=f"= {checked}",
+        ),
+    ]

@@ -183,10 +183,13 @@ def test_shapes_reshapes_every_cpu_app_and_checks_each_shape() -> None:
     rows = shapes.run(runs=1, scale=0.02, check=1, nodes=60)
     assert rows[0].unit == "pods/s" and rows[0].median > 0
     assert rows[1].median == len(shapes.SHAPES) + 1  # one pod of each shape, as the reference
-    assert {r.metric.removeprefix("shape ").removesuffix(" (CPU time)") for r in rows[2:]} == {
+    *by_shape, rollout, agreed = rows[2:]
+    assert {r.metric.removeprefix("shape ").removesuffix(" (CPU time)") for r in by_shape} == {
         *shapes.SHAPES,
         shapes.GPU_SHAPE,
     }
+    assert "DaemonSet rolled out to 50 of 60 nodes" in rollout.metric and rollout.median > 0
+    assert agreed.median == 1 and agreed.unit == "of 1"
 
 
 def test_compile_scenario_still_runs() -> None:
