@@ -22,7 +22,7 @@ import itertools
 import random
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from benchmarks.harness import Measurement, note, progress, summarise
@@ -293,34 +293,25 @@ def run(
     totals: list[float] = []
     by_shape: dict[str, list[float]] = defaultdict(list)
     checked = differing = 0
+    firsts: Counter[str] = Counter()
+    sampled: set[str] = set()
+    for pod in queue:
+        firsts[shape_of[pod.name]] += 1
+        if firsts[shape_of[pod.name]] <= check:
+            sampled.add(pod.name)
     for i in range(runs):
         progress(f"shapes: run {i + 1}/{runs}")
         gpu.clear()  # each run learns the GPU shapes from its own start
-        heap.keep_for_long_run()
-        rng = random.Random(0)
-        options = CycleOptions(all_filters=False, cache=ClassCache())
-        state = snapshot
+        seconds, found = place_queue(program, queue, snapshot, sampled if i == 0 else set())
+        checked, differing = checked + found[0], differing + found[1]
         spent: dict[str, float] = defaultdict(float)
         seen: Counter[str] = Counter()
-        for pod in queue:
-            shape = shape_of[pod.name]
-            sample = i == 0 and seen[shape] < check
-            before = rng.getstate()
-            start = time.process_time()
-            decision = schedule(program, pod, state, rng, options)
-            after = state if decision.node is None else state.with_pod(pod, decision.node)
-            spent[shape] += time.process_time() - start
-            seen[shape] += 1
-            if sample:
-                replay = random.Random()
-                replay.setstate(before)
-                checked += 1
-                if differences(decision, reference_decision(program, pod, state, replay)):
-                    differing += 1
-            state = after
+        for pod, cpu in zip(queue, seconds, strict=True):
+            spent[shape_of[pod.name]] += cpu
+            seen[shape_of[pod.name]] += 1
         totals.append(len(queue) / sum(spent.values()))
-        for shape, seconds in spent.items():
-            by_shape[shape].append(seen[shape] / seconds)
+        for shape, total in spent.items():
+            by_shape[shape].append(seen[shape] / total)
     note("shapes", pods=dict(Counter(shape_of.values())), checked=checked, differing=differing)
     rows = [summarise("shapes", f"{head}: throughput (CPU time)", totals, "pods/s")]
     rows.append(
@@ -357,27 +348,12 @@ def rollout(runs: int, scale: float, check: int, nodes: int) -> list[Measurement
     program = compile_policy(SHIPPED)
     rates: list[float] = []
     checked = differing = 0
+    sampled = {pod.name for pod in queue[:check]}
     for i in range(runs):
         progress(f"shapes: rollout run {i + 1}/{runs}")
-        heap.keep_for_long_run()
-        rng = random.Random(0)
-        options = CycleOptions(all_filters=False, cache=ClassCache())
-        state = snapshot
-        spent = 0.0
-        for at, pod in enumerate(queue):
-            before = rng.getstate()
-            start = time.process_time()
-            decision = schedule(program, pod, state, rng, options)
-            after = state if decision.node is None else state.with_pod(pod, decision.node)
-            spent += time.process_time() - start
-            if i == 0 and at < check:
-                replay = random.Random()
-                replay.setstate(before)
-                checked += 1
-                if differences(decision, reference_decision(program, pod, state, replay)):
-                    differing += 1
-            state = after
-        rates.append(len(queue) / spent)
+        spent, found = place_queue(program, queue, snapshot, sampled if i == 0 else set())
+        checked, differing = checked + found[0], differing + found[1]
+        rates.append(len(queue) / sum(spent))
     head = f"a DaemonSet rolled out to {len(queue):,} of {nodes:,} nodes"
     return [
         summarise("shapes", f"{head}, alone: throughput (CPU time)", rates, "pods/s"),
@@ -389,3 +365,31 @@ def rollout(runs: int, scale: float, check: int, nodes: int) -> list[Measurement
             target=f"= {checked}",
         ),
     ]
+
+
+def place_queue(
+    program: Any, queue: Sequence[Any], snapshot: Any, sampled: Collection[str]
+) -> tuple[list[float], tuple[int, int]]:
+    """Place ``queue`` in order, each choice assumed before the next, with a class cache of
+    its own: each pod's CPU seconds, and how many of the pods named in ``sampled`` were decided
+    again by the reference evaluator and how many of those differed."""
+    heap.keep_for_long_run()
+    rng = random.Random(0)
+    options = CycleOptions(all_filters=False, cache=ClassCache())
+    state = snapshot
+    seconds: list[float] = []
+    checked = differing = 0
+    for pod in queue:
+        before = rng.getstate()
+        start = time.process_time()
+        decision = schedule(program, pod, state, rng, options)
+        after = state if decision.node is None else state.with_pod(pod, decision.node)
+        seconds.append(time.process_time() - start)
+        if pod.name in sampled:
+            replay = random.Random()
+            replay.setstate(before)
+            checked += 1
+            if differences(decision, reference_decision(program, pod, state, replay)):
+                differing += 1
+        state = after
+    return seconds, (checked, differing)
