@@ -314,15 +314,7 @@ def run(
             by_shape[shape].append(seen[shape] / total)
     note("shapes", pods=dict(Counter(shape_of.values())), checked=checked, differing=differing)
     rows = [summarise("shapes", f"{head}: throughput (CPU time)", totals, "pods/s")]
-    rows.append(
-        summarise(
-            "shapes",
-            f"{head}: pods deciding as the reference evaluator",
-            [checked - differing],
-            f"of {checked}",
-            target=f"= {checked}",
-        )
-    )
+    rows.append(_agreed(head, checked, differing))
     for shape in sorted(by_shape, key=lambda s: min(by_shape[s])):
         rows.append(summarise("shapes", f"shape {shape} (CPU time)", by_shape[shape], "pods/s"))
     return rows + rollout(runs, scale, check, nodes)
@@ -357,14 +349,18 @@ def rollout(runs: int, scale: float, check: int, nodes: int) -> list[Measurement
     head = f"a DaemonSet rolled out to {len(queue):,} of {nodes:,} nodes"
     return [
         summarise("shapes", f"{head}, alone: throughput (CPU time)", rates, "pods/s"),
-        summarise(
-            "shapes",
-            f"{head}: pods deciding as the reference evaluator",
-            [checked - differing],
-            f"of {checked}",
-            target=f"= {checked}",
-        ),
+        _agreed(head, checked, differing),
     ]
+
+
+def _agreed(head: str, checked: int, differing: int) -> Measurement:
+    return summarise(
+        "shapes",
+        f"{head}: pods deciding as the reference evaluator",
+        [checked - differing],
+        f"of {checked}",
+        target=f"= {checked}",
+    )
 
 
 def place_queue(
