@@ -11,7 +11,20 @@ from policyengine.lang.compiler import compile_texts
 from policyengine.lang.copied import Copied
 from policyengine.lang.evaluators import NodeBatch
 from tests.lang.fake_schema import TOTAL_SCHEMA as SCHEMA
-from tests.lang.test_vector import ORDER, WIDGETS
+
+ORDER = {"name": "o", "labels": {}, "wants": {}, "priority": 5, "tags": []}
+WIDGETS: list[dict[str, Any]] = [
+    {
+        "name": name,
+        "labels": {},
+        "capacity": {},
+        "parts": [],
+        "weight": 1.0,
+        "count": count,
+        "colour": None,
+    }
+    for name, count in [("a", 0), ("b", 3), ("c", -2), ("d", 10), ("e", 1)]
+]
 
 # (results, each node's index into them, the list they stand for)
 CASES = {
