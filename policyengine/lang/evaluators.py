@@ -238,6 +238,13 @@ class NodeBatch:
             self._taken = (list(rows), batch)  # a copy: the caller's list may change
         return batch
 
+    def root(self, name: str) -> Column | None:
+        """The values of root ``name`` for the nodes of this batch (None: not a column)."""
+        values = self._columns.get(name)
+        if values is None or self._rows is None:
+            return values
+        return _pick(values, self._rows)
+
     def column(self, slot: int) -> Column | None:
         """The values of the root in ``slot`` for the nodes of this batch (None: not a column)."""
         selected = self._selected.get(slot)

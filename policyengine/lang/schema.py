@@ -9,7 +9,7 @@ reference is generated from the docs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +89,13 @@ class Function:
     holds. A rule whose body is just that call needs no evaluation where a row key moved.
     None (the default): never told.
 
+    ``looked_at`` tells a cache that, for some pods, a function tells only a few nodes apart:
+    ``looked_at(context, nodes)`` (``nodes``: every node's value, in order) gives the positions
+    of the nodes where the function may give different results for this context's pod; at
+    every other node it gives one and the same result (kube-scheduler filters only the nodes a
+    DaemonSet's pod names). None from the callable: this pod may see every node apart. None
+    (the default): never told.
+
     ``keys_alike`` says ``cluster_key`` and ``stable_only`` read nothing but the pod and the
     engine's configuration (a constant cluster key): caches may keep their values per class of
     pods equal but for their names, as for ``pod_key_alike``.
@@ -126,6 +133,7 @@ class Function:
     idle: Callable[[Any], bool] | None = None
     narrowed_key: tuple[int, Callable[[Any, frozenset[Value]], Hashable]] | None = None
     row_values: Callable[[Any, Any], tuple[Any, Any]] | None = None
+    looked_at: Callable[[Any, Sequence[Any]], Sequence[int] | None] | None = None
 
 
 @dataclass(frozen=True)

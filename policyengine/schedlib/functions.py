@@ -149,6 +149,14 @@ def considered(ctx: CycleContext, pod: PodView, node: NodeView) -> bool:
     return names is None or node.node.name in names
 
 
+def looked_at(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[int] | None:
+    """``Function.looked_at`` of every plugin filter: the positions of the nodes NodeAffinity's
+    PreFilter names (None: it names none). At every other node each filter gives one result:
+    NodeAffinity its rejection, the others a pass (``_filter_builtin``)."""
+    names = _considered_names(ctx)
+    return None if names is None else named_positions(nodes, names, ctx.snapshot)
+
+
 def considered_batch(ctx: CycleContext, pod: PodView, nodes: Sequence[NodeView]) -> list[bool]:
     names = _considered_names(ctx)
     if names is None:
@@ -592,6 +600,7 @@ def _kube(name: str, plugin: str, kind: str, doc: str) -> Function:
             row_determined=_ROW_DETERMINED.get((plugin, kind)),
             keys_alike=keys_alike,
             idle=_IDLE_TESTS.get((plugin, kind)),
+            looked_at=looked_at,
         )
     return Function(
         name,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -166,6 +167,82 @@ def test_grouped_rows_share_their_keys_and_groups_differ(keys: np.ndarray) -> No
     first, inverse = found
     assert (keys[first][inverse] == keys).all()  # every row's group holds its own key
     assert len({tuple(k) for k in keys[first].tolist()}) == len(first)  # one group per key
+
+
+LOOKED = [
+    # Every kube filter looks only at the nodes NodeAffinity's PreFilter names.
+    ("kube.node_resources_fit", None, ["resources_fit_reasons"]),
+    ("kube.taint_toleration", None, ["taint_toleration_reasons"]),
+    ("kube.node_affinity", None, ["node_affinity_reasons"]),
+    (
+        "both",
+        "filter both { node_affinity_reasons(pod, node) == []"
+        " and resources_fit_reasons(pod, node) == [] }",
+        ["node_affinity_reasons", "resources_fit_reasons"],
+    ),
+    # A rule reading the node otherwise tells every node apart.
+    (
+        "zoned",
+        'filter zoned { node_affinity_reasons(pod, node) == [] and node.labels["zone"] == "a" }',
+        None,
+    ),
+    (
+        "named",
+        'filter named { taint_toleration_reasons(pod, node) == [] } reason "{node.name}"',
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "rule", "functions"), LOOKED, ids=[r[0] for r in LOOKED])
+def test_rules_reading_the_node_only_through_kube_filters_tell_apart_only_what_they_look_at(
+    name: str, rule: str | None, functions: list[str] | None
+) -> None:
+    program = _program(*([rule] if rule else []))
+    plans = {
+        plan.rule.qualified_name: plan
+        for policy in program.policies
+        for plan in policy_plan(policy).filters
+    }
+    plan = plans[name]
+    found = None if plan.by_looked is None else sorted(f.name for f in plan.by_looked)
+    assert found == (None if functions is None else sorted(functions))
+
+
+def _looking_at(*positions: int | None) -> Any:
+    """A function that looks at ``positions`` (None: at every node)."""
+    at = None if positions == (None,) else list(positions)
+    return SimpleNamespace(looked_at=lambda context, nodes: at)
+
+
+LOOKED_GROUPS = {
+    # (functions' positions, rows asked about of 8 nodes, expected (first, groups) or None)
+    "one node named": ([(3,)], [0, 1, 2, 3, 4, 5], ([3, 0], [1, 1, 1, 0, 1, 1])),
+    "two functions, two nodes": (
+        [(1,), (6,)],
+        [0, 1, 2, 6, 7],
+        ([1, 3, 0], [2, 0, 2, 1, 2]),
+    ),
+    "a named node not asked about": ([(7,)], [0, 2, 4, 6], ([0], [0, 0, 0, 0])),
+    "every node apart": ([(None,)], [0, 1, 2, 3, 4], None),
+    "too few left out": ([(0, 1, 2, 3)], [0, 1, 2, 3, 4], None),
+    "too few rows": ([(0,)], [0, 1, 2], None),
+}
+
+
+@pytest.mark.parametrize(("looks", "rows", "expected"), LOOKED_GROUPS.values(), ids=LOOKED_GROUPS)
+def test_rows_no_function_looks_at_are_one_group(
+    looks: list[tuple[int | None, ...]],
+    rows: list[int],
+    expected: tuple[list[int], list[int]] | None,
+) -> None:
+    functions = [_looking_at(*at) for at in looks]
+    found = rowgroups.looked_groups(functions, None, [object()] * 8, np.array(rows, np.int64))  # type: ignore[arg-type]
+    if expected is None:
+        assert found is None
+        return
+    assert found is not None
+    assert (found[0].tolist(), found[1].tolist()) == expected
 
 
 SPREAD_ZONE = {

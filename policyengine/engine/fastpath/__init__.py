@@ -35,7 +35,10 @@ What makes both cheap lives here and in the layers below:
   rows) sends the cycle back to a full pass.
 - **Rules decided by their row key** (``rowgroups``). A rule reading the node only through
   ``row_determined`` builtins (spread, inter-pod affinity filters) is evaluated once per
-  distinct row key, its verdict copied to the other rows.
+  distinct row key, its verdict copied to the other rows. Likewise a rule reading the node
+  only through builtins that say which nodes they tell apart (``looked_at``: every kube
+  filter, for a pod whose required node affinity names its nodes, as a DaemonSet's does) is
+  evaluated on those nodes and one other, whose verdict the rest share.
 - **Rules a pod leaves idle** (``idle``). A rule whose guard is false from the pod alone, or
   whose builtin declares itself idle for the pod (where kube-scheduler's PreFilter or PreScore
   skips the plugin), is left out of the cycle's plan and listed back with a normalised 0.

@@ -13,6 +13,13 @@ copied to the others: exactly the results of evaluating every row. The copies tr
 looking at each row's object. A result carrying an error is not copied (its message may name its node):
 the rows are then evaluated one by one. ``tests/engine/test_rowgroups.py`` holds decisions
 equal to the reference evaluator's.
+
+The same copying serves a pod that lets a cycle tell only a few nodes apart: kube-scheduler
+filters only the nodes a DaemonSet's pod names (NodeAffinity's PreFilter), so every other node
+passes each filter but NodeAffinity, which rejects them all alike. A function saying so
+(``Function.looked_at``) names those few for this cycle's pod; a rule reading the node through
+such functions alone (``looked_functions``) is evaluated on the rows they name and one other,
+whose verdict the rest share (``looked_groups``): five thousand rows a rule become two.
 """
 
 from __future__ import annotations
@@ -31,10 +38,9 @@ POD_ROOT = "pod"
 _FEW = 4
 
 
-def row_functions(reads: RuleReads) -> tuple[Function, ...] | None:
-    """The functions whose ``row_determined`` must hold for the rule's result at a row to be
-    decided by its row key; None when the rule reads the node some other way (an attribute,
-    the node used whole, a function that reads it and does not say)."""
+def _node_functions(reads: RuleReads) -> dict[int, Function] | None:
+    """The functions through which the rule reads the node (by id); None when it reads the
+    node some other way (an attribute, the node used whole)."""
     if reads.bare_roots - {POD_ROOT}:
         return None
     if any(path[0] != POD_ROOT for path in reads.paths):
@@ -45,16 +51,59 @@ def row_functions(reads: RuleReads) -> tuple[Function, ...] | None:
         return None
     wanted: dict[int, Function] = {}
     for function in reads.functions:
-        if function.needs_context and function.cluster_key is None:
-            return None  # the rule has no row keys at all (``RulePlan.always``)
         if function.needs_context and function.varies_per_node:
             wanted[id(function)] = function
     for function, root in reads.root_args:
         if root != POD_ROOT:
             wanted[id(function)] = function
+    return wanted
+
+
+def row_functions(reads: RuleReads) -> tuple[Function, ...] | None:
+    """The functions whose ``row_determined`` must hold for the rule's result at a row to be
+    decided by its row key; None when the rule reads the node some other way (an attribute,
+    the node used whole, a function that reads it and does not say)."""
+    if any(f.needs_context and f.cluster_key is None for f in reads.functions):
+        return None  # the rule has no row keys at all (``RulePlan.always``)
+    wanted = _node_functions(reads)
     if not wanted or any(f.row_determined is None for f in wanted.values()):
         return None
     return tuple(wanted.values())
+
+
+def looked_functions(reads: RuleReads) -> tuple[Function, ...] | None:
+    """The functions whose ``looked_at`` tells the only rows the rule can tell apart: it reads
+    the node through them alone, so at every row none of them looks at, it gives one result.
+    None when the rule reads the node some other way or through a function that does not say."""
+    wanted = _node_functions(reads)
+    if not wanted or any(f.looked_at is None for f in wanted.values()):
+        return None
+    return tuple(wanted.values())
+
+
+def looked_groups(
+    functions: Sequence[Function], context: Any, nodes: Sequence[Any], rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """As ``groups``, for a rule of ``looked_functions``: each of ``rows`` (ascending
+    positions in ``nodes``) a function looks at is a group of its own, and the others one
+    group. None when every row may differ this cycle or too few rows are left out."""
+    if len(rows) < _FEW:
+        return None
+    looked = np.zeros(len(nodes), bool)
+    for function in functions:
+        at = function.looked_at(context, nodes)  # type: ignore[misc]
+        if at is None:
+            return None
+        looked[list(at)] = True
+    inside = looked[rows]
+    picked = np.flatnonzero(inside)
+    outside = np.flatnonzero(~inside)
+    if len(outside) < 2:
+        return None
+    inverse = np.empty(len(rows), np.int64)
+    inverse[picked] = np.arange(len(picked))
+    inverse[outside] = len(picked)
+    return np.append(picked, outside[0]), inverse
 
 
 def determined_now(functions: Sequence[Function] | None, context: Any) -> bool:

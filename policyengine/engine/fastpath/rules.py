@@ -11,7 +11,7 @@ import numpy as np
 
 from policyengine.engine.fastpath.columns import Column, ScoreColumn
 from policyengine.engine.fastpath.nodeviews import Frame
-from policyengine.engine.fastpath.rowgroups import determined_now, groups
+from policyengine.engine.fastpath.rowgroups import determined_now, groups, looked_groups
 from policyengine.engine.fastpath.sharekeys import RulePlan
 from policyengine.engine.normalize import (
     Stats,
@@ -23,6 +23,8 @@ from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import FilterVerdict
 from policyengine.schedlib.context import CycleContext
 
+# The root a cycle's batch holds every node's view under (``engine.cycle``).
+NODE_ROOT = "node"
 STALE_KEY = object()
 
 
@@ -85,6 +87,10 @@ def filter_at(
     found = None
     if plan.by_rows is not None and determined_now(plan.by_rows, context):
         found = groups(column.row_keys, rows)
+    if found is None and plan.by_looked is not None:
+        nodes = batch.root(NODE_ROOT)
+        if nodes is not None:
+            found = looked_groups(plan.by_looked, context, nodes, rows)
     if found is not None:
         first, inverse = found
         some = filter_many(plan.rule, batch.take(rows[first].tolist()))

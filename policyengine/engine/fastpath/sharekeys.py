@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from policyengine.engine.fastpath.rowgroups import row_functions
+from policyengine.engine.fastpath.rowgroups import looked_functions, row_functions
 from policyengine.lang import nodes as n
 from policyengine.lang.compiler import CompiledPolicy, CompiledRule
 from policyengine.lang.reads import RuleReads, expression_reads, rule_reads
@@ -149,6 +149,9 @@ class RulePlan:
     # The functions whose ``row_determined`` must hold for the rule's result at a row to be
     # decided by its row key (``rowgroups``); None when the rule reads the node otherwise.
     by_rows: tuple[Function, ...] | None = None
+    # The functions whose ``looked_at`` tells the only rows the rule can tell apart
+    # (``rowgroups.looked_functions``); None when it may tell any two rows apart.
+    by_looked: tuple[Function, ...] | None = None
     # The rule may read what a pod class leaves out (the pod's name): a key by class then
     # holds the name too.
     named: bool = False
@@ -297,6 +300,7 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         not named and (by_class or all(f.pod_key_alike for f in readers.values())),
         own=_named(reads),  # the share key holds the name itself: the column is the pod's
         by_rows=row_functions(reads),
+        by_looked=looked_functions(reads),
         named=named,
         narrowed=narrowed,
         row_values=_row_values(rule, reads),
