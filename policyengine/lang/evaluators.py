@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
+from itertools import compress
 from operator import itemgetter
 from typing import Any
 
@@ -349,7 +350,7 @@ def filter_batch_evaluator(
     def many(batch: NodeBatch) -> list[FilterVerdict]:
         try:
             if guard_body is not None:
-                rows = [i for i, g in enumerate(guard_body(batch)) if g]
+                rows = list(compress(range(batch.size), guard_body(batch)))
                 if len(rows) < batch.size:
                     return guarded(batch, rows)
             elif guard is not None and not guard(batch.env):
@@ -391,13 +392,20 @@ def filter_batch_evaluator(
         return out  # type: ignore[return-value]  # every None settled
 
     def guarded(batch: NodeBatch, rows: list[int]) -> list[FilterVerdict]:
-        out = [PASSED] * batch.size
+        size = batch.size
         if not rows:
-            return out
+            return [PASSED] * size
         values = body(batch.take(rows))
         if len(values) != len(rows):
             raise ValueError("one value per node")
-        for row, verdict in zip(rows, read(values, batch.take(rows)), strict=True):
+        found = read(values, batch.take(rows))
+        if size > _COPIED_FROM:
+            # The guard passed the nodes it excluded: those share one verdict (``Copied``).
+            inverse = np.zeros(size, np.int64)
+            inverse[rows] = np.arange(1, len(rows) + 1)
+            return Copied([PASSED, *found], inverse)  # type: ignore[return-value]
+        out = [PASSED] * size
+        for row, verdict in zip(rows, found, strict=True):
             out[row] = verdict
         return out
 
@@ -411,7 +419,7 @@ def _guarded_values(
     (None: every node); raises when the batch cannot be evaluated."""
     rows: list[int] | None = None
     if guard_body is not None:
-        rows = [i for i, g in enumerate(guard_body(batch)) if g]
+        rows = list(compress(range(batch.size), guard_body(batch)))
         if len(rows) == batch.size:
             rows = None
     elif guard is not None and not guard(batch.env):

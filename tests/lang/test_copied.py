@@ -51,6 +51,8 @@ def test_copied_reads_as_its_list(
 SHARED = {
     "a reason of its own": ('filter f { widget.count > 0 } reason "none counted"', True),
     "every widget passes": ("filter f { widget.count > -5 }", True),
+    "a guard passing the rest": ("filter f when widget.count > 0 { widget.count > 2 }", True),
+    "a guard reading the order": ("filter f when order.priority > 9 { widget.count > 2 }", False),
     "a reason read from the widget": (
         'filter f { widget.count > 0 } reason "{widget.name}"',
         False,
