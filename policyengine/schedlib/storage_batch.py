@@ -78,10 +78,33 @@ def _by_codes(
 ) -> list[list[str]]:
     """``run`` once per distinct row of ``codes`` (one int64 column per thing read, each row's
     codes naming what the node has there): the nodes of one row of codes share the result."""
-    table = np.stack(codes, axis=1)
-    _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    key = _folded(codes)
+    if key is None:
+        table = np.stack(codes, axis=1)
+        _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    else:
+        # One int64 per row: a sort of numbers, not of rows as records.
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     results = [run(state, infos[i]) for i in first.tolist()]
     return list(map(results.__getitem__, inverse.reshape(-1).tolist()))
+
+
+def _folded(codes: list[np.ndarray]) -> np.ndarray | None:
+    """The columns of ``codes`` as one int64 per row, equal exactly where the rows are
+    (each column shifted to start at 0, times the spans of the columns after it); None when
+    the spans multiplied pass int64."""
+    key = np.zeros(len(codes[0]), np.int64)
+    reach = 1
+    for column in codes:
+        if not len(column):
+            return key
+        low = int(column.min())
+        span = int(column.max()) - low + 1
+        reach *= span
+        if reach >= 1 << 62:
+            return None
+        key = key * span + (column.astype(np.int64) - low)
+    return key
 
 
 def _label_codes(

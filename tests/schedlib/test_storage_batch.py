@@ -12,9 +12,12 @@ assumed.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 from unittest import mock
 
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -154,3 +157,27 @@ def test_waiting_claims_group_as_the_plugin_decides(data: st.DataObject) -> None
         ],
     )
     _forms_equal_the_plugins(pod, snap)
+
+
+# Rows of codes (one column per thing read) and whether ``_folded`` folds them into one int64
+# each: rows equal exactly where their folds are.
+FOLDS = {
+    "one column": ([[3, -1, 3, 7, -1]], True),
+    "two columns": ([[0, 0, 1, 0, 1, 1], [5, 6, 5, 5, 5, 6]], True),
+    "spans multiplying past int64": ([[0, 1 << 40, 0], [0, 1 << 40, 1]], False),
+    "no rows": ([[], []], True),
+}
+
+
+@pytest.mark.parametrize(("columns", "folds"), FOLDS.values(), ids=FOLDS)
+def test_rows_of_codes_fold_to_one_number_equal_where_the_rows_are(
+    columns: list[list[int]], folds: bool
+) -> None:
+    codes = [np.array(column, np.int64) for column in columns]
+    key = storage_batch._folded(codes)
+    assert (key is not None) == folds
+    if key is None:
+        return
+    rows = list(zip(*columns, strict=True))
+    for i, j in itertools.product(range(len(rows)), repeat=2):
+        assert (rows[i] == rows[j]) == (key[i] == key[j])
