@@ -10,9 +10,9 @@ through such functions (``row_functions``) then gives equal results on rows whos
 equal. Such a rule is evaluated on one row of each distinct row key (``groups``) and the result
 copied to the others: exactly the results of evaluating every row. The copies travel as
 ``lang.copied.Copied`` (the few results and each row's index), which a column stores without
-looking at each row's object. A result carrying an error is not copied (its message may name its node):
-the rows are then evaluated one by one. ``tests/engine/test_rowgroups.py`` holds decisions
-equal to the reference evaluator's.
+looking at each row's object. A result carrying an error is not copied (its message may name
+its node): the rows are then evaluated one by one. ``tests/engine/test_rowgroups.py`` holds
+decisions equal to the reference evaluator's.
 
 The same copying serves a pod that lets a cycle tell only a few nodes apart: kube-scheduler
 filters only the nodes a DaemonSet's pod names (NodeAffinity's PreFilter), so every other node
