@@ -35,7 +35,7 @@ from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.engine.simulate import queue_order
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.schedlib import gpu
+from policyengine.schedlib import domain_counts, domains, gpu, topology_filters
 
 NODES = 5000
 PODS = 6000
@@ -301,7 +301,6 @@ def run(
             sampled.add(pod.name)
     for i in range(runs):
         progress(f"shapes: run {i + 1}/{runs}")
-        gpu.clear()  # each run learns the GPU shapes from its own start
         seconds, found = place_queue(program, queue, snapshot, sampled if i == 0 else set())
         checked, differing = checked + found[0], differing + found[1]
         spent: dict[str, float] = defaultdict(float)
@@ -369,6 +368,7 @@ def place_queue(
     """Place ``queue`` in order, each choice assumed before the next, with a class cache of
     its own: each pod's CPU seconds, and how many of the pods named in ``sampled`` were decided
     again by the reference evaluator and how many of those differed."""
+    _as_a_fresh_process()
     heap.keep_for_long_run()
     rng = random.Random(0)
     options = CycleOptions(all_filters=False, cache=ClassCache())
@@ -389,3 +389,16 @@ def place_queue(
                 differing += 1
         state = after
     return seconds, (checked, differing)
+
+
+def _as_a_fresh_process() -> None:
+    """Forget what an earlier run left in schedlib's cross-cycle caches (the learned GPU
+    shapes, the domain sums kept per key, the snapshots' step log), as a run in a process of
+    its own starts: a run starting again from the first snapshot would otherwise correct, pod
+    after pod, sums kept at the last run's end, which no scheduler's forward-moving snapshots
+    ask."""
+    gpu.clear()
+    domains.clear()
+    domain_counts.clear()
+    for sums in (topology_filters.SPREAD_SUMS, topology_filters.TERM_SUMS):
+        sums.clear()
