@@ -46,6 +46,25 @@ def _program(*rules: str) -> Program:
     return result.program
 
 
+def _filter_plan(name: str, rule: str | None) -> Any:
+    """The plan of filter ``name`` in a policy of kube-default's rules and ``rule``."""
+    program = _program(*([rule] if rule else []))
+    plans = {
+        plan.rule.qualified_name: plan
+        for policy in program.policies
+        for plan in policy_plan(policy).filters
+    }
+    return plans[name]
+
+
+def _names(functions: Any) -> list[str] | None:
+    return None if functions is None else sorted(f.name for f in functions)
+
+
+def _sorted(names: list[str] | None) -> list[str] | None:
+    return None if names is None else sorted(names)
+
+
 RULES = [
     # The kube filter as shipped, and others reading the node only through such builtins.
     ("kube.pod_topology_spread", None, ["topology_spread_reasons"]),
@@ -87,15 +106,7 @@ RULES = [
 def test_rules_reading_the_node_only_through_row_determined_builtins_are_grouped(
     name: str, rule: str | None, functions: list[str] | None
 ) -> None:
-    program = _program(*([rule] if rule else []))
-    plans = {
-        plan.rule.qualified_name: plan
-        for policy in program.policies
-        for plan in policy_plan(policy).filters
-    }
-    plan = plans[name]
-    found = None if plan.by_rows is None else sorted(f.name for f in plan.by_rows)
-    assert found == (None if functions is None else sorted(functions))
+    assert _names(_filter_plan(name, rule).by_rows) == _sorted(functions)
 
 
 def _rows(*keys: list[int]) -> np.ndarray:
@@ -198,15 +209,7 @@ LOOKED = [
 def test_rules_reading_the_node_only_through_kube_filters_tell_apart_only_what_they_look_at(
     name: str, rule: str | None, functions: list[str] | None
 ) -> None:
-    program = _program(*([rule] if rule else []))
-    plans = {
-        plan.rule.qualified_name: plan
-        for policy in program.policies
-        for plan in policy_plan(policy).filters
-    }
-    plan = plans[name]
-    found = None if plan.by_looked is None else sorted(f.name for f in plan.by_looked)
-    assert found == (None if functions is None else sorted(functions))
+    assert _names(_filter_plan(name, rule).by_looked) == _sorted(functions)
 
 
 def _looking_at(*positions: int | None) -> Any:
