@@ -34,6 +34,7 @@ from policyengine.model.plugins.config import DEFAULT_CONFIG, SchedulerConfig
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.kept import nothing_kept
 from policyengine.schedlib.views import NodeView, PodView
 
 
@@ -61,10 +62,29 @@ def reference_decision(
     candidates_reason: str = "node(s) outside the gang's topology domain",
     workload: Any = None,
 ) -> ReferenceDecision:
-    """One cycle for ``pod`` with the reference evaluator only (module docstring).
+    """One cycle for ``pod`` with the reference evaluator only (module docstring), with none
+    of the caches the builtins keep across cycles (``schedlib.kept``): what it decides is read
+    from ``snapshot`` alone, not from sums the fast path kept.
 
     ``candidates``: a gang member's cycle (``CycleOptions.candidates``): a node passing every
     filter outside them is rejected by ``gang_domain`` with ``candidates_reason``."""
+    with nothing_kept():
+        return _decide(
+            program, pod, snapshot, rng, topology, config, candidates, candidates_reason, workload
+        )
+
+
+def _decide(
+    program: Program,
+    pod: Pod,
+    snapshot: ClusterSnapshot,
+    rng: random.Random,
+    topology: TopologyConfig,
+    config: SchedulerConfig,
+    candidates: frozenset[str] | None,
+    candidates_reason: str,
+    workload: Any,
+) -> ReferenceDecision:
     pod_view = PodView(pod)
     context = CycleContext(snapshot, pod_view, config, topology)
     policy = program.governing_policy(profile_for(program, pod), Env({"pod": pod_view}, context))

@@ -44,7 +44,8 @@ What makes both cheap lives here and in the layers below:
   skips the plugin), is left out of the cycle's plan and listed back with a normalised 0.
 
 The reference evaluator (``lang/reference.py``, ``engine/reference_cycle.py``) shares none of
-this (import contracts hold it so), and the property tests in ``tests/engine`` hold every
-decision of the fast path equal to the reference's over walks of pods through changing
-snapshots.
+this (import contracts hold it so), nor the sums and row maps the builtins keep across cycles
+(each reference decision runs with them fresh: ``schedlib.kept``), and the property tests in
+``tests/engine`` hold every decision of the fast path equal to the reference's over walks of
+pods through changing snapshots.
 """
