@@ -260,7 +260,7 @@ def reshaped(nodes: int, pods: int, seed: int = SEED) -> tuple[list[Any], dict[s
     random.Random(seed).shuffle(cpu_apps)
     names = list(SHAPES)
     shape_of_app = {app: names[i % len(names)] for i, app in enumerate(cpu_apps)}
-    nodes = itertools.cycle(sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Node"))
+    pins = itertools.cycle(sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Node"))
     shape_of: dict[str, str] = {}
     for pod in pending:
         app = pod["metadata"]["labels"].get("app", "")
@@ -269,7 +269,7 @@ def reshaped(nodes: int, pods: int, seed: int = SEED) -> tuple[list[Any], dict[s
             pod["metadata"]["labels"].pop(KIND, None)
             shape = GPU_SHAPE
         else:
-            SHAPES[shape](pod, app, next(nodes))
+            SHAPES[shape](pod, app, next(pins))
         shape_of[pod["metadata"]["name"]] = shape
     return objects, shape_of
 
