@@ -239,13 +239,6 @@ class NodeBatch:
             self._taken = (list(rows), batch)  # a copy: the caller's list may change
         return batch
 
-    def root(self, name: str) -> Column | None:
-        """The values of root ``name`` for the nodes of this batch (None: not a column)."""
-        values = self._columns.get(name)
-        if values is None or self._rows is None:
-            return values
-        return _pick(values, self._rows)
-
     def column(self, slot: int) -> Column | None:
         """The values of the root in ``slot`` for the nodes of this batch (None: not a column)."""
         selected = self._selected.get(slot)
@@ -371,17 +364,18 @@ def filter_batch_evaluator(
         verdicts: dict[int, FilterVerdict | None] = {}
         for key, value in distinct.items():
             verdicts[key] = _shared_verdict(value, rejected, made)
-        if not any(verdict is None for verdict in verdicts.values()):
-            if len(ids) > _COPIED_FROM and len(verdicts) < len(ids):
-                # The distinct verdicts and each node's index (``lang.copied``): a column
-                # stores these without another look at each node's.
-                index = {key: at for at, key in enumerate(verdicts)}
-                return Copied(  # type: ignore[return-value]  # a Sequence of the verdicts
-                    list(verdicts.values()),
-                    np.fromiter(map(index.__getitem__, ids), np.int64, len(ids)),
-                )
-            return list(map(verdicts.__getitem__, ids))  # type: ignore[arg-type]  # no None
+        settled = not any(verdict is None for verdict in verdicts.values())
+        if settled and len(ids) > _COPIED_FROM and len(verdicts) < len(ids):
+            # The distinct verdicts and each node's index (``lang.copied``): a column stores
+            # these without another look at each node's.
+            index = {key: at for at, key in enumerate(verdicts)}
+            return Copied(  # type: ignore[return-value]  # a Sequence of the verdicts
+                list(verdicts.values()),
+                np.fromiter(map(index.__getitem__, ids), np.int64, len(ids)),
+            )
         out: list[FilterVerdict | None] = list(map(verdicts.__getitem__, ids))
+        if settled:
+            return out  # type: ignore[return-value]  # no None left
         # Values read per node: a false whose reason reads the node (in one columnar pass
         # when the reason has a form), or a value only ``settle`` reads.
         pending = [position for position, key in enumerate(ids) if verdicts[key] is None]

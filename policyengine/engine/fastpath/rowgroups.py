@@ -90,8 +90,9 @@ def looked_groups(
     if len(rows) < _FEW:
         return None
     looked = np.zeros(len(nodes), bool)
-    for function in functions:
-        at = function.looked_at(context, nodes)  # type: ignore[misc]
+    # Each distinct test once: every kube filter shares one.
+    for look in {id(f.looked_at): f.looked_at for f in functions}.values():
+        at = look(context, nodes)  # type: ignore[misc]
         if at is None:
             return None
         looked[list(at)] = True

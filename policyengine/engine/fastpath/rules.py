@@ -20,7 +20,7 @@ from policyengine.engine.normalize import (
 from policyengine.lang.compiler import CompiledRule
 from policyengine.lang.copied import Copied
 from policyengine.lang.evaluators import NodeBatch
-from policyengine.lang.runtime import FilterVerdict
+from policyengine.lang.runtime import ROOTS, FilterVerdict
 from policyengine.schedlib.context import CycleContext
 
 # The root a cycle's batch holds every node's view under (``engine.cycle``).
@@ -88,7 +88,7 @@ def filter_at(
     if plan.by_rows is not None and determined_now(plan.by_rows, context):
         found = groups(column.row_keys, rows)
     if found is None and plan.by_looked is not None:
-        nodes = batch.root(NODE_ROOT)
+        nodes = batch.column(ROOTS.slot(NODE_ROOT))
         if nodes is not None:
             found = looked_groups(plan.by_looked, context, nodes, rows)
     if found is not None:
