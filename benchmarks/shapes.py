@@ -35,7 +35,7 @@ from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.engine.simulate import queue_order
 from policyengine.model.snapshot import snapshot_from_objects
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.schedlib import domain_counts, domains, gpu, topology_filters
+from policyengine.schedlib import gpu, kept, steplog
 
 NODES = 5000
 PODS = 6000
@@ -397,8 +397,6 @@ def _as_a_fresh_process() -> None:
     its own starts: a run starting again from the first snapshot would otherwise correct, pod
     after pod, sums kept at the last run's end, which no scheduler's forward-moving snapshots
     ask."""
+    kept.forget()
     gpu.clear()
-    domains.clear()
-    domain_counts.clear()
-    for sums in (topology_filters.SPREAD_SUMS, topology_filters.TERM_SUMS):
-        sums.clear()
+    steplog.clear()

@@ -56,24 +56,39 @@ def fresh(cache: Any) -> Any:
     return kind()
 
 
+def _swap_fresh() -> list[tuple[Any, str, Any]]:
+    """Put a fresh cache in place of each kept one, wherever a module holds it; each
+    (holder, attribute, the kept cache) swapped."""
+    swapped: list[tuple[Any, str, Any]] = []
+    holders = [m for name, m in list(sys.modules.items()) if name.startswith("policyengine.")]
+    for module_name, name in CACHES:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        kept = getattr(module, name)
+        empty = fresh(kept)
+        for holder in holders:
+            for attribute, value in list(vars(holder).items()):
+                if value is kept:
+                    swapped.append((holder, attribute, kept))
+                    setattr(holder, attribute, empty)
+    return swapped
+
+
 @contextlib.contextmanager
 def nothing_kept() -> Iterator[None]:
     """The block's cycles start from empty caches, and leave the kept ones as they were."""
     swapped: list[tuple[Any, str, Any]] = []
-    holders = [m for name, m in list(sys.modules.items()) if name.startswith("policyengine.")]
     try:
-        for module_name, name in CACHES:
-            module = sys.modules.get(module_name)
-            if module is None:
-                continue
-            kept = getattr(module, name)
-            empty = fresh(kept)
-            for holder in holders:
-                for attribute, value in list(vars(holder).items()):
-                    if value is kept:
-                        swapped.append((holder, attribute, kept))
-                        setattr(holder, attribute, empty)
+        swapped = _swap_fresh()
         yield
     finally:
         for holder, attribute, kept in reversed(swapped):
             setattr(holder, attribute, kept)
+
+
+def forget() -> None:
+    """Drop every kept cache for good: the next cycles start as a new process's would (but
+    for the learned GPU shapes and the step log, which ``gpu.clear`` and ``steplog.clear``
+    forget)."""
+    _swap_fresh()

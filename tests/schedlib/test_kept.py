@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import policyengine.schedlib  # noqa: F401  # loads every module holding a cache
-from policyengine.schedlib.kept import CACHES, nothing_kept
+from policyengine.schedlib.kept import CACHES, forget, nothing_kept
 
 
 def _holders(cache: object) -> list[tuple[str, str]]:
@@ -44,3 +44,15 @@ def test_the_block_puts_the_caches_back_when_it_raises() -> None:
     with pytest.raises(RuntimeError), nothing_kept():
         raise RuntimeError("in the block")
     assert getattr(sys.modules[module], name) is kept
+
+
+def test_forgotten_caches_are_fresh_at_every_holder_for_good() -> None:
+    before = {
+        (module, name): getattr(importlib.import_module(module), name) for module, name in CACHES
+    }
+    holders = {key: _holders(cache) for key, cache in before.items()}
+    forget()
+    for key, cache in before.items():
+        now = [getattr(sys.modules[m], a) for m, a in holders[key]]
+        assert all(value is not cache and type(value) is type(cache) for value in now), key
+        assert all(value is now[0] for value in now), key
