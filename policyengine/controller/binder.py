@@ -1,10 +1,13 @@
-"""Asynchronous binds: the scheduling loop decides, a thread pool tells the API server.
+"""Asynchronous binds: the scheduling loop decides, and goes on while the API server binds.
 
 A bind is one HTTP round trip; waiting for it inside the scheduling loop would cap the
 loop at the server's latency. kube-scheduler therefore assumes the pod in its cache and binds
-in the background, and so do we. The binder POSTs the ``pods/binding`` subresource with the
-body kube-scheduler sends (``k8s-wire/06-kube-scheduler-client-requests.txt``), classifies the
-answer, and hands it to a callback that owns the consequences (confirm, forget, requeue):
+in the background, and so do we: the binding is written on one of the outbox's non-blocking
+connections (``outbox``), and its answer handled when the loop next pumps the outbox (or, for a
+binder without a loop, on the outbox's own thread). The binder POSTs the ``pods/binding``
+subresource with the body kube-scheduler sends
+(``k8s-wire/06-kube-scheduler-client-requests.txt``), classifies the answer, and hands it to a
+callback that owns the consequences (confirm, forget, requeue):
 
 * 201 → ``BOUND``;
 * 409 → ``CONFLICT``: the pod is already bound (by someone else, or by an earlier attempt of
@@ -36,8 +39,8 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from policyengine.controller.outbox import DEFAULT_CONNECTIONS, Answer, Outbox
 from policyengine.controller.rawapi import RawAPI
-from policyengine.controller.workers import WorkerPool
 from policyengine.model.objects import Pod
 
 log = structlog.get_logger(__name__)
@@ -81,18 +84,25 @@ def binding_body(
 
 
 class Binder:
-    """A pool of bind workers (module docstring)."""
+    """Binds sent through an outbox (module docstring)."""
 
     def __init__(
         self,
         api_client: k8s.ApiClient,
         *,
-        workers: int = 16,
+        outbox: Outbox | None = None,
+        connections: int = DEFAULT_CONNECTIONS,
         request_timeout: float = 30.0,
         on_in_flight: Callable[[int], None] | None = None,
     ) -> None:
-        self._core = RawAPI(api_client)
-        self._pool = WorkerPool(workers, "bind")
+        # Without an outbox of the caller's (pumped by its loop), one of our own, on its
+        # own thread.
+        self._own = outbox is None
+        if outbox is None:
+            outbox = Outbox(api_client, connections=connections)
+            outbox.start()
+        self._outbox = outbox
+        self._core = RawAPI(api_client, outbox=outbox)
         self._timeout = request_timeout
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -107,26 +117,25 @@ class Binder:
         callback: Callable[[BindResult], None],
         annotations: Mapping[str, str] | None = None,
     ) -> bool:
-        """Start binding ``pod`` to ``node``; ``callback`` gets the result on a worker thread.
-        False (and nothing happens) when a bind of this pod is in flight or the binder is
-        shut down. ``annotations`` (the GPU devices chosen, in HAMi's annotations) travel on
-        the Binding: the pod has them from the moment it has its node, so the device plugin
-        finds them when the kubelet starts it."""
+        """Start binding ``pod`` to ``node``; ``callback`` gets the result once the answer is
+        in (where the outbox is pumped). False (and nothing happens) when a bind of this pod
+        is in flight or the binder is shut down. ``annotations`` (the GPU devices chosen, in
+        HAMi's annotations) travel on the Binding: the pod has them from the moment it has its
+        node, so the device plugin finds them when the kubelet starts it."""
         with self._lock:
             if self._closed or pod.key in self._in_flight:
                 return False
             self._in_flight.add(pod.key)
             count = len(self._in_flight)
         self._report(count)
-        fields = annotations or {}
-        if not self._pool.submit(lambda: self._run(pod, node, callback, fields)):
-            # Shut down after the check above (a shutdown that gave up waiting): not started.
-            with self._lock:
-                self._in_flight.discard(pod.key)
-                count = len(self._in_flight)
-                self._idle.notify_all()
-            self._report(count)
-            return False
+        start = time.perf_counter()
+        self._core.create_namespaced_pod_binding(
+            pod.name,
+            pod.namespace,
+            binding_body(pod, node, annotations),
+            _request_timeout=self._timeout,
+            _then=lambda answer: self._answered(pod, node, callback, start, answer),
+        )
         return True
 
     def in_flight(self) -> int:
@@ -138,30 +147,26 @@ class Binder:
             return key in self._in_flight
 
     def shutdown(self, timeout: float | None = None) -> bool:
-        """Refuse new binds and wait for those in flight (their callbacks included).
-        False if some were still running at the timeout."""
+        """Refuse new binds and wait for those in flight (their callbacks included),
+        pumping the outbox if no thread does. False if some were still running at the
+        timeout."""
         with self._lock:
             self._closed = True
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while self._in_flight:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    break
-                self._idle.wait(left)
-            finished = not self._in_flight
-        self._pool.shutdown(wait=finished)
+        finished = self._outbox.drain(timeout, until=lambda: not self.in_flight())
+        if self._own:
+            self._outbox.close()
         return finished
 
-    def _run(
+    def _answered(
         self,
         pod: Pod,
         node: str,
         callback: Callable[[BindResult], None],
-        annotations: Mapping[str, str],
+        start: float,
+        answer: Answer,
     ) -> None:
-        start = time.perf_counter()
         try:
-            result = self._post(pod, node, annotations, start)
+            result = _result(pod, node, answer, time.perf_counter() - start)
         except Exception as exc:  # a bug here must not leave the pod in flight forever
             log.exception("bind crashed", pod=pod.key, node=node)
             result = BindResult(pod, node, BindOutcome.FAILED, None, str(exc), 0.0)
@@ -179,41 +184,25 @@ class Binder:
             with self._lock:
                 self._idle.notify_all()
 
-    def _post(
-        self, pod: Pod, node: str, annotations: Mapping[str, str], start: float
-    ) -> BindResult:
-        try:
-            response = self._core.create_namespaced_pod_binding(
-                pod.name,
-                pod.namespace,
-                binding_body(pod, node, annotations),
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            )
-            status = int(response.status)
-            _ = response.data  # read the Status body, or the pooled connection is unusable
-            response.release_conn()
-            return BindResult(pod, node, BindOutcome.BOUND, status, "", time.perf_counter() - start)
-        except ApiException as exc:
-            message = _message(exc)
-            outcome = BindOutcome.CONFLICT if exc.status == 409 else BindOutcome.FAILED
-            return BindResult(pod, node, outcome, exc.status, message, time.perf_counter() - start)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            return BindResult(
-                pod,
-                node,
-                BindOutcome.FAILED,
-                None,
-                f"{type(exc).__name__}: {exc}",
-                time.perf_counter() - start,
-            )
-
     def _report(self, count: int) -> None:
         if self._on_in_flight is not None:
             try:
                 self._on_in_flight(count)
             except Exception:
                 log.exception("on_bind hook failed")
+
+
+def _result(pod: Pod, node: str, answer: Answer, seconds: float) -> BindResult:
+    """What the API server's answer (or the transport's error) means for the bind."""
+    if isinstance(answer, ApiException):
+        outcome = BindOutcome.CONFLICT if answer.status == 409 else BindOutcome.FAILED
+        return BindResult(pod, node, outcome, answer.status, _message(answer), seconds)
+    if isinstance(answer, urllib3.exceptions.HTTPError | OSError):
+        message = f"{type(answer).__name__}: {answer}"
+        return BindResult(pod, node, BindOutcome.FAILED, None, message, seconds)
+    if isinstance(answer, BaseException):
+        raise answer
+    return BindResult(pod, node, BindOutcome.BOUND, int(answer.status), "", seconds)
 
 
 def _message(exc: ApiException) -> str:

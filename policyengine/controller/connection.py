@@ -154,8 +154,10 @@ def connect(
     """
     cfg, source = load_configuration(kubeconfig, environ=environ, **files)
     cfg.retries = urllib3.util.Retry(total=0, redirect=0)
-    # Binds (16 workers), two watches, events and the lease share this client: urllib3's
-    # default pool of 10 would make them queue for connections and warn "pool is full".
+    # A dozen watches, the volume binder's workers, preemption's deletions and the lease share
+    # this client's pool (the loop's binds and Events have connections of their own,
+    # controller/outbox.py): urllib3's default of 10 would make them queue and warn "pool is
+    # full".
     cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, POOL_SIZE)
     api_client = k8s.ApiClient(cfg)
     # The pid tells replicas apart in the API server's audit log (and in tests).
@@ -220,8 +222,10 @@ class TokenBucket:
 
 _last = threading.local()
 
-# The attribute of an installed client's ``rest_client`` holding its gate (see ``install``).
+# The attributes of an installed client's ``rest_client`` holding its gate and its token
+# bucket (see ``install``).
 GATE = "policyengine_gate"
+LIMITER = "policyengine_limiter"
 
 
 def install(api_client: k8s.ApiClient, limiter: TokenBucket | None) -> None:
@@ -252,6 +256,8 @@ def install(api_client: k8s.ApiClient, limiter: TokenBucket | None) -> None:
     rest.request = request  # type: ignore[method-assign]  # deliberately wrapping the client's method
     # The same gate for the requests that bypass urllib3's layers (controller/keepalive.py).
     setattr(rest, GATE, gate)
+    # The bucket itself for writes that must not sleep for a token (controller/outbox.py).
+    setattr(rest, LIMITER, limiter)
 
 
 # --- what went wrong -----------------------------------------------------------------------

@@ -15,8 +15,10 @@ reproduced as its v1.28 client sends it (``k8s-wire/06-kube-scheduler-client-req
 
 De-duplication: a pending pod is retried on every cluster event, and each retry would
 otherwise post the same warning. The same (pod, reason, message) is posted at most once per
-window (10 minutes by default). Everything is posted from one background thread, so the
-scheduling loop never waits on it; failures are logged and dropped (events are best effort).
+window (10 minutes by default). Everything is posted through an outbox (``outbox``): the
+scheduler's, which its loop pumps between cycles, or one of the recorder's own on a thread of
+its own; so the scheduling loop never waits on the API server. Failures are logged and
+dropped (events are best effort).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 import structlog
 from kubernetes import client as k8s
 
-from policyengine.controller.jobs import JobThread
+from policyengine.controller.outbox import Answer, Outbox
 from policyengine.controller.rawapi import RawAPI
 from policyengine.model.objects import Pod
 
@@ -72,8 +74,11 @@ class EventRecorder:
         dedup_window: float = DEFAULT_DEDUP_WINDOW,
         clock: Callable[[], float] = time.monotonic,
         request_timeout: float = 10.0,
+        outbox: Outbox | None = None,
     ) -> None:
-        self._api = RawAPI(api_client)
+        self._own = outbox is None  # then the recorder's own, pumped on its own thread
+        self._outbox = outbox if outbox is not None else Outbox(api_client, connections=2)
+        self._api = RawAPI(api_client, outbox=self._outbox)
         self._hostname = hostname or socket.gethostname()
         self._window = dedup_window
         self._clock = clock
@@ -82,22 +87,27 @@ class EventRecorder:
         self._recent: dict[tuple[str, str, str], float] = {}
         self._prune_at = PRUNE_AT  # size of _recent that makes _emit drop expired entries
         self._conditions: dict[str, str] = {}  # pod uid/key -> message we last patched
-        self._jobs = JobThread("events", "event job failed")
+        self._sent = 0  # requests submitted ...
+        self._answered = 0  # ... and answered
         self.posted = 0
         self.suppressed = 0
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        self._jobs.start()
+        if self._own:
+            self._outbox.start()
 
     def stop(self, timeout: float | None = 5.0) -> None:
         """Post what is queued (up to ``timeout``), then stop."""
-        self._jobs.stop(timeout)
+        self.flush(5.0 if timeout is None else timeout)
+        if self._own:
+            self._outbox.close()
 
     def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until everything queued so far was posted (for tests)."""
-        return self._jobs.flush(timeout)
+        """Wait until everything submitted so far was answered (pumping the outbox when no
+        thread does)."""
+        return self._outbox.drain(timeout, until=lambda: self._answered >= self._sent)
 
     # ------------------------------------------------------------------ recording
 
@@ -174,7 +184,12 @@ class EventRecorder:
             "note": note,
             "type": type_,
         }
-        self._jobs.submit(lambda: self._post_event(pod, body))
+        self._send(
+            lambda then: self._api.create_namespaced_event(
+                pod.namespace, body, _request_timeout=self._timeout, _then=then
+            ),
+            lambda answer: self._event_posted(answer, body, pod=pod.key),
+        )
 
     def object_event(
         self,
@@ -214,7 +229,12 @@ class EventRecorder:
             "note": note,
             "type": type_,
         }
-        self._jobs.submit(lambda: self._post_object_event(namespace, f"{namespace}/{name}", body))
+        self._send(
+            lambda then: self._api.create_namespaced_event(
+                namespace, body, _request_timeout=self._timeout, _then=then
+            ),
+            lambda answer: self._event_posted(answer, body, object=f"{namespace}/{name}"),
+        )
 
     def _patch_condition(self, pod: Pod, message: str, current: Mapping[str, Any] | None) -> None:
         ident = pod.uid or pod.key
@@ -248,66 +268,58 @@ class EventRecorder:
                 ]
             }
         }
-        self._jobs.submit(lambda: self._post_patch(pod, ident, message, body))
+        self._send(
+            lambda then: self._api.patch_namespaced_pod_status(
+                pod.name, pod.namespace, body, _request_timeout=self._timeout, _then=then
+            ),
+            lambda answer: self._condition_patched(answer, pod, ident, message),
+        )
 
-    # ------------------------------------------------------------------ the worker
+    # ------------------------------------------------------------------ the answers
 
-    def _post_event(self, pod: Pod, body: dict[str, Any]) -> None:
-        try:
-            response = self._api.create_namespaced_event(
-                pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
-            )
-            _ = response.data  # read the body, or the pooled connection is unusable
-            response.release_conn()
+    def _send(
+        self, write: Callable[[Callable[[Answer], None]], Any], answered: Callable[[Answer], None]
+    ) -> None:
+        """``write(then)`` one request; ``answered`` gets its answer where the outbox is
+        pumped."""
+        with self._lock:
+            self._sent += 1
+
+        def then(answer: Answer) -> None:
+            try:
+                answered(answer)
+            finally:
+                with self._lock:
+                    self._answered += 1
+
+        write(then)
+
+    def _event_posted(self, answer: Answer, body: Mapping[str, Any], **subject: str) -> None:
+        if not isinstance(answer, BaseException):
             self.posted += 1
-        except Exception as exc:  # events are best effort: log and move on
-            log.warning(
-                "could not post event",
-                pod=pod.key,
-                reason=body["reason"],
-                status=getattr(exc, "status", None),
-                error=str(getattr(exc, "reason", None) or exc),
-            )
+            return
+        # Events are best effort: log and move on.
+        log.warning(
+            "could not post event",
+            **subject,
+            reason=body["reason"],
+            status=getattr(answer, "status", None),
+            error=str(getattr(answer, "reason", None) or answer),
+        )
 
-    def _post_object_event(self, namespace: str, key: str, body: dict[str, Any]) -> None:
-        try:
-            response = self._api.create_namespaced_event(
-                namespace, body, _preload_content=False, _request_timeout=self._timeout
-            )
-            _ = response.data
-            response.release_conn()
-            self.posted += 1
-        except Exception as exc:  # best effort, as for pods
-            log.warning(
-                "could not post event",
-                object=key,
-                reason=body["reason"],
-                status=getattr(exc, "status", None),
-                error=str(getattr(exc, "reason", None) or exc),
-            )
-
-    def _post_patch(self, pod: Pod, ident: str, message: str, body: dict[str, Any]) -> None:
-        try:
-            response = self._api.patch_namespaced_pod_status(
-                pod.name,
-                pod.namespace,
-                body,
-                _preload_content=False,
-                _request_timeout=self._timeout,
-            )
-            _ = response.data
-            response.release_conn()
+    def _condition_patched(self, answer: Answer, pod: Pod, ident: str, message: str) -> None:
+        if not isinstance(answer, BaseException):
             log.debug("updated pod condition", pod=pod.key, condition="PodScheduled=False")
-        except Exception as exc:
-            # Let the next failure try again; a 404 means the pod is gone, which is fine.
-            with self._lock:
-                if self._conditions.get(ident) == message:
-                    del self._conditions[ident]
-            status = getattr(exc, "status", None)
-            if status != 404:
-                log.warning(
-                    "could not update pod condition",
-                    pod=pod.key,
-                    status=status,
-                    error=str(getattr(exc, "reason", None) or exc),
-                )
+            return
+        # Let the next failure try again; a 404 means the pod is gone, which is fine.
+        with self._lock:
+            if self._conditions.get(ident) == message:
+                del self._conditions[ident]
+        status = getattr(answer, "status", None)
+        if status != 404:
+            log.warning(
+                "could not update pod condition",
+                pod=pod.key,
+                status=status,
+                error=str(getattr(answer, "reason", None) or answer),
+            )

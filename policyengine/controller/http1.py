@@ -362,7 +362,45 @@ def _chunked(reader: _Reader) -> bytes:
 
 def read_response(sock: Any, method: str) -> Response:
     """Read one whole response to ``method`` from ``sock``, as ``http.client`` would."""
-    reader = _Reader(sock)
+    return _read(_Reader(sock), method)
+
+
+class _Short(Exception):
+    """The bytes received so far end inside the response."""
+
+
+class _Received:
+    """The bytes a non-blocking connection received, as a socket ``_Reader`` reads them:
+    all of them on the first ``recv``, then end of stream if the peer closed, else
+    ``_Short``."""
+
+    __slots__ = ("data", "eof")
+
+    def __init__(self, data: bytes, eof: bool) -> None:
+        self.data = data
+        self.eof = eof
+
+    def recv(self, _size: int) -> bytes:
+        data, self.data = self.data, b""
+        if data or self.eof:
+            return data
+        raise _Short
+
+
+def parse_response(data: bytes, method: str, eof: bool) -> tuple[Response, bytes] | None:
+    """The response to ``method`` at the start of ``data`` (what a connection received so
+    far; ``eof`` when the peer has closed it) and the bytes after it; None while it is
+    incomplete. Reads exactly as ``read_response`` does, raising what it raises — at
+    ``eof`` that includes a response cut short."""
+    reader = _Reader(_Received(data, eof))
+    try:
+        response = _read(reader, method)
+    except _Short:
+        return None
+    return response, reader.buf[reader.pos :]
+
+
+def _read(reader: _Reader, method: str) -> Response:
     quick = _quick_head(reader)
     plain: dict[str, str] | None
     if quick is not None:

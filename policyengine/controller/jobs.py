@@ -26,7 +26,7 @@ class JobThread:
         self._name = name
         self._failure = failure  # the log line of a job that raised
         # None: stop. A SimpleQueue (one C call each way), not a Queue (a Condition and its
-        # locks in Python): the events thread takes one or two jobs per bound pod.
+        # locks in Python): a job thread may take one job per pod.
         self._work: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 

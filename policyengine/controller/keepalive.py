@@ -1,6 +1,8 @@
-"""The loop's writes (binding, Event, patches) on one kept-alive connection per thread.
+"""Writes made from threads that may wait for them, on one kept-alive connection per thread.
 
-A bind and its ``Scheduled`` Event are two small requests per pod. Through the generated
+(The loop's own writes — bindings, Events, condition patches — go through ``outbox``, which
+reuses this module's answers and failures but never waits.) A bind and its ``Scheduled``
+Event are two small requests per pod. Through the generated
 client's ``RESTClientObject`` and urllib3's ``PoolManager`` each costs about 0.7 ms of CPU
 before and after the network (header merging, URL parsing, pool lookup, retry and timeout
 objects, the response wrapper); the same request on a plain ``http.client`` connection costs
@@ -10,7 +12,8 @@ checks and e-mail parsing of every answer) about half of that again. At hundreds
 second that difference is a large part of the scheduler's CPU, so ``RawAPI``'s writes go
 here:
 
-* each thread (the bind workers, the event poster) keeps one connection to the API server,
+* each thread that writes (the volume binder's workers, preemption's deletions, the PodGroup
+  status writer) keeps one connection to the API server,
   made by the urllib3 pool the ``ApiClient`` already configured, so TLS (CA, client
   certificate, ``verify_ssl``, server name) is exactly the client's; a connection the server
   closed while idle is noticed before reuse and replaced, as urllib3 does;
@@ -110,7 +113,7 @@ class KeepAliveSender:
         target = url[len(origin) :] or "/"
         data = None if body is None else json.dumps(body).encode("utf-8")
         pool, conn, host = self._connection(origin)
-        seconds = _seconds(timeout)
+        seconds = timeout_seconds(timeout)
         conn.timeout = seconds
         sock = conn.sock
         if sock is not None and sock.gettimeout() != seconds:
@@ -146,7 +149,7 @@ class KeepAliveSender:
         return WireResponse(response)
 
 
-def _seconds(timeout: Any) -> float | None:
+def timeout_seconds(timeout: Any) -> float | None:
     """A request timeout as the generated client takes it (seconds, or (connect, read))."""
     if isinstance(timeout, tuple):
         return max(float(t) for t in timeout if t is not None) if any(timeout) else None

@@ -153,6 +153,7 @@ class SchedulingQueue:
         self._cycle = 0
         self._move_cycle = -1
         self._closed = False
+        self._woken = False  # wake(): the next pop that would wait returns None
 
     # ------------------------------------------------------------------ informer side
 
@@ -263,6 +264,9 @@ class SchedulingQueue:
                         item.first_popped_at = self._clock()
                     self._in_flight[item.key] = _InFlight(item)
                     return item
+                if self._woken:
+                    self._woken = False
+                    return None
                 wait = self._next_wakeup()
                 if deadline is not None:
                     left = deadline - time.monotonic()
@@ -270,6 +274,13 @@ class SchedulingQueue:
                         return None
                     wait = left if wait is None else min(wait, left)
                 self._cond.wait(wait)
+
+    def wake(self) -> None:
+        """Make a ``pop`` that is waiting (or the next one, if none is) return None at once
+        when no pod is ready: the loop has other work (an answer to read)."""
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
 
     def done(self, key: str) -> None:
         """The pod's cycle ended for good (bound, or dropped)."""

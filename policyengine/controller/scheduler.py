@@ -51,6 +51,7 @@ from policyengine.controller.gangs import DEFAULT_GANG_TIMEOUT, GangCoordinator
 from policyengine.controller.hooks import SchedulerHooks, call_hook
 from policyengine.controller.informer import Informer, InformerOptions, object_key
 from policyengine.controller.load import DEFAULT_POLL_INTERVAL, LoadPoller
+from policyengine.controller.outbox import DEFAULT_CONNECTIONS, Outbox
 from policyengine.controller.podgroups import (
     DEFAULT_CRD_RECHECK,
     PodGroupSource,
@@ -104,6 +105,9 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 # The queue's event for a change of a storage object (a claim bound, a volume created, ...).
 STORAGE_CHANGE = "StorageChange"
+# Seconds an idle loop waits on the queue before looking for answers to its writes, while some
+# are awaited: a bind's answer is handled at most this late when no pod is waiting.
+OUTBOX_POLL = 0.002
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ class Scheduler:
         *,
         scheduler_names: Sequence[str] | None = None,
         seed: int | None = None,
-        bind_workers: int = 16,
+        bind_connections: int = DEFAULT_CONNECTIONS,
         hooks: SchedulerHooks | None = None,
         options: SchedulerOptions | None = None,
     ) -> None:
@@ -174,13 +178,18 @@ class Scheduler:
             max_backoff=opts.max_backoff,
             max_unschedulable=opts.max_unschedulable,
         )
+        # The loop's writes go out on non-blocking connections the loop pumps between its
+        # cycles (controller/outbox.py); a write from another thread wakes the loop.
+        self.outbox = Outbox(api_client, connections=bind_connections, on_submit=self.queue.wake)
         self.binder = Binder(
             api_client,
-            workers=bind_workers,
+            outbox=self.outbox,
             request_timeout=opts.bind_timeout,
             on_in_flight=self._on_bind_count,
         )
-        self.events = EventRecorder(api_client, dedup_window=opts.event_dedup_window)
+        self.events = EventRecorder(
+            api_client, dedup_window=opts.event_dedup_window, outbox=self.outbox
+        )
         # Preemption (controller/preemption.py): nominations, victims' deletion.
         self.preemptor = Preemptor(
             api_client,
@@ -305,12 +314,18 @@ class Scheduler:
                     gc.freeze()
                 self.load.start()  # its first poll judges the nodes just listed
             next_housekeeping = 0.0
+            self.outbox.own()
             while not stop.is_set():
                 now = time.monotonic()
                 if now >= next_housekeeping:
                     self._housekeeping()
                     next_housekeeping = now + self._options.housekeeping_interval
-                item = self.queue.pop(timeout=min(0.2, self._options.housekeeping_interval))
+                outbox = self.outbox
+                outbox.pump()
+                # While answers are awaited, an idle loop looks at the sockets every
+                # OUTBOX_POLL seconds rather than sleeping the whole wait on the queue.
+                wait = min(0.2, self._options.housekeeping_interval)
+                item = self.queue.pop(timeout=OUTBOX_POLL if outbox.busy() else wait)
                 if item is None:
                     continue
                 if stop.is_set():
@@ -358,6 +373,7 @@ class Scheduler:
         if not self.binder.shutdown(timeout=self._options.shutdown_timeout):
             log.warning("binds still in flight at shutdown", binds=self.binder.in_flight())
         self.events.stop(timeout=5.0)
+        self.outbox.close()
         self.podgroup_status.stop(timeout=5.0)
         self.podgroups.stop()
         self.load.stop()

@@ -1,18 +1,19 @@
-"""A pool of worker threads for the binds: each job goes straight to the most recently idle
-worker, and threads start only as the work needs them.
+"""A pool of worker threads for the volume binds: each job goes straight to the most recently
+idle worker, and threads start only as the work needs them.
 
-The binder starts one job per bound pod. ``concurrent.futures.ThreadPoolExecutor`` costs more
+The volume binder starts one job per pod with claims to bind (its requests wait on the API
+server and on the claims' provisioning). ``concurrent.futures.ThreadPoolExecutor`` costs more
 per job than the job's own Python work around its request: a ``Future`` (a ``Condition`` and
 its lock), a work item, a queue, and on every submit a ``Semaphore`` (written in Python)
 asked whether a worker is idle; and its idle workers wait on one queue, so successive jobs go
 round all of them (each with its own connection, its own cold stack). Here a job goes to the
 most recently idle worker through that worker's own lock (one C call on each side), so under
-light load one or two workers do every bind on warm connections, and more start (up to
+light load one or two workers do every job on warm connections, and more start (up to
 ``size``) only while every one is busy; jobs that find no idle worker wait in order in a
 backlog, which busy workers drain before going idle.
 
-A job that raises is logged and the worker carries on. Threads are daemons: the binder's
-``shutdown`` is what waits for binds in flight.
+A job that raises is logged and the worker carries on. Threads are daemons: the volume
+binder's ``shutdown`` is what waits for jobs in flight.
 """
 
 from __future__ import annotations

@@ -110,6 +110,23 @@ def podgroup(name: str, min_member: int, timeout: int | None = None) -> dict[str
     }
 
 
+def scheduled_event(i: int) -> dict[str, Any]:
+    """A ``Scheduled`` Event as the scheduler posts one, named by ``i``."""
+    return {
+        "kind": "Event",
+        "apiVersion": "events.k8s.io/v1",
+        "metadata": {"name": f"p.{i:x}", "namespace": "default"},
+        "eventTime": "2026-12-02T12:48:10.898647Z",
+        "reportingController": "policyengine",
+        "reportingInstance": "policyengine-host",
+        "action": "Binding",
+        "reason": "Scheduled",
+        "regarding": {"kind": "Pod", "namespace": "default", "name": "p", "apiVersion": "v1"},
+        "note": "Successfully assigned default/p to n1",
+        "type": "Normal",
+    }
+
+
 def node(name: str, **kwargs: Any):  # type: ignore[no-untyped-def]
     return parse_node(node_obj(name, **kwargs))
 
@@ -182,14 +199,14 @@ class RunningScheduler:
         **kwargs: Any,
     ) -> None:
         config = server.client_configuration()
-        config.connection_pool_maxsize = 32  # bind workers + watches + events
+        config.connection_pool_maxsize = 32  # watches + volume binds + the tests' own requests
         from kubernetes import client
 
         self.api = client.ApiClient(config)
         program = program if program is not None else kube_default()
         source = program if callable(program) else (lambda: program)
         self.scheduler = Scheduler(
-            self.api, source, seed=1, hooks=hooks, options=options, bind_workers=8, **kwargs
+            self.api, source, seed=1, hooks=hooks, options=options, bind_connections=8, **kwargs
         )
         self.stop_event = threading.Event()
         self.errors: list[BaseException] = []

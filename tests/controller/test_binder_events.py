@@ -58,7 +58,7 @@ def test_bind_outcomes(
     pod = seeded_pod(apiserver, "p")
     if fault is not None:
         apiserver.fail_next(1, code=fault, subresource="binding")
-    binder = Binder(kube_api_client, workers=2)
+    binder = Binder(kube_api_client)
     results = Results()
     assert binder.bind(pod, "n1", results)
     (result,) = results.wait(1)
@@ -76,7 +76,7 @@ def test_never_two_binds_in_flight_for_one_pod(
     apiserver.create(node_obj("n1"))
     pod = seeded_pod(apiserver, "p")
     apiserver.delay_binds(0.3)
-    binder = Binder(kube_api_client, workers=4)
+    binder = Binder(kube_api_client)
     results = Results()
     assert binder.bind(pod, "n1", results)
     assert not binder.bind(pod, "n1", results)

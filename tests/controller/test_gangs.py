@@ -58,7 +58,7 @@ def h(apiserver: LoopbackAPIServer) -> Iterator[Harness]:
     api = client.ApiClient(apiserver.client_configuration())
     cache, queue = ClusterCache(), SchedulingQueue()
     events, status = EventRecorder(api), PodGroupStatusWriter(api)
-    binder = Binder(api, workers=2)
+    binder = Binder(api)
     events.start()
     status.start()
     now = [0.0]

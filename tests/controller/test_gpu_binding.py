@@ -21,7 +21,7 @@ def test_the_binding_carries_the_device_annotations_onto_the_pod(
 ) -> None:
     apiserver.create(node_obj("n1"))
     pod = parse_pod(apiserver.create(pod_obj("p")))
-    binder = Binder(kube_api_client, workers=1)
+    binder = Binder(kube_api_client)
     results = Results()
     wanted = gpu_annotations(GRANTS, "n1", 1700000000)
     assert binder.bind(pod, "n1", results, wanted)
@@ -47,7 +47,7 @@ def test_a_failed_binding_leaves_no_device_annotations(
     apiserver.create(node_obj("n1"))
     pod = parse_pod(apiserver.create(pod_obj("p")))
     apiserver.fail_next(1, code=500, subresource="binding")
-    binder = Binder(kube_api_client, workers=1)
+    binder = Binder(kube_api_client)
     results = Results()
     assert binder.bind(pod, "n1", results, gpu_annotations(GRANTS, "n1", 1))
     (result,) = results.wait(1)
@@ -62,7 +62,7 @@ def test_a_failed_binding_leaves_no_device_annotations(
 def test_no_devices_no_patch(apiserver: LoopbackAPIServer, kube_api_client: Any) -> None:
     apiserver.create(node_obj("n1"))
     pod = parse_pod(apiserver.create(pod_obj("p")))
-    binder = Binder(kube_api_client, workers=1)
+    binder = Binder(kube_api_client)
     results = Results()
     assert binder.bind(pod, "n1", results, gpu_annotations((), "n1", 1))
     results.wait(1)

@@ -6,7 +6,10 @@ connection whose socket records what is sent (what ``keepalive`` used to call), 
 twice from the same bytes, delivered in the same pieces: by ``http.client.HTTPResponse``
 (``begin()`` then ``read()``) and by ``http1.read_response``; status, reason, version,
 whether the connection must close, every header and the body, or the exception, must be
-equal. Hypothesis generates both, malformed ones included.
+equal. Hypothesis generates both, malformed ones included. ``http1.parse_response`` (the
+outbox's reading of what a non-blocking connection received so far) answers what
+``read_response`` answers once everything is in, and never takes back an answer when more
+bytes arrive.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from policyengine.controller.http1 import (
     _quick_head,
     _Reader,
     host_header,
+    parse_response,
     read_response,
     request_bytes,
 )
@@ -429,6 +433,54 @@ def test_any_response_is_read_as_http_client_reads_it(
 ) -> None:
     raw = ending.join([status, *headers, b"", b""]) + body
     _check_response(raw, cuts, method)
+
+
+def _parsed(data: bytes, method: str, eof: bool) -> Any:
+    found = parse_response(data, method, eof)
+    if found is None:
+        return None
+    answer, rest = found
+    fields = (answer.status, answer.reason, answer.version, answer.will_close)
+    return (*fields, answer.headers.items(), answer.data, rest)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    status=st.sampled_from(
+        [b"HTTP/1.1 201 Created", b"HTTP/1.0 200 OK", b"HTTP/1.1 100 Continue", b"HTTP/1.1 x", b""]
+    ),
+    headers=st.lists(_header_line, max_size=5),
+    ending=st.sampled_from([b"\r\n", b"\n"]),
+    body=_body,
+    after=st.sampled_from([b"", b"HTTP/1.1 200 OK\r\n", b"junk"]),
+    split=st.integers(0, 300),
+    method=st.sampled_from(["POST", "PATCH", "HEAD"]),
+)
+def test_a_response_read_from_what_has_arrived_is_the_whole_ones(
+    status: bytes,
+    headers: list[bytes],
+    ending: bytes,
+    body: bytes,
+    after: bytes,
+    split: int,
+    method: str,
+) -> None:
+    raw = ending.join([status, *headers, b"", b""]) + body + after
+    whole = _outcome(lambda: _parsed(raw, method, eof=True))
+    # Everything in and the peer closed: as read_response reads the same bytes then EOF.
+    read = _outcome(lambda: _via_http1([raw], method))
+    if whole[0] == "ok":
+        assert read == ("ok", (*whole[1][:4], whole[1][4], whole[1][5]))
+    else:
+        assert read == whole
+    # Part of it in: no answer yet, or the one the whole gives (what followed it included).
+    part = _outcome(lambda: _parsed(raw[:split], method, eof=False))
+    if part == ("ok", None):
+        return
+    if part[0] == "ok":
+        answer = part[1]
+        part = ("ok", (*answer[:6], answer[6] + raw[split:]))
+    assert part == whole
 
 
 _API_ANSWER = (

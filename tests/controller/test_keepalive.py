@@ -3,13 +3,7 @@ the client's rate limit and credentials applied, failures raised as urllib3 rais
 
 from __future__ import annotations
 
-import http.server
-import shutil
-import socket
-import ssl
-import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +16,13 @@ from loopback import LoopbackAPIServer
 from policyengine.controller.connection import classify, connect, last_request
 from policyengine.controller.keepalive import usable
 from policyengine.controller.rawapi import AUTH_REUSE, RawAPI
-from tests.controller.builders import pod_obj
-
-
-def _event(i: int) -> dict[str, Any]:
-    return {
-        "kind": "Event",
-        "apiVersion": "events.k8s.io/v1",
-        "metadata": {"name": f"p.{i:x}", "namespace": "default"},
-        "eventTime": "2026-12-02T12:48:10.898647Z",
-        "reportingController": "policyengine",
-        "reportingInstance": "policyengine-host",
-        "action": "Binding",
-        "reason": "Scheduled",
-        "regarding": {"kind": "Pod", "namespace": "default", "name": "p", "apiVersion": "v1"},
-        "note": "Successfully assigned default/p to n1",
-        "type": "Normal",
-    }
+from tests.controller.builders import pod_obj, scheduled_event
+from tests.controller.conftest import refused_port
 
 
 def _post(api: RawAPI, i: int, timeout: float = 10) -> Any:
     response = api.create_namespaced_event(
-        "default", _event(i), _preload_content=False, _request_timeout=timeout
+        "default", scheduled_event(i), _preload_content=False, _request_timeout=timeout
     )
     _ = response.data
     response.release_conn()
@@ -85,48 +64,12 @@ def test_each_write_reads_with_its_own_timeout(
         assert api._sender._local.conn.sock.gettimeout() == seconds  # type: ignore[union-attr]
 
 
-class _OneShot(http.server.BaseHTTPRequestHandler):
-    """Answers each connection's first request and then closes it without saying so (as an
-    API server or proxy closing an idle keep-alive connection does)."""
-
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
-        body = b'{"kind":"Event"}'
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.close_connection = True
-
-    def log_message(self, *args: Any) -> None:
-        return None
-
-
-@pytest.fixture
-def one_shot() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OneShot)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
 def test_a_connection_closed_while_idle_is_replaced(one_shot: str) -> None:
     api = RawAPI(k8s.ApiClient(k8s.Configuration(host=one_shot)))
     first = _post(api, 1)
     threading.Event().wait(0.2)  # let the server's close arrive
     second = _post(api, 2)
     assert (first.status, second.status) == (201, 201)
-
-
-def _refused_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.parametrize(
@@ -141,7 +84,7 @@ def test_failures_are_raised_as_urllib3_raises_them(
     apiserver: LoopbackAPIServer, case: str, reason: type, message: str
 ) -> None:
     if case == "refused":
-        api = RawAPI(k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{_refused_port()}")))
+        api = RawAPI(k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{refused_port()}")))
     else:
         api = RawAPI(apiserver.api_client())
         apiserver.delay(1.0, times=1, resource="events")
@@ -206,36 +149,6 @@ def test_proxied_clients_keep_urllib3(host: str, proxy: str | None, fast: bool) 
     client = k8s.ApiClient(cfg)
     assert usable(client) is fast
     assert (RawAPI(client)._sender is not None) is fast
-
-
-@pytest.fixture
-def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """An HTTPS server (a self-signed certificate for 127.0.0.1) answering like ``_OneShot``
-    but keeping connections open; yields its URL and the certificate (the client's CA)."""
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a certificate")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-
-    class KeepOpen(_OneShot):
-        def do_POST(self) -> None:
-            super().do_POST()
-            self.close_connection = False
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), KeepOpen)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"https://127.0.0.1:{server.server_address[1]}", cert
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.mark.parametrize("trusted", [True, False])

@@ -1,4 +1,4 @@
-"""The bind worker pool: every job runs once, the most recently idle worker takes the next
+"""The worker pool: every job runs once, the most recently idle worker takes the next
 job, threads start only while all are busy (up to the size), a backlog runs in order, a
 failing job does not stop its worker, and shutdown refuses new jobs but runs queued ones."""
 
