@@ -400,7 +400,10 @@ class Outbox:
         if parsed is None:
             return
         response, rest = parsed
-        self._release(holder, reusable=not (response.will_close or rest or eof))
+        # Reused only when the exchange ended cleanly: nothing after the answer, nothing of
+        # the request left unwritten (a server may answer early, as with a 413).
+        clean = not (response.will_close or rest or eof or holder.outgoing)
+        self._release(holder, reusable=clean)
         self._finish(request, WireResponse(response))
 
     def _expire(self, now: float) -> None:
