@@ -60,7 +60,7 @@ def _managed(manager: str, operation: str, stamp: str, fields: dict[str, Any]) -
 
 def _pod_fields(obj: dict[str, Any]) -> dict[str, Any]:
     """``managedFields`` shaped as the API server records them for a controller's pod."""
-    containers = {
+    containers: dict[str, Any] = {
         f'k:{{"name":"{c["name"]}"}}': {
             ".": {},
             "f:image": {},

@@ -37,7 +37,7 @@ DRIVER = "disk.csi.example.com"
 ZONAL_ZONES = ["us-east-2a", "us-east-2b"]
 
 
-def _storage_objects(snapshot: ClusterSnapshot, claims: list[tuple[str, str]]) -> list[Any]:
+def _storage_objects(snapshot: ClusterSnapshot, claims: list[tuple[str, str]]) -> tuple[Any, ...]:
     items: list[dict[str, Any]] = [
         {
             "kind": "StorageClass",

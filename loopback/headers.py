@@ -16,7 +16,7 @@ import email.parser
 import http.client
 import re
 from collections.abc import Iterator
-from typing import IO
+from typing import Protocol
 
 # http.client's limits: the longest header line and the most header lines it accepts
 MAX_LINE = 65536
@@ -67,7 +67,13 @@ class Headers:
         return list(self._items)
 
 
-def read_block(rfile: IO[bytes]) -> list[bytes]:
+class Lines(Protocol):
+    """What headers are read from: a request handler's ``rfile``."""
+
+    def readline(self, size: int | None = -1, /) -> bytes: ...
+
+
+def read_block(rfile: Lines) -> list[bytes]:
     """The header lines up to and including the empty one (or EOF), as ``http.client``
     reads them, raising its ``LineTooLong`` / ``HTTPException`` past its limits."""
     lines: list[bytes] = []

@@ -111,7 +111,8 @@ class Handler(BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         """The standard parse for anything but a plain ``HTTP/1.1`` request line, whose
         headers skip the email parser (see :mod:`loopback.headers`)."""
-        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        raw: bytes = self.raw_requestline  # type: ignore[attr-defined]  # set by handle_one_request
+        requestline = str(raw, "iso-8859-1").rstrip("\r\n")
         words = requestline.split()
         if len(words) != 3 or words[2] != "HTTP/1.1" or words[1].startswith("//"):
             return super().parse_request()

@@ -5,6 +5,8 @@ A fake clock drives every timing; ``pop(timeout=0)`` only looks, so no test slee
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, replace
 
 import pytest
@@ -266,6 +268,33 @@ def test_depths_and_close(q: SchedulingQueue) -> None:
     assert q.depths() == {ACTIVE: 1, BACKOFF: 1, UNSCHEDULABLE: 0, GATED: 0}
     q.close()
     assert q.pop(timeout=None) is None
+
+
+@pytest.mark.parametrize(
+    ("queued", "woken", "expected"),
+    [
+        ([], "before", [None]),
+        ([], "while-waiting", [None]),
+        (["a"], "before", ["a", None]),  # a ready pod still comes first; the wake is kept
+    ],
+    ids=["before", "while-waiting", "ready-pod-first"],
+)
+def test_a_wake_ends_the_wait_of_a_pop_with_nothing_ready(
+    q: SchedulingQueue, queued: list[str], woken: str, expected: list[str | None]
+) -> None:
+    for name in queued:
+        q.add(pod(name))
+    if woken == "before":
+        q.wake()
+    else:
+        threading.Timer(0.05, q.wake).start()
+    started = time.monotonic()
+    got = []
+    for _ in expected:
+        item = q.pop(timeout=5)
+        got.append(item.pod.name if item is not None else None)
+    assert got == expected
+    assert time.monotonic() - started < 2.5  # the wake ended it, not the 5 s timeout
 
 
 def test_a_gated_pod_waits_until_its_last_gate_is_removed(q: SchedulingQueue) -> None:
