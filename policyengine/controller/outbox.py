@@ -203,7 +203,11 @@ class Outbox:
 
     def close(self) -> None:
         """Stop the thread (if any) and close every connection; what is pending is failed."""
-        self._closed = True
+        with self._lock:
+            self._closed = True
+            dialed, self._dialed = self._dialed, []
+        for _origin, _pool, conn, _error in dialed:
+            conn.close()
         self._wake()
         if self._thread is not None:
             self._thread.join(5.0)
@@ -339,6 +343,9 @@ class Outbox:
             conn.close()
             error = exc
         with self._lock:
+            if self._closed:  # closed while dialing: nobody will take it
+                conn.close()
+                return
             self._dialed.append((origin, pool, conn, error))
         self._wake()
 
