@@ -17,7 +17,9 @@ of what the server sends):
   and retry with exponential backoff — the informer never gives up and never exits on its
   own.
 
-Handlers run on the informer's thread, in event order; an exception in a handler is logged
+Watch events are read in batches (``watchlines``): after a read that held events the thread
+pauses a few milliseconds, so a busy watch is read a few hundred times a second rather than
+once per event. Handlers run on the informer's thread, in event order; an exception in a handler is logged
 and does not stop the informer. ``has_synced()`` turns true once the first list has been
 delivered. A ``transform`` (client-go's ``SetTransform``) trims each object as it arrives,
 before it is stored or handed on, so a store of objects the scheduler reads little of (a
@@ -31,7 +33,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,7 +41,7 @@ import structlog
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from policyengine.controller import wirejson
+from policyengine.controller import watchlines, wirejson
 from policyengine.controller.wirejson import JSON
 
 log = structlog.get_logger(__name__)
@@ -53,11 +55,13 @@ class EventHandler(Protocol):
 
 @dataclass(frozen=True)
 class InformerOptions:
-    """Timings. The defaults are client-go's; tests shorten them."""
+    """Timings. The defaults are client-go's (``watch_pause`` is ours); tests shorten them."""
 
     watch_timeout: tuple[int, int] = (300, 600)  # timeoutSeconds drawn from this range
     read_slack: float = 30.0  # client read timeout beyond timeoutSeconds (dead connections)
     connect_timeout: float = 10.0
+    # After a read of watch events, seconds before the next read (controller/watchlines.py).
+    watch_pause: float = watchlines.DEFAULT_PAUSE
     page_size: int = 500
     backoff_initial: float = 0.8
     backoff_max: float = 30.0
@@ -80,22 +84,6 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _lines(response: Any) -> Iterator[bytes]:
-    """Newline-delimited events; a chunk may hold several events or part of one."""
-    buffer = b""
-    for chunk in response.stream(amt=None, decode_content=True):
-        buffer += chunk
-        while True:
-            cut = buffer.find(b"\n")
-            if cut < 0:
-                break
-            line, buffer = buffer[:cut], buffer[cut + 1 :]
-            if line.strip():
-                yield line
-    if buffer.strip():
-        yield buffer
 
 
 class Informer:
@@ -299,7 +287,7 @@ class Informer:
         try:
             if self._stopping.is_set():
                 return delivered
-            for line in _lines(response):
+            for line in watchlines.lines(response, self._options.watch_pause):
                 self._handle_line(line)
                 delivered += 1
                 if self._stopping.is_set():
