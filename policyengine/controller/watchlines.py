@@ -8,7 +8,8 @@ scheduling loop and gave it back, and a sixth of the scheduler's CPU per bound p
 has, in one system call) and decoded in place, and after a read that held events the thread
 pauses ``pause`` seconds before reading again, so that events arriving close together are
 read, decoded and handed over together: each event is delivered at most ``pause`` later than
-it arrived, only while events keep arriving.
+it arrived, only while events keep arriving. A read that filled its buffer is followed by the
+next at once, so a burst is read as fast as the connection delivers it.
 
 Only the plain case is read here: an HTTP/1.1 ``Transfer-Encoding: chunked`` body without a
 ``Content-Encoding``, untouched so far (what the API server sends for a watch). Anything else
@@ -53,7 +54,8 @@ def lines(
             if line.strip():
                 delivered = True
                 yield line
-        if delivered and pause > 0 and not ended:
+        # A full read may have left more behind: read on. Otherwise let events gather.
+        if delivered and pause > 0 and not ended and len(block) < _READ:
             sleep(pause)
     if text.strip():
         yield text

@@ -94,6 +94,9 @@ def test_the_lines_are_streams_for_any_chunking_and_any_reads(
         ([b"3\r\nab\n\r\n", b"3\r\ncd\n\r\n", b"0\r\n\r\n"], 2),
         ([b"3\r\nab\n", b"\r\n", b"0\r\n\r\n"], 1),  # a chunk across reads
         ([b"3\r\n \n\n\r\n", b"0\r\n\r\n"], 0),  # blank lines are not events
+        # A read that filled its buffer (65,536 bytes) may have left more: no pause after it.
+        ([b"fff8\r\n" + b"a" * 65527 + b"\n\r\n", b"0\r\n\r\n"], 0),
+        ([b"fff7\r\n" + b"a" * 65526 + b"\n\r\n", b"0\r\n\r\n"], 1),
     ],
     ids=[
         "two-batches",
@@ -102,6 +105,8 @@ def test_the_lines_are_streams_for_any_chunking_and_any_reads(
         "a-line-a-read",
         "split-chunk",
         "blank",
+        "full-read",
+        "one-byte-short",
     ],
 )
 def test_a_pause_follows_each_read_that_delivered_events(reads: list[bytes], pauses: int) -> None:
