@@ -189,9 +189,10 @@ class Outbox:
         """Pump (or, when a thread pumps, wait) until ``until()`` holds — by default, until
         nothing is pending — or ``timeout`` passes. Whether it holds."""
         finished = until or (lambda: not self.busy())
-        deadline = None if timeout is None else self._clock() + timeout
+        # Real time, not the clock of due times (which a test may hold still).
+        deadline = None if timeout is None else time.monotonic() + timeout
         while not finished():
-            left = None if deadline is None else deadline - self._clock()
+            left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return False
             step = 0.05 if left is None else min(0.05, left)
