@@ -11,9 +11,11 @@ only wires them the way kube-scheduler does:
   a reload takes effect between cycles), reads one immutable snapshot, runs the engine with the
   pod's profile (its ``spec.schedulerName``), and either assumes the chosen node and hands the
   bind to the binder (``binder``), or parks the pod as unschedulable and tells the user
-  (``events``);
-* bind results come back on binder threads: success confirms and emits ``Scheduled``, a 409
-  drops the pod, anything else forgets the assumption and requeues it with backoff;
+  (``events``); bindings, Events and condition patches are written on connections the loop
+  itself pumps between cycles (``outbox``), so no write waits and none needs a thread;
+* bind results come back when the loop next pumps the outbox: success confirms and emits
+  ``Scheduled``, a 409 drops the pod, anything else forgets the assumption and requeues it
+  with backoff;
 * a pod that fits nowhere goes through preemption (``preemption``): victims are deleted
   gracefully, the pod is nominated to their node and bound there once they are gone; nominated
   pods of equal or higher priority count as placed in every cycle;
