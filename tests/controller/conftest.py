@@ -62,10 +62,13 @@ def one_shot() -> Iterator[str]:
     server.server_close()
 
 
-def refused_port() -> int:
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A port that refuses connections for the whole test: bound and never listening, so no
+    other test (another worker's server) can take it meanwhile."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        yield int(s.getsockname()[1])
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ asked for instead of sleeping.
 from __future__ import annotations
 
 import random
-import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -36,12 +35,6 @@ from policyengine.controller.connection import (
 )
 
 USER = "system:serviceaccount:kube-system:policyengine"
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RecordingStop(threading.Event):
@@ -356,8 +349,8 @@ def test_unauthorized(apiserver: LoopbackAPIServer, installed: connection.Connec
     assert (failure.kind, failure.retryable) == ("unauthorized", True)
 
 
-def test_connection_refused(tmp_path: Path) -> None:
-    port = closed_port()
+def test_connection_refused(tmp_path: Path, refused_port: int) -> None:
+    port = refused_port
     server = LoopbackAPIServer(port=port)  # not started: only its kubeconfig is used
     conn = connect(str(server.kubeconfig(tmp_path / "kubeconfig")), environ={})
     failure = _failure_of(lambda: k8s.CoreV1Api(conn.client).list_node())
@@ -414,8 +407,8 @@ def test_backoff_is_exponential_capped_and_jittered() -> None:
     assert len({round(d, 6) for d in delays[4:]}) > 1  # at the cap the delays still differ
 
 
-def test_retry_logs_each_failure_and_backs_off(tmp_path: Path) -> None:
-    port = closed_port()
+def test_retry_logs_each_failure_and_backs_off(tmp_path: Path, refused_port: int) -> None:
+    port = refused_port
     conn = connect(str(LoopbackAPIServer(port=port).kubeconfig(tmp_path / "kc")), environ={})
     core = k8s.CoreV1Api(conn.client)
     stop = RecordingStop(stop_after=3)

@@ -17,7 +17,6 @@ from policyengine.controller.connection import classify, connect, last_request
 from policyengine.controller.keepalive import usable
 from policyengine.controller.rawapi import AUTH_REUSE, RawAPI
 from tests.controller.builders import pod_obj, scheduled_event
-from tests.controller.conftest import refused_port
 
 
 def _post(api: RawAPI, i: int, timeout: float = 10) -> Any:
@@ -81,10 +80,10 @@ def test_a_connection_closed_while_idle_is_replaced(one_shot: str) -> None:
     ids=["refused", "slow"],
 )
 def test_failures_are_raised_as_urllib3_raises_them(
-    apiserver: LoopbackAPIServer, case: str, reason: type, message: str
+    apiserver: LoopbackAPIServer, refused_port: int, case: str, reason: type, message: str
 ) -> None:
     if case == "refused":
-        api = RawAPI(k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{refused_port()}")))
+        api = RawAPI(k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{refused_port}")))
     else:
         api = RawAPI(apiserver.api_client())
         apiserver.delay(1.0, times=1, resource="events")

@@ -21,7 +21,7 @@ from policyengine.controller.keepalive import WireResponse
 from policyengine.controller.outbox import Answer, Outbox
 from policyengine.controller.rawapi import RawAPI
 from tests.controller.builders import pod_obj, scheduled_event
-from tests.controller.conftest import OneShot, refused_port
+from tests.controller.conftest import OneShot
 
 
 class _Writer:
@@ -146,11 +146,15 @@ def test_connections_are_added_only_while_writes_wait_and_never_beyond_the_limit
     ids=["refused", "slow", "cut"],
 )
 def test_failures_reach_the_callback_as_urllib3_raises_them(
-    counting: tuple[str, type[_Counting]], case: str, reason: type, message: str
+    counting: tuple[str, type[_Counting]],
+    refused_port: int,
+    case: str,
+    reason: type,
+    message: str,
 ) -> None:
     url, handler = counting
     if case == "refused":
-        url = f"http://127.0.0.1:{refused_port()}"
+        url = f"http://127.0.0.1:{refused_port}"
     handler.delay = 1.0 if case == "slow" else 0.0
     handler.cut = case == "cut"
     writer = _Writer(k8s.ApiClient(k8s.Configuration(host=url)))
