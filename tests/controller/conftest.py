@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import structlog
+from kubernetes import client as k8s
 
 
 @pytest.fixture
@@ -99,3 +100,11 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     yield f"https://127.0.0.1:{server.server_address[1]}", cert
     server.shutdown()
     server.server_close()
+
+
+def tls_client(tls_server: tuple[str, Path], trusted: bool) -> k8s.ApiClient:
+    """A client of ``tls_server`` that trusts its certificate, or trusts nothing given."""
+    url, cert = tls_server
+    cfg = k8s.Configuration(host=url)
+    cfg.ssl_ca_cert = str(cert) if trusted else None
+    return k8s.ApiClient(cfg)

@@ -17,6 +17,7 @@ from policyengine.controller.connection import classify, connect, last_request
 from policyengine.controller.keepalive import usable
 from policyengine.controller.rawapi import AUTH_REUSE, RawAPI
 from tests.controller.builders import pod_obj, scheduled_event
+from tests.controller.conftest import tls_client
 
 
 def _post(api: RawAPI, i: int, timeout: float = 10) -> Any:
@@ -152,10 +153,7 @@ def test_proxied_clients_keep_urllib3(host: str, proxy: str | None, fast: bool) 
 
 @pytest.mark.parametrize("trusted", [True, False])
 def test_tls_is_the_clients(tls_server: tuple[str, Path], trusted: bool) -> None:
-    url, cert = tls_server
-    cfg = k8s.Configuration(host=url)
-    cfg.ssl_ca_cert = str(cert) if trusted else None
-    api = RawAPI(k8s.ApiClient(cfg))
+    api = RawAPI(tls_client(tls_server, trusted))
     if trusted:
         assert [_post(api, i).status for i in range(2)] == [201, 201]
         return

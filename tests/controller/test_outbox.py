@@ -21,7 +21,7 @@ from policyengine.controller.keepalive import WireResponse
 from policyengine.controller.outbox import Answer, Outbox
 from policyengine.controller.rawapi import RawAPI
 from tests.controller.builders import pod_obj, scheduled_event
-from tests.controller.conftest import OneShot
+from tests.controller.conftest import OneShot, tls_client
 
 
 class _Writer:
@@ -199,10 +199,7 @@ def test_writes_after_close_are_answered_at_once(kube_api_client: Any) -> None:
 
 @pytest.mark.parametrize("trusted", [True, False])
 def test_tls_is_the_clients(tls_server: tuple[str, Path], trusted: bool) -> None:
-    url, cert = tls_server
-    cfg = k8s.Configuration(host=url)
-    cfg.ssl_ca_cert = str(cert) if trusted else None
-    writer = _Writer(k8s.ApiClient(cfg))
+    writer = _Writer(tls_client(tls_server, trusted))
     writer.post(0)
     writer.post(1)
     answers = writer.wait(2)
