@@ -107,10 +107,7 @@ class KeepAliveSender:
         gate = getattr(self._client.rest_client, GATE, None)
         if gate is not None:
             gate(method, url)
-        scheme, _, rest = url.partition("://")
-        slash = rest.find("/")
-        origin = f"{scheme}://{rest[:slash] if slash >= 0 else rest}"
-        target = url[len(origin) :] or "/"
+        origin, target = split_url(url)
         data = None if body is None else json.dumps(body).encode("utf-8")
         pool, conn, host = self._connection(origin)
         seconds = timeout_seconds(timeout)
@@ -126,27 +123,43 @@ class KeepAliveSender:
                 conn.connect()
             conn.sock.sendall(wire)
             response = read_response(conn.sock, method)
-        except urllib3.exceptions.HTTPError as error:  # connecting: refused, TLS, name
+        except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as error:
             conn.close()
-            raise urllib3.exceptions.MaxRetryError(pool, target, error) from error
-        except (ssl.SSLError, ssl.CertificateError) as error:
-            conn.close()
-            raise urllib3.exceptions.MaxRetryError(
-                pool, target, urllib3.exceptions.SSLError(error)
-            ) from error
-        except TimeoutError as error:
-            conn.close()
-            late = urllib3.exceptions.ReadTimeoutError(
-                pool, target, f"Read timed out. (read timeout={seconds})"
-            )
-            raise urllib3.exceptions.MaxRetryError(pool, target, late) from error
-        except (OSError, http.client.HTTPException) as error:
-            conn.close()
-            cut = urllib3.exceptions.ProtocolError("Connection aborted.", error)
-            raise urllib3.exceptions.MaxRetryError(pool, target, cut) from error
+            raise transport_error(pool, target, error, seconds) from error
         if response.will_close:
             conn.close()
         return WireResponse(response)
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """``url``'s origin (``scheme://host:port``) and its request target (path and query)."""
+    scheme, _, rest = url.partition("://")
+    slash = rest.find("/")
+    origin = f"{scheme}://{rest[:slash] if slash >= 0 else rest}"
+    return origin, url[len(origin) :] or "/"
+
+
+def transport_error(
+    pool: Any, target: str, error: Exception, seconds: float | None
+) -> urllib3.exceptions.MaxRetryError:
+    """``error`` (connecting, writing or reading ``target``, with a read timeout of
+    ``seconds``) as urllib3 raises it with its retries off: a ``MaxRetryError`` whose reason
+    is the connection's own urllib3 error, ``SSLError``, ``ReadTimeoutError`` or
+    ``ProtocolError``."""
+    reason: Exception
+    if isinstance(error, urllib3.exceptions.HTTPError):  # connecting: refused, TLS, name
+        reason = error
+    elif isinstance(error, ssl.SSLError | ssl.CertificateError):
+        reason = urllib3.exceptions.SSLError(error)
+    elif isinstance(error, TimeoutError):
+        reason = urllib3.exceptions.ReadTimeoutError(
+            pool, target, f"Read timed out. (read timeout={seconds})"
+        )
+    else:
+        reason = urllib3.exceptions.ProtocolError("Connection aborted.", error)
+    wrapped = urllib3.exceptions.MaxRetryError(pool, target, reason)
+    wrapped.__cause__ = error
+    return wrapped
 
 
 def timeout_seconds(timeout: Any) -> float | None:

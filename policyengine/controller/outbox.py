@@ -40,12 +40,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import urllib3
 from kubernetes import client as k8s
 
 from policyengine.controller.connection import LIMITER
 from policyengine.controller.http1 import host_header, parse_response, request_bytes
-from policyengine.controller.keepalive import WireResponse
+from policyengine.controller.keepalive import WireResponse, split_url, transport_error
 from policyengine.controller.logs import get_logger
 
 log = get_logger("policyengine.outbox")
@@ -149,10 +148,7 @@ class Outbox:
         if self._closed:
             done(ConnectionError("the outbox was closed: the scheduler is stopping"))
             return
-        scheme, _, rest = url.partition("://")
-        slash = rest.find("/")
-        origin = f"{scheme}://{rest[:slash] if slash >= 0 else rest}"
-        target = url[len(origin) :] or "/"
+        origin, target = split_url(url)
         try:
             _pool, host = self._host(origin)
             wire = request_bytes(method, target, host, headers, data)
@@ -251,10 +247,13 @@ class Outbox:
         self._take()
         now = self._clock()
         timeout = wait
-        if self._waiting and timeout > 0:
-            ready_now = self._idle or len(self._busy) + self._dialing < self._limit
-            due = self._waiting[0].due - now
-            timeout = min(timeout, max(0.0, due) if ready_now else timeout)
+        if (
+            self._waiting
+            and timeout > 0
+            and (self._idle or len(self._busy) + self._dialing < self._limit)
+        ):
+            # A connection could take the next request: wake when it is due.
+            timeout = min(timeout, max(0.0, self._waiting[0].due - now))
         if self._busy and timeout > 0:
             deadlines = [h.deadline for h in self._busy.values() if h.deadline is not None]
             if deadlines:
@@ -317,8 +316,9 @@ class Outbox:
 
     def _idle_for(self, origin: str) -> _Connection | None:
         idle = self._idle
+        pool = self._hosts[origin][0]
         for i in range(len(idle) - 1, -1, -1):  # the most recently used first: warm
-            if idle[i].pool is self._hosts[origin][0]:
+            if idle[i].pool is pool:
                 return idle.pop(i)
         return None
 
@@ -357,7 +357,7 @@ class Outbox:
         failing = [r for r in self._waiting if r.origin == origin]
         self._waiting = deque(r for r in self._waiting if r.origin != origin)
         for request in failing:
-            self._finish(request, _as_urllib3(pool, request.target, error))
+            self._finish(request, transport_error(pool, request.target, error, request.seconds))
 
     def _write(self, holder: _Connection) -> None:
         try:
@@ -416,21 +416,19 @@ class Outbox:
 
     def _expire(self, now: float) -> None:
         for holder in list(self._busy.values()):
-            if holder.deadline is not None and now >= holder.deadline and holder.request:
-                request = holder.request
-                late = urllib3.exceptions.ReadTimeoutError(
-                    holder.pool, request.target, f"Read timed out. (read timeout={request.seconds})"
-                )
+            request = holder.request
+            if request is not None and holder.deadline is not None and now >= holder.deadline:
                 self._release(holder, reusable=False)
-                self._finish(
-                    request, urllib3.exceptions.MaxRetryError(holder.pool, request.target, late)
-                )
+                late = transport_error(holder.pool, request.target, TimeoutError(), request.seconds)
+                self._finish(request, late)
 
     def _broken(self, holder: _Connection, error: Exception) -> None:
         request = holder.request
         self._release(holder, reusable=False)
         if request is not None:
-            self._finish(request, _as_urllib3(holder.pool, request.target, error))
+            self._finish(
+                request, transport_error(holder.pool, request.target, error, request.seconds)
+            )
 
     def _release(self, holder: _Connection, *, reusable: bool) -> None:
         self._busy.pop(holder.sock.fileno(), None)
@@ -484,17 +482,3 @@ class Outbox:
         with contextlib.suppress(OSError):
             while self._wake_read.recv(4096):
                 pass
-
-
-def _as_urllib3(pool: Any, target: str, error: Exception) -> urllib3.exceptions.MaxRetryError:
-    """``error`` as urllib3 raises it with retries off (``keepalive``'s mapping)."""
-    reason: Exception
-    if isinstance(error, urllib3.exceptions.HTTPError):  # connecting: refused, name
-        reason = error
-    elif isinstance(error, ssl.SSLError | ssl.CertificateError):
-        reason = urllib3.exceptions.SSLError(error)
-    else:
-        reason = urllib3.exceptions.ProtocolError("Connection aborted.", error)
-    wrapped = urllib3.exceptions.MaxRetryError(pool, target, reason)
-    wrapped.__cause__ = error
-    return wrapped
