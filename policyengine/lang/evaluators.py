@@ -356,6 +356,12 @@ def filter_batch_evaluator(
         return read(values, batch)
 
     def read(values: Column, batch: NodeBatch) -> list[FilterVerdict]:
+        if type(values) is Copied:
+            # A builtin that told its few distinct results (``lang.copied``): their verdicts
+            # travel with its indexes when none reads the node.
+            told = [_shared_verdict(value, rejected, {}) for value in values.results]
+            if all(verdict is not None for verdict in told):
+                return Copied(told, values.inverse)  # type: ignore[return-value]
         # Builtins give thousands of nodes the same (shared) value: each distinct object is
         # read once, and one verdict serves every node with equal reasons.
         ids = list(map(id, values))

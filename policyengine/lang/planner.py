@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import repeat
@@ -28,6 +28,7 @@ from typing import Any
 from policyengine.diagnostics import Diagnostic, Severity, Span
 from policyengine.lang import nodes as n
 from policyengine.lang import vector
+from policyengine.lang.copied import Copied
 from policyengine.lang.evaluators import BatchBody, NodeBatch
 from policyengine.lang.runtime import ROOTS, Closure, Env, EvalError, format_value, type_name
 from policyengine.lang.schema import Function, Schema
@@ -1224,6 +1225,11 @@ class Planner:
 # --- helpers used by the plans above -------------------------------------------------------
 
 
+def _distinct(results: Column) -> Sequence[Any]:
+    """The results to look at once each: a ``Copied``'s few, or every one."""
+    return results.results if type(results) is Copied else results
+
+
 def _batched(function: Function, args: list[Plan], must_exist: bool) -> BatchBody | None:
     """The whole-batch form of a domain call, when the function has one and every argument
     is either pod-level (evaluated once) or a bare root (read from the batch's column)."""
@@ -1248,7 +1254,7 @@ def _batched(function: Function, args: list[Plan], must_exist: bool) -> BatchBod
         if len(results) != nodes.size or (
             must_exist
             and not isinstance(results, vector.Numbers)  # numbers, never null
-            and any(map(operator.is_, results, repeat(None)))
+            and any(map(operator.is_, _distinct(results), repeat(None)))
         ):
             # The node-by-node path reports these, with the call's span.
             raise ValueError("the batched call did not give one value per node")

@@ -24,6 +24,7 @@ from policyengine.model.cached import cached_property
 from policyengine.model.frozen import EMPTY, FrozenDict
 from policyengine.model.labels import LabelSelector
 from policyengine.model.node_selectors import CompiledTerm, NodeSelector
+from policyengine.model.storage_log import Change, Place, between, root, step
 from policyengine.model.storage_migration import (
     PLUGINS,
     InTreePlugin,
@@ -377,6 +378,21 @@ class StorageObjects:
 
     # -- derivations ------------------------------------------------------------------
 
+    @cached_property
+    def place(self) -> Place:
+        """This storage's lineage and place on it (``storage_log``): a storage not derived
+        from another starts a lineage."""
+        return root()
+
+    def changes_since(self, older: StorageObjects) -> set[Change] | None:
+        """The (kind, key) of each object replaced on the way from ``older`` to this one;
+        None when that is not known (this one does not derive from ``older`` in one line)."""
+        return between(older.place, self.place)
+
+    def _derived(self, out: StorageObjects, kind: str, key: str) -> StorageObjects:
+        out.__dict__["place"] = step(self.place, (kind, key))
+        return out
+
     def with_pv(self, pv: PersistentVolume) -> StorageObjects:
         out = replace(self, pvs=self.pvs.with_item(pv.name, pv))
         known = self.__dict__.get("pvs_by_class")
@@ -384,13 +400,16 @@ class StorageObjects:
             # An assume replaces a volume by one naming its claim: the index is patched from
             # this one's, not sorted anew (it holds the index only until then, no chain).
             out.__dict__["_pvs_step"] = (known, self.pvs.get(pv.name), pv)
-        return out
+        return self._derived(out, "pv", pv.name)
 
     def without_pv(self, name: str) -> StorageObjects:
-        return self if name not in self.pvs else replace(self, pvs=self.pvs.without(name))
+        if name not in self.pvs:
+            return self
+        return self._derived(replace(self, pvs=self.pvs.without(name)), "pv", name)
 
     def with_pvc(self, pvc: PersistentVolumeClaim) -> StorageObjects:
-        return self._same_pvs(replace(self, pvcs=self.pvcs.with_item(pvc.key, pvc)))
+        out = self._same_pvs(replace(self, pvcs=self.pvcs.with_item(pvc.key, pvc)))
+        return self._derived(out, "pvc", pvc.key)
 
     def _same_pvs(self, out: StorageObjects) -> StorageObjects:
         """``out`` (holding this one's volumes) with the volumes' index already built here."""
@@ -400,31 +419,38 @@ class StorageObjects:
         return out
 
     def without_pvc(self, key: str) -> StorageObjects:
-        return self if key not in self.pvcs else replace(self, pvcs=self.pvcs.without(key))
+        if key not in self.pvcs:
+            return self
+        return self._derived(replace(self, pvcs=self.pvcs.without(key)), "pvc", key)
 
     def with_class(self, cls: StorageClass) -> StorageObjects:
-        return replace(self, classes=self.classes.with_item(cls.name, cls))
+        out = replace(self, classes=self.classes.with_item(cls.name, cls))
+        return self._derived(out, "class", cls.name)
 
     def without_class(self, name: str) -> StorageObjects:
         if name not in self.classes:
             return self
-        return replace(self, classes=self.classes.without(name))
+        return self._derived(replace(self, classes=self.classes.without(name)), "class", name)
 
     def with_csi_node(self, node: CSINode) -> StorageObjects:
-        return replace(self, csi_nodes=self.csi_nodes.with_item(node.name, node))
+        out = replace(self, csi_nodes=self.csi_nodes.with_item(node.name, node))
+        return self._derived(out, "csinode", node.name)
 
     def without_csi_node(self, name: str) -> StorageObjects:
         if name not in self.csi_nodes:
             return self
-        return replace(self, csi_nodes=self.csi_nodes.without(name))
+        out = replace(self, csi_nodes=self.csi_nodes.without(name))
+        return self._derived(out, "csinode", name)
 
     def with_csi_driver(self, driver: CSIDriver) -> StorageObjects:
-        return replace(self, csi_drivers=self.csi_drivers.with_item(driver.name, driver))
+        out = replace(self, csi_drivers=self.csi_drivers.with_item(driver.name, driver))
+        return self._derived(out, "csidriver", driver.name)
 
     def without_csi_driver(self, name: str) -> StorageObjects:
         if name not in self.csi_drivers:
             return self
-        return replace(self, csi_drivers=self.csi_drivers.without(name))
+        out = replace(self, csi_drivers=self.csi_drivers.without(name))
+        return self._derived(out, "csidriver", name)
 
     def with_capacity(self, capacity: CSIStorageCapacity) -> StorageObjects:
         kept = tuple(
@@ -432,11 +458,14 @@ class StorageObjects:
             for c in self.capacities
             if (c.namespace, c.name) != (capacity.namespace, capacity.name)
         )
-        return replace(self, capacities=(*kept, capacity))
+        out = replace(self, capacities=(*kept, capacity))
+        return self._derived(out, "capacity", f"{capacity.namespace}/{capacity.name}")
 
     def without_capacity(self, namespace: str, name: str) -> StorageObjects:
         kept = tuple(c for c in self.capacities if (c.namespace, c.name) != (namespace, name))
-        return self if len(kept) == len(self.capacities) else replace(self, capacities=kept)
+        if len(kept) == len(self.capacities):
+            return self
+        return self._derived(replace(self, capacities=kept), "capacity", f"{namespace}/{name}")
 
 
 def _replaced_in_class(

@@ -40,7 +40,7 @@ CACHES: tuple[tuple[str, str], ...] = (
     ("policyengine.schedlib.spread_score", "_LAST_DOMAINS"),
     ("policyengine.schedlib.domain_counts", "_indexes"),
     ("policyengine.schedlib.gpu", "_CAPACITY_SUMS"),
-    ("policyengine.schedlib.storage_batch", "_LIMIT_ROWS"),
+    ("policyengine.schedlib.volume_rows", "_KEPT"),
     ("policyengine.schedlib.resource_facts", "STORE"),
 )
 

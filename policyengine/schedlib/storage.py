@@ -19,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+import numpy as np
+
+from policyengine.lang.copied import Copied
 from policyengine.lang.schema import Function, Param
 from policyengine.lang.types import STRING, ListType
 from policyengine.model.objects import Pod
@@ -28,6 +31,7 @@ from policyengine.model.plugins import volume_binding as binding
 from policyengine.model.plugins import volume_restrictions as restrictions
 from policyengine.model.plugins import volume_zone as zone
 from policyengine.schedlib.context import CycleContext
+from policyengine.schedlib.node_rows import node_infos
 from policyengine.schedlib.records import NODE, POD
 from policyengine.schedlib.storage_batch import FORMS, PASS
 from policyengine.schedlib.views import NodeView, PodView
@@ -127,9 +131,14 @@ def _infos(ctx: CycleContext, nodes: Sequence[NodeView]) -> list[Any]:
     found = kept.get(id(nodes))
     if found is not None and found[0] is nodes:
         return found[1]
-    infos = [view.info for view in nodes]
+    infos = node_infos(ctx, nodes)
     kept[id(nodes)] = (nodes, infos)  # holding ``nodes`` keeps its id from being reused
     return infos
+
+
+def _alike(reasons: list[str], count: int) -> list[list[str]]:
+    """``reasons`` at each of ``count`` nodes, told once (``lang.copied``)."""
+    return Copied([reasons], np.zeros(count, np.int64))  # type: ignore[return-value]
 
 
 def _idle_test(plugin_name: str) -> Callable[[CycleContext], bool]:
@@ -168,14 +177,13 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
     def reasons(ctx: CycleContext, everything: Sequence[NodeView]) -> list[list[str]]:
         nodes = everything
         if idle(ctx):
-            return [PASS] * len(nodes)
+            return _alike(PASS, len(nodes))
         rejection = pod_rejection(ctx)
         if rejection is not None:
-            rejects = rejection[0] == plugin_name
-            return [[rejection[1]] if rejects else PASS for _ in nodes]
+            return _alike([rejection[1]] if rejection[0] == plugin_name else PASS, len(nodes))
         state = _state(ctx, plugin)
         if everywhere is not None and everywhere(state):
-            return [PASS] * len(nodes)
+            return _alike(PASS, len(nodes))
         kept = _outside(ctx, plugin_name)
         if kept is not None:
             nodes = [view for view in nodes if view.node.name in kept]

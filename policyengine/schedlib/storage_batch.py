@@ -11,8 +11,10 @@ kept column of attach-limit groups), the few a class's later cycles ask about in
 - VolumeZone reads the node's four zone and region labels.
 - NodeVolumeLimits reads the node's attach limits (its allocatable and its CSINode), whether
   it has a CSINode and which in-tree plugins that names as migrated, and the volumes of its
-  pods: a node whose pods use no volume (``NodeInfo.pods_with_volumes``, kept on the
-  immutable NodeInfo) is judged by its limits and migration alone, the others one by one.
+  pods: nodes alike in those limits and migration and in how many volumes of each limit's key
+  their pods attach share an answer, unless one of the pod's own volumes is attached there
+  (kept between cycles and followed through placements and storage changes:
+  ``schedlib.volume_rows``).
 - VolumeBinding, for a pod whose waiting claims have no selected node (one claim to match at
   most, so no volume chosen for one claim is kept from another), reads the node's values of
   the label keys its bound volumes, the claim's candidate volumes pinned to no host and the
@@ -32,12 +34,12 @@ node for node, and the fast-path property tests hold whole decisions equal to th
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from policyengine.lang.copied import Copied
 from policyengine.model.node_selectors import NodeSelector
 from policyengine.model.plugins import node_volume_limits as limits
 from policyengine.model.plugins import volume_binding as binding
@@ -47,7 +49,7 @@ from policyengine.model.storage import HOSTNAME_LABEL, CSINode, PersistentVolume
 from policyengine.model.volume_binder import ClaimMatcher
 from policyengine.schedlib.domains import label_column
 from policyengine.schedlib.node_rows import rows_at
-from policyengine.schedlib.steplog import changed_rows
+from policyengine.schedlib.volume_rows import limit_codes
 
 Form = Callable[[Any, Sequence[NodeInfo], ClusterSnapshot], list[list[str]]]
 Run = Callable[[Any, NodeInfo], list[str]]
@@ -86,7 +88,7 @@ def _by_codes(
         # One int64 per row: a sort of numbers, not of rows as records.
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     results = [run(state, infos[i]) for i in first.tolist()]
-    return list(map(results.__getitem__, inverse.reshape(-1).tolist()))
+    return Copied(results, inverse.reshape(-1))  # type: ignore[return-value]  # a Sequence
 
 
 def _folded(codes: list[np.ndarray]) -> np.ndarray | None:
@@ -151,50 +153,15 @@ def _limit_code(info: NodeInfo, csi_nodes: Mapping[str, CSINode], groups: dict[A
     return groups.setdefault((tuple(found.items()), limits.migration_key(csi_node)), len(groups))
 
 
-# The last snapshot's limit groups per row: (generation, nodes, CSINodes, codes, groups).
-# A placement replaces one row's NodeInfo and keeps the CSINodes, so only that row is
-# looked at again.
-_LIMIT_ROWS: list[tuple[int, tuple[NodeInfo, ...], Any, np.ndarray, dict[Any, int]]] = []
-_LIMIT_LOCK = threading.Lock()
-
-
-def _limit_codes(snapshot: ClusterSnapshot, csi_nodes: Mapping[str, CSINode]) -> np.ndarray:
-    nodes = snapshot.nodes
-    with _LIMIT_LOCK:
-        known = _LIMIT_ROWS[0] if _LIMIT_ROWS else None
-    codes: np.ndarray | None = None
-    if known is not None and known[2] is csi_nodes and len(known[1]) == len(nodes):
-        generation, old, _, old_codes, groups = known
-        if old is nodes:
-            return old_codes
-        rows = changed_rows(snapshot, generation, old)
-        if rows is not None:
-            codes = old_codes.copy()
-            for row in rows:
-                codes[row] = _limit_code(nodes[row], csi_nodes, groups)
-    if codes is None:
-        groups = {}
-        codes = np.fromiter(
-            (_limit_code(info, csi_nodes, groups) for info in nodes), np.int64, len(nodes)
-        )
-    with _LIMIT_LOCK:
-        _LIMIT_ROWS[:] = [(snapshot.generation, nodes, csi_nodes, codes, groups)]
-    return codes
-
-
 def _limits(
     state: limits.FilterState, infos: Sequence[NodeInfo], snapshot: ClusterSnapshot
 ) -> list[list[str]]:
     if state.skip or state.storage is None:
         return [PASS] * len(infos)
-    csi_nodes = state.storage.csi_nodes
     rows = rows_at(snapshot, infos) if len(infos) > _FEW else None
     if rows is not None:
-        codes = _limit_codes(snapshot, csi_nodes)[rows]
-        alone = codes < 0
-        if alone.any():  # judged alone: a code of the node's own
-            codes[alone] = -1 - np.flatnonzero(alone)
-        return _by_codes(limits.filter, state, infos, [codes])
+        return _by_codes(limits.filter, state, infos, [limit_codes(snapshot, state, rows)])
+    csi_nodes = state.storage.csi_nodes
     groups: dict[Any, int] = {}
 
     def key(info: NodeInfo) -> Hashable:

@@ -237,6 +237,47 @@ class Exceeded:
     new: int
 
 
+def pod_volumes(state: FilterState, csi_node: CSINode | None) -> Attachable | str:
+    """The volumes the pod attaches on a node with ``csi_node`` (worked out once per
+    migration key); a string for an error about its claims."""
+    assert state.pod is not None and state.storage is not None
+    migrated = migration_key(csi_node)
+    kept = state.new_volumes.get(migrated)
+    if kept is None:
+        found: Attachable = {}
+        try:
+            attachable(state.pod, state.storage, csi_node, True, found, state.needs_annotation)
+        except MissingClaim as problem:
+            kept = state.new_volumes[migrated] = str(problem)
+        else:
+            kept = state.new_volumes[migrated] = found
+    return kept
+
+
+def node_volumes(
+    node: NodeInfo, storage: StorageObjects, csi_node: CSINode | None, needs_annotation: bool
+) -> Attachable | str:
+    """The volumes ``node``'s pods attach (a claim missing skipped); a string for an inline
+    volume of theirs that does not translate."""
+    attached: Attachable = {}
+    for info in node.pods_with_volumes:
+        try:
+            attachable(info.pod, storage, csi_node, False, attached, needs_annotation)
+        except Untranslatable as problem:
+            return str(problem)
+        except MissingClaim:
+            continue
+    return attached
+
+
+def attached_counts(attached: Attachable) -> dict[str, int]:
+    """How many volumes of each limit's key ``attached`` holds."""
+    counts: dict[str, int] = {}
+    for key in attached.values():
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def exceeded(state: FilterState, node: NodeInfo) -> Exceeded | str | None:
     """The first limit the pod would pass on ``node``; a string for an error about its claims;
     None when it fits."""
@@ -245,38 +286,17 @@ def exceeded(state: FilterState, node: NodeInfo) -> Exceeded | str | None:
     storage = state.storage
     csi_node = storage.csi_nodes.get(node.name)
     limits = volume_limits(node, csi_node)
-    migrated = migration_key(csi_node)
-    needs_annotation = state.needs_annotation
-    kept = state.new_volumes.get(migrated)
-    if kept is None:
-        found: Attachable = {}
-        try:
-            attachable(state.pod, storage, csi_node, True, found, needs_annotation)
-        except MissingClaim as problem:
-            kept = state.new_volumes[migrated] = str(problem)
-        else:
-            kept = state.new_volumes[migrated] = found
+    kept = pod_volumes(state, csi_node)
     if isinstance(kept, str):
         return kept
     if not kept or not limits:
         return None
-    new = dict(kept)
-    attached: Attachable = {}
-    for info in node.pods:
-        if info.pod.volumes:
-            try:
-                attachable(info.pod, storage, csi_node, False, attached, needs_annotation)
-            except Untranslatable as problem:
-                return str(problem)
-            except MissingClaim:
-                continue
-    attached_count: dict[str, int] = {}
-    for unique, key in attached.items():
-        new.pop(unique, None)  # a volume already attached is not attached again
-        attached_count[key] = attached_count.get(key, 0) + 1
-    new_count: dict[str, int] = {}
-    for key in new.values():
-        new_count[key] = new_count.get(key, 0) + 1
+    attached = node_volumes(node, storage, csi_node, state.needs_annotation)
+    if isinstance(attached, str):
+        return attached
+    # A volume already attached is not attached again.
+    new_count = attached_counts({k: v for k, v in kept.items() if k not in attached})
+    attached_count = attached_counts(attached)
     for key in sorted(new_count):
         limit = limits.get(key)
         if limit is not None and attached_count.get(key, 0) + new_count[key] > limit:
