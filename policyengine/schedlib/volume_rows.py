@@ -77,11 +77,14 @@ class LimitRows:
     def build(
         snapshot: ClusterSnapshot, storage: StorageObjects, needs_annotation: bool
     ) -> LimitRows:
-        nodes = snapshot.nodes
         kept = LimitRows(
-            snapshot.generation, nodes, storage, needs_annotation, np.empty(len(nodes), np.int64)
+            snapshot.generation,
+            snapshot.rows,
+            storage,
+            needs_annotation,
+            np.empty(len(snapshot), np.int64),
         )
-        for row, info in enumerate(nodes):
+        for row, info in enumerate(snapshot.nodes):
             kept.look_at(row, info)
         return kept
 
@@ -119,7 +122,7 @@ class LimitRows:
     def follow(self, snapshot: ClusterSnapshot, storage: StorageObjects) -> bool:
         """Bring the rows up to ``snapshot`` and ``storage``; False when what changed is not
         known (then build anew)."""
-        nodes = snapshot.nodes
+        nodes = snapshot.rows  # not ``nodes``: a derived snapshot builds that tuple when read
         if len(nodes) != len(self.nodes):
             return False
         if nodes is self.nodes and storage is self.storage:
@@ -133,10 +136,9 @@ class LimitRows:
             if moved is None:
                 return False
             rows.update(moved)
-        positions = snapshot.node_positions
         for change in changes:
             if change[0] == "csinode":
-                row = positions.get(change[1])
+                row = snapshot.node_positions.get(change[1])
                 if row is not None:
                     rows.add(row)
             rows.update(self.readers.get(change, ()))
