@@ -34,16 +34,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from policyengine.controller.logs import get_logger
 from policyengine.controller.outbox import DEFAULT_CONNECTIONS, Answer, Outbox
 from policyengine.controller.rawapi import RawAPI
 from policyengine.model.objects import Pod
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class BindOutcome(enum.Enum):

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import time
 
-import structlog
-
 from policyengine.controller.binder import BindOutcome, BindResult
 from policyengine.controller.cache import ClusterCache
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.hooks import SchedulerHooks, call_hook
+from policyengine.controller.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def settle_bind(

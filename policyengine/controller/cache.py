@@ -29,8 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import structlog
-
+from policyengine.controller.logs import get_logger
 from policyengine.controller.samefields import equal_except
 from policyengine.model.load import NodeLoad
 from policyengine.model.objects import Node, Pod
@@ -39,7 +38,7 @@ from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.storage import StorageObjects
 from policyengine.model.workloads import Workload
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_ASSUME_TTL = 30.0
 

@@ -69,7 +69,6 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-import structlog
 from kubernetes import client as k8s
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -93,6 +92,7 @@ from policyengine.controller.extender_wire import (
 )
 from policyengine.controller.httpserve import BackgroundHTTPServer, StateServer
 from policyengine.controller.informer import Informer, InformerOptions, object_key
+from policyengine.controller.logs import get_logger
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.scheduler import POD_FIELD_SELECTOR, TERMINAL_PHASES
 from policyengine.controller.wirejson import JSON
@@ -113,7 +113,7 @@ from policyengine.model.parse import parse_node, parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 MAX_EXTENDER_PRIORITY = 10  # kube-scheduler's extenderv1.MaxExtenderPriority

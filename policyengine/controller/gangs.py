@@ -47,14 +47,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
 from policyengine.controller.bindresults import settle_bind
 from policyengine.controller.cache import AssumeError, ClusterCache
 from policyengine.controller.events import EventRecorder
 from policyengine.controller.hooks import SchedulerHooks, call_hook
 from policyengine.controller.informer import object_key
+from policyengine.controller.logs import get_logger
 from policyengine.controller.podgroups import CRD_NAME, PodGroupStatusWriter
 from policyengine.controller.queue import (
     IN_FLIGHT,
@@ -78,7 +77,7 @@ from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.views import PodView
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 # scheduler-plugins' coscheduling waits this long (PermitWaitingTimeSeconds) when a PodGroup

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
+from policyengine.controller.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def call_hook(hook: Callable[..., None], *args: Any) -> None:

@@ -37,14 +37,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import structlog
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from policyengine.controller import watchlines, wirejson
+from policyengine.controller.logs import get_logger
 from policyengine.controller.wirejson import JSON
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class EventHandler(Protocol):

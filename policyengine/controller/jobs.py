@@ -12,9 +12,9 @@ import queue
 import threading
 from collections.abc import Callable
 
-import structlog
+from policyengine.controller.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 Job = Callable[[], None]
 

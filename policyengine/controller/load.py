@@ -24,11 +24,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import structlog
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from policyengine.controller.cache import ClusterCache
+from policyengine.controller.logs import get_logger
 from policyengine.model.errors import ModelError
 from policyengine.model.load import (
     DEFAULT_MAX_AGE,
@@ -38,7 +38,7 @@ from policyengine.model.load import (
     resolve_loads,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_POLL_INTERVAL = 30.0
 _ABSENT = (404, 503)

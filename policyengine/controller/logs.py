@@ -117,6 +117,43 @@ def configure(level: str = "info", fmt: str = "json", stream: TextIO | None = No
     logging.getLogger("urllib3").setLevel(max(numeric, logging.ERROR))
 
 
+class _Logger:
+    """structlog's lazy logger with the level test in front of ``debug`` and ``info``.
+
+    The lazy proxy binds a new logger on every call (its configuration may have changed
+    since): about 10 µs for a call the level then drops, and the loop logs each bound pod at
+    info. The same test as ``_LevelledLogger``, made before that binding; any other use of
+    the logger is the proxy's own."""
+
+    __slots__ = ("_proxy", "_std")
+
+    def __init__(self, name: str) -> None:
+        self._proxy = structlog.get_logger(name)
+        self._std = logging.getLogger(name)
+
+    def _dropped(self, level: int) -> bool:
+        processors = structlog.get_config()["processors"]
+        return (
+            bool(processors)
+            and processors[0] is structlog.stdlib.filter_by_level
+            and not self._std.isEnabledFor(level)
+        )
+
+    def debug(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if self._dropped(logging.DEBUG):
+            return None
+        return self._proxy.debug(event, *args, **kw)
+
+    def info(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if self._dropped(logging.INFO):
+            return None
+        return self._proxy.info(event, *args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._proxy, name)
+
+
 def get_logger(name: str) -> Any:
-    """A structlog logger named ``name`` (the ``logger`` key of its records)."""
-    return structlog.get_logger(name)
+    """A structlog logger named ``name`` (the ``logger`` key of its records) that drops a
+    ``debug`` or ``info`` call below the level before structlog builds anything."""
+    return _Logger(name)

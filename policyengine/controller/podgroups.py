@@ -28,7 +28,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import structlog
 import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -36,9 +35,10 @@ from kubernetes.client.exceptions import ApiException
 from policyengine.controller.connection import describe
 from policyengine.controller.informer import EventHandler, Informer, InformerOptions
 from policyengine.controller.jobs import JobThread
+from policyengine.controller.logs import get_logger
 from policyengine.controller.wirejson import JSON
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 # The coscheduling API as scheduler-plugins serves it.

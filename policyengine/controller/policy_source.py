@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.informer import Informer, InformerOptions, object_key
+from policyengine.controller.logs import get_logger
 from policyengine.controller.wirejson import JSON
 from policyengine.engine.policytest import TEST_SUFFIXES, find_test_files
 from policyengine.lang.cache import shared_cache
@@ -43,7 +43,7 @@ from policyengine.lang.compiler import CompileResult, Program
 from policyengine.lang.loader import SUFFIX, expand_paths
 from policyengine.lang.schema import Schema
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 KUBELET_DATA_LINK = "..data"  # what the kubelet re-points when a mounted ConfigMap changes
 

@@ -40,10 +40,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.events import EventRecorder
+from policyengine.controller.logs import get_logger
 from policyengine.controller.rawapi import RawAPI
 from policyengine.engine.cycle import CycleOptions
 from policyengine.engine.decision import Decision
@@ -60,7 +60,7 @@ from policyengine.model.pdb import PodDisruptionBudget, parse_pdb
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def pod_reference(pod: Pod) -> dict[str, str]:

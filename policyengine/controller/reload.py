@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import structlog
-
 from policyengine.controller.events import EventRecorder
+from policyengine.controller.logs import get_logger
 from policyengine.controller.policy_source import (
     ActivePolicy,
     Candidate,
@@ -47,7 +46,7 @@ from policyengine.engine import policytest
 from policyengine.lang.compiler import Program
 from policyengine.lang.schema import Schema
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 POLICY_ACCEPTED = "PolicyAccepted"
 POLICY_REJECTED = "PolicyRejected"

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.binder import Binder, BindOutcome, BindResult
@@ -53,6 +52,7 @@ from policyengine.controller.gangs import DEFAULT_GANG_TIMEOUT, GangCoordinator
 from policyengine.controller.hooks import SchedulerHooks, call_hook
 from policyengine.controller.informer import Informer, InformerOptions, object_key
 from policyengine.controller.load import DEFAULT_POLL_INTERVAL, LoadPoller
+from policyengine.controller.logs import get_logger
 from policyengine.controller.outbox import DEFAULT_CONNECTIONS, Outbox
 from policyengine.controller.podgroups import (
     DEFAULT_CRD_RECHECK,
@@ -94,7 +94,7 @@ from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.storage import StorageObjects
 from policyengine.model.topology import DEFAULT_TOPOLOGY, TopologyConfig
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 # The queue event a policy swap raises: a new policy may place any unschedulable pod.

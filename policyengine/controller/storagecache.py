@@ -17,8 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
+from policyengine.controller.logs import get_logger
 from policyengine.controller.wirejson import JSON
 from policyengine.model.errors import ModelError
 from policyengine.model.storage import (
@@ -34,7 +33,7 @@ from policyengine.model.storage import (
 from policyengine.model.storage_parse import parse_storage_object
 from policyengine.model.volume_binder import PodVolumes, assume
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # The informers' resources and the kind each lists.
 KINDS = {

@@ -18,10 +18,10 @@ import threading
 import time
 from collections.abc import Callable
 
-import structlog
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from policyengine.controller.logs import get_logger
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.storagecache import StorageCache
 from policyengine.controller.workers import WorkerPool
@@ -29,7 +29,7 @@ from policyengine.model.objects import Pod
 from policyengine.model.storage import ANN_SELECTED_NODE
 from policyengine.model.volume_binder import PodVolumes
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_BIND_TIMEOUT = 600.0  # kube-scheduler's bindTimeoutSeconds
 POLL_INTERVAL = 0.1

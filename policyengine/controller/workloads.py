@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import random
 
-import structlog
 from kubernetes import client as k8s
 
 from policyengine.controller.cache import ClusterCache
 from policyengine.controller.informer import Informer, InformerOptions
+from policyengine.controller.logs import get_logger
 from policyengine.controller.rawapi import RawAPI
 from policyengine.controller.wirejson import JSON
 from policyengine.model.errors import ModelError
@@ -31,7 +31,7 @@ from policyengine.model.workloads import (
     parse_workload,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def trimmed(obj: JSON) -> JSON:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from loopback import LoopbackAPIServer
+from policyengine.controller import events
 from policyengine.controller.binder import Binder, BindOutcome, binding_body
 from policyengine.controller.events import PRUNE_AT, EventRecorder
 from policyengine.model.parse import parse_pod
@@ -204,3 +206,22 @@ def test_remembered_events_are_pruned_by_halves(
     posted = recorder.suppressed
     recorder.failed_scheduling(pod("p0"), "s", "m", "p", "v", patch_condition=False)
     assert recorder.suppressed == posted + (now[0] - steps[0][0] < 60)
+
+
+# Times an Event carries, as the API's MicroTime and Time print them.
+TIMES = {
+    "a whole second": (
+        dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+        "2026-01-02T03:04:05.000000Z",
+    ),
+    "microseconds": (
+        dt.datetime(2026, 12, 31, 23, 59, 59, 7, tzinfo=dt.UTC),
+        "2026-12-31T23:59:59.000007Z",
+    ),
+}
+
+
+@pytest.mark.parametrize(("now", "micro"), TIMES.values(), ids=TIMES)
+def test_event_times_print_as_the_api_prints_them(now: dt.datetime, micro: str) -> None:
+    assert events._event_time(now) == micro == now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert events._timestamp(now) == micro[:19] + "Z" == now.strftime("%Y-%m-%dT%H:%M:%SZ")
