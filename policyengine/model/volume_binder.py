@@ -339,13 +339,15 @@ _PATCHED_AT_MOST = 16  # more changed volumes than this: built anew
 @dataclass(frozen=True, eq=False)
 class _Free:
     """What ``ClaimMatcher.of`` keeps of the volumes that name no claim, for one shape, and
-    the volumes that name one (in name order)."""
+    the volumes that name one (in name order, by the claim they name), with the storage the
+    volumes were read from (None: not told)."""
 
     volumes: tuple[PersistentVolume, ...]
     pinned: dict[str, tuple[Entry, ...]]
     anywhere: tuple[Entry, ...]
-    claimed: tuple[PersistentVolume, ...]
+    claimed: dict[tuple[str, str], tuple[PersistentVolume, ...]]
     impure: frozenset[str]
+    storage: StorageObjects | None = None
 
 
 def _impure(entries: tuple[Entry, ...]) -> bool:
@@ -391,13 +393,25 @@ _ENTRY_NAME = operator.itemgetter(0)
 _PV_NAME = operator.attrgetter("name")
 
 
-def _build(shape: tuple[Any, ...], selector: Any, volumes: tuple[PersistentVolume, ...]) -> _Free:
+def _claim_of(pv: PersistentVolume) -> tuple[str, str]:
+    ref = pv.claim_ref
+    assert ref is not None
+    return ref.namespace, ref.name
+
+
+def _build(
+    shape: tuple[Any, ...],
+    selector: Any,
+    volumes: tuple[PersistentVolume, ...],
+    storage: StorageObjects | None,
+) -> _Free:
     pinned: dict[str, list[Entry]] = {}
     anywhere: list[Entry] = []
-    claimed: list[PersistentVolume] = []
+    claimed: dict[tuple[str, str], tuple[PersistentVolume, ...]] = {}
     for pv in volumes:
         if pv.claim_ref is not None:
-            claimed.append(pv)
+            claim = _claim_of(pv)
+            claimed[claim] = (*claimed.get(claim, ()), pv)
             continue
         if not _fits(shape, selector, pv):
             continue
@@ -410,21 +424,53 @@ def _build(shape: tuple[Any, ...], selector: Any, volumes: tuple[PersistentVolum
                 pinned.setdefault(host, []).append(entry)
     kept = {h: tuple(v) for h, v in pinned.items()}
     impure = frozenset(h for h, entries in kept.items() if _impure(entries))
-    return _Free(volumes, kept, tuple(anywhere), tuple(claimed), impure)
+    return _Free(volumes, kept, tuple(anywhere), claimed, impure, storage)
 
 
-def _patched(
-    free: _Free, shape: tuple[Any, ...], selector: Any, volumes: tuple[PersistentVolume, ...]
-) -> _Free | None:
-    """``free`` carried to ``volumes`` (which differ from its own at a few places, each a
-    volume of the same name replaced); None when they differ otherwise."""
+def _changed_places(
+    free: _Free, volumes: tuple[PersistentVolume, ...], storage: StorageObjects | None
+) -> list[int] | None:
+    """The places where ``volumes`` holds another object than ``free``'s volumes (of the
+    same length); None when they differ otherwise, or in more than ``_PATCHED_AT_MOST``.
+    Read off the storage's record of the volumes replaced since ``free``'s when it has one,
+    else found by comparing every place (at C speed, ``compress`` over ``is not``)."""
     old = free.volumes
     if len(old) != len(volumes):
         return None
-    # The places holding another object, found at C speed (``compress`` over ``is not``).
-    changed = list(itertools.compress(itertools.count(), map(operator.is_not, old, volumes)))
-    if len(changed) > _PATCHED_AT_MOST:
+    changes = None
+    if storage is not None and free.storage is not None:
+        changes = storage.changes_since(free.storage)
+    if changes is None:
+        changed = list(itertools.compress(itertools.count(), map(operator.is_not, old, volumes)))
+        return changed if len(changed) <= _PATCHED_AT_MOST else None
+    names = sorted(name for kind, name in changes if kind == "pv")
+    if len(names) > _PATCHED_AT_MOST:
         return None
+    places = []
+    for name in names:  # both tuples are in name order
+        at = bisect.bisect_left(old, name, key=_PV_NAME)
+        here = at < len(old) and old[at].name == name
+        there = at < len(volumes) and volumes[at].name == name
+        if here != there:
+            return None  # a volume came into the class or left it
+        if here and old[at] is not volumes[at]:
+            places.append(at)
+    return places
+
+
+def _patched(
+    free: _Free,
+    shape: tuple[Any, ...],
+    selector: Any,
+    volumes: tuple[PersistentVolume, ...],
+    storage: StorageObjects | None,
+) -> _Free | None:
+    """``free`` carried to ``volumes`` (which differ from its own at a few places, each a
+    volume of the same name replaced); None when they differ otherwise."""
+    changed = _changed_places(free, volumes, storage)
+    if changed is None:
+        return None
+    old = free.volumes
     pinned = dict(free.pinned)
     anywhere = free.anywhere
     claimed = free.claimed
@@ -435,10 +481,13 @@ def _patched(
             return None
         for pv, add in ((before, False), (after, True)):
             if pv.claim_ref is not None:
+                claim = _claim_of(pv)
+                named = claimed.get(claim, ())
                 if add:
-                    claimed = tuple(sorted((*claimed, pv), key=_PV_NAME))
+                    named = tuple(sorted((*named, pv), key=_PV_NAME))
                 else:
-                    claimed = tuple(c for c in claimed if c is not pv)
+                    named = tuple(c for c in named if c is not pv)
+                claimed = {**claimed, claim: named} if named else _without(claimed, claim)
                 continue
             if not _fits(shape, selector, pv):
                 continue
@@ -460,7 +509,13 @@ def _patched(
         impure.discard(host)
         if host in pinned and _impure(pinned[host]):
             impure.add(host)
-    return _Free(volumes, pinned, anywhere, claimed, frozenset(impure))
+    return _Free(volumes, pinned, anywhere, claimed, frozenset(impure), storage)
+
+
+def _without(
+    claimed: dict[tuple[str, str], tuple[PersistentVolume, ...]], claim: tuple[str, str]
+) -> dict[tuple[str, str], tuple[PersistentVolume, ...]]:
+    return {k: v for k, v in claimed.items() if k != claim}
 
 
 _SHAPES: OrderedDict[Hashable, _Free] = OrderedDict()
@@ -468,15 +523,21 @@ _SHAPES_LOCK = threading.Lock()
 
 
 def _free_part(
-    shape: tuple[Any, ...], selector: Any, volumes: tuple[PersistentVolume, ...]
+    shape: tuple[Any, ...],
+    selector: Any,
+    volumes: tuple[PersistentVolume, ...],
+    storage: StorageObjects | None,
 ) -> _Free:
     with _SHAPES_LOCK:
         known = _SHAPES.get(shape)
     found: _Free | None = None
     if known is not None:
-        found = known if known.volumes is volumes else _patched(known, shape, selector, volumes)
+        if known.volumes is volumes:
+            found = known
+        else:
+            found = _patched(known, shape, selector, volumes, storage)
     if found is None:
-        found = _build(shape, selector, volumes)
+        found = _build(shape, selector, volumes, storage)
     with _SHAPES_LOCK:
         _SHAPES[shape] = found
         _SHAPES.move_to_end(shape)
@@ -486,10 +547,13 @@ def _free_part(
 
 
 def shared_matcher(
-    claim: PersistentVolumeClaim, volumes: tuple[PersistentVolume, ...]
+    claim: PersistentVolumeClaim,
+    volumes: tuple[PersistentVolume, ...],
+    storage: StorageObjects | None = None,
 ) -> ClaimMatcher | None:
     """``ClaimMatcher.of(claim, volumes)``, its shape's part carried from the last volumes
-    it was built from."""
+    it was built from (``storage``, when given, is where ``volumes`` were read: it says which
+    of them changed since)."""
     valid, selector = _claim_selector(claim)
     if not valid:
         return None
@@ -498,11 +562,11 @@ def shared_matcher(
         hash(shape)
     except TypeError:
         return ClaimMatcher.of(claim, volumes)
-    free = _free_part(shape, selector, volumes)
+    free = _free_part(shape, selector, volumes, storage)
     requested = shape[1]
     prebound = tuple(
         pv
-        for pv in free.claimed
+        for pv in free.claimed.get((claim.namespace, claim.name), ())
         if pv.bound_to(claim)
         and pv.size >= requested
         and pv.volume_mode == claim.volume_mode
@@ -541,7 +605,7 @@ class NodeVolumes:
 def claim_matchers(claims: PodClaims, storage: StorageObjects) -> Mapping[str, ClaimMatcher | None]:
     """A matcher for each waiting claim without a selected node, by its key."""
     return {
-        c.key: shared_matcher(c, storage.pvs_by_class.get(c.storage_class, ()))
+        c.key: shared_matcher(c, storage.pvs_by_class.get(c.storage_class, ()), storage)
         for c in claims.delayed
         if c.selected_node is None
     }
