@@ -12,12 +12,13 @@ storage objects cost the pods that use none (nothing, the filters are idle for t
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from dataclasses import replace
 from typing import Any
 
-from benchmarks.harness import Measurement, note, progress, summarise
+from benchmarks.harness import Measurement, frozen_heap, note, progress, summarise
 from benchmarks.workload import Workload, build
 from policyengine.engine.cycle import CycleOptions, schedule
 from policyengine.engine.fastpath.classes import ClassCache
@@ -167,18 +168,23 @@ def run(
     head = f"{nodes:,} nodes, a local volume each"
     rows: list[Measurement] = []
     notes: dict[str, Any] = {}
-    for label, pods, base, checked in (
-        (f"{count} pods with a local or zonal claim", claimed, snapshot, check),
-        (f"{count} pods without claims (storage objects present)", plain, snapshot, 0),
-        (f"{count} pods without claims (no storage objects)", plain, cluster.snapshot, 0),
-    ):
-        samples: list[float] = []
-        for i in range(runs):
-            progress(f"storage: {label}, run {i + 1}/{runs}")
-            cpu, placed, differing = _place(cluster.program, base, pods, checked if i == 0 else 0)
-            samples.append(len(cpu) / sum(cpu))
-            if i == 0:
-                notes[label] = {"placed": placed, "reference_differences": differing}
-        rows.append(summarise("storage", f"{head}: {label}: CPU throughput", samples, "pods/s"))
+    with frozen_heap():
+        gc.freeze()  # the cluster and its storage: see frozen_heap
+        for label, pods, base, checked in (
+            (f"{count} pods with a local or zonal claim", claimed, snapshot, check),
+            (f"{count} pods without claims (storage objects present)", plain, snapshot, 0),
+            (f"{count} pods without claims (no storage objects)", plain, cluster.snapshot, 0),
+        ):
+            samples: list[float] = []
+            for i in range(runs):
+                progress(f"storage: {label}, run {i + 1}/{runs}")
+                cpu, placed, differing = _place(
+                    cluster.program, base, pods, checked if i == 0 else 0
+                )
+                samples.append(len(cpu) / sum(cpu))
+                if i == 0:
+                    notes[label] = {"placed": placed, "reference_differences": differing}
+            label_row = f"{head}: {label}: CPU throughput"
+            rows.append(summarise("storage", label_row, samples, "pods/s"))
     note("storage", **notes)
     return rows
