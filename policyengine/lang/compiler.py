@@ -86,6 +86,9 @@ class CompiledRule:
     # body is a call that does nothing for the pod (``Function.idle``). It may raise (then
     # it tells nothing). None: never told.
     idle: Callable[[Env], bool] | None = field(default=None, repr=False)
+    # The rule's guard alone, at one node's env (None: no guard, or one always true); it may
+    # raise, as the rule would. A false guard passes a filter's node and scores none.
+    guard: Callable[[Env], Any] | None = field(default=None, repr=False)
     # The owner's lets that vary with the pod alone, by name: each evaluates its let on an
     # ``Env`` holding the pod (caches key results by a let's value instead of by what it
     # reads: ``engine.fastpath.sharekeys``).
@@ -323,7 +326,7 @@ class _ProgramBuilder:
         self.sources: Mapping[str, str] = MappingProxyType(dict(self.unit.sources))
         self.problems: list[Diagnostic] = []
         # A library rule used by several policies is planned once.
-        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any, Any, Any]] = {}
+        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any, Any, Any, Any]] = {}
         self._lets: dict[int, Mapping[str, Closure]] = {}
 
     def build(self) -> Program:
@@ -439,9 +442,9 @@ class _ProgramBuilder:
         key = (id(rule), linked.qualified_name)
         if key not in self._evaluators:
             self._evaluators[key] = self._evaluate(linked)
-        filter_fn, score_fn, per_node, filter_many, score_many, idle, numbers = self._evaluators[
-            key
-        ]
+        filter_fn, score_fn, per_node, filter_many, score_many, idle, numbers, guard = (
+            self._evaluators[key]
+        )
         normalize = getattr(rule, "normalize", None) or DEFAULT_NORMALIZE
         return CompiledRule(
             kind=linked.kind,
@@ -463,6 +466,7 @@ class _ProgramBuilder:
             score_many=score_many,
             idle=idle,
             score_numbers=numbers,
+            guard=guard,
             lets=self._pod_lets(linked.owner),
         )
 
@@ -483,7 +487,7 @@ class _ProgramBuilder:
             found = self._lets[id(owner)] = MappingProxyType(lets)
         return found
 
-    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any, Any, Any]:
+    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any, Any, Any, Any]:
         rule, owner, name = linked.rule, linked.owner, linked.qualified_name
         planner = self.planner
         guard = planner.expression(rule.guard, owner) if rule.guard is not None else None
@@ -523,7 +527,16 @@ class _ProgramBuilder:
             # A filter's body passes a node with an empty list, never with a null.
             empty = body.idle if isinstance(non_null(body.type), ListType) else None
             idle = _idle_rule(guard, off, empty)
-            return filter_fn, _not_a(name, "score"), per_node, filter_many, None, idle, None
+            return (
+                filter_fn,
+                _not_a(name, "score"),
+                per_node,
+                filter_many,
+                None,
+                idle,
+                None,
+                guard_fn,
+            )
         score_fn = score_evaluator(name, body_span, guard_fn, body.fn)
         per_node = any(p.per_node for p in (guard, body) if p is not None)
         guard_per_node = guard is not None and guard.per_node
@@ -544,7 +557,7 @@ class _ProgramBuilder:
         numbers = score_numbers_evaluator(
             per_node, guard_fn, guard_per_node, body_form, guard_body=guard_form
         )
-        return _not_a(name, "filter"), score_fn, per_node, None, score_many, idle, numbers
+        return _not_a(name, "filter"), score_fn, per_node, None, score_many, idle, numbers, guard_fn
 
     def _cost(self, linked: LinkedRule) -> int | None:
         cost = self.costs.get(id(linked.rule))

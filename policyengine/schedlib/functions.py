@@ -639,6 +639,7 @@ def _fn(
     stable_only: Callable[[Any], bool] | None = None,
     pod_key_alike: bool = False,
     narrowed_key: tuple[int, Callable[[Any, frozenset[Value]], Hashable]] | None = None,
+    looked_at: Callable[[Any, Sequence[Any]], Sequence[int] | None] | None = None,
 ) -> Function:
     return Function(
         name,
@@ -656,6 +657,7 @@ def _fn(
         pod_key_alike,
         keys_alike=cluster_key is not None and _keys_alike(cluster_key, stable_only),
         narrowed_key=narrowed_key,
+        looked_at=looked_at,
     )
 
 
@@ -674,6 +676,7 @@ FUNCTIONS: tuple[Function, ...] = (
         pod_key=_considered_key,
         stable_only=_always,  # the node's name
         pod_key_alike=True,  # NodeAffinity's PreFilter reads the pod alone
+        looked_at=looked_at,  # false at every node the PreFilter does not name
     ),
     _kube(
         "taint_toleration_reasons",

@@ -7,7 +7,10 @@ a thousand rows of a zone move at once. The tables pin which rules qualify and h
 grouped; the property places spread and anti-affinity pods on zoned clusters large enough for
 groups to form, forgets some and relabels nodes, holding every decision equal to the reference
 evaluator's, with pods whose node affinity names nodes (then the filters pass the other nodes
-and are not decided by their row keys) among them.
+and are not decided by their row keys) among them. Filters guarded by ``considered`` pass the
+nodes a DaemonSet's pod does not name without an evaluation: a table pins which guards qualify,
+and pods pinned to cordoned and labelled nodes decide as the reference, under kube's rules and
+under a policy whose guard is true at the nodes not named.
 """
 
 from __future__ import annotations
@@ -42,6 +45,18 @@ def _program(*rules: str) -> Program:
     result = compile_texts(
         {"p.sched": source, "kube-default.sched": KUBE_DEFAULT}, default_schema()
     )
+    assert result.program is not None, result.diagnostics
+    return result.program
+
+
+def _bare_program(*rules: str) -> Program:
+    """A policy of ``rules`` alone, none of kube's before them."""
+    source = (
+        'policy "p" {\n  '
+        + "\n  ".join(rules)
+        + '\n}\nprofile "policyengine" {\n  policies "p"\n}\n'
+    )
+    result = compile_texts({"p.sched": source}, default_schema())
     assert result.program is not None, result.diagnostics
     return result.program
 
@@ -367,3 +382,85 @@ def test_a_zone_moving_under_spread_is_evaluated_once_per_key(
         snap = snap.with_pod(pod, decision.node)
     assert sorted(zones) == ["a"] * 3 + ["b"] * 3
     assert grouped and max(grouped) >= 8  # a zone's rows took one evaluation, not ten
+
+
+GUARD_LOOKED = [
+    # A filter guarded by ``considered`` alone: the nodes NodeAffinity's PreFilter leaves out
+    # pass it without an evaluation.
+    ("kube.node_unschedulable", None, ["considered"]),
+    ("kube.node_name", None, ["considered"]),
+    (
+        "labelled",
+        'filter labelled when considered(pod, node) { node.labels["disk"] == "ssd" }',
+        ["considered"],
+    ),
+    # A guard reading the node otherwise, or no guard at all.
+    (
+        "zoned_guard",
+        'filter zoned_guard when node.labels["zone"] == "a" { considered(pod, node) }',
+        None,
+    ),
+    ("unguarded", 'filter unguarded { node.labels["disk"] == "ssd" }', None),
+    ("kube.node_resources_fit", None, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "functions"), GUARD_LOOKED, ids=[r[0] for r in GUARD_LOOKED]
+)
+def test_filters_guarded_through_looking_functions_alone_know_it(
+    name: str, rule: str | None, functions: list[str] | None
+) -> None:
+    assert _names(_filter_plan(name, rule).guard_looked) == _sorted(functions)
+
+
+def _pinned(index: int, tolerant: bool, *names: str) -> Any:
+    """A DaemonSet's pod: the named nodes by ``matchFields`` (one term each: ``In`` takes
+    one node name), every taint tolerated when ``tolerant`` (cordoned nodes too)."""
+    terms = [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+        for name in names
+    ]
+    required = {"nodeSelectorTerms": terms}
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    return make_pod(
+        f"ds-{index}",
+        requests={"cpu": "100m"},
+        affinity=affinity,
+        tolerations=[{"operator": "Exists"}] if tolerant else [],
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_pinned_pods_on_cordoned_and_labelled_nodes_decide_as_the_reference(
+    data: st.DataObject,
+) -> None:
+    """Pods pinned to a few nodes by name meet cordoned nodes among them and outside them,
+    under kube's guarded filters and one reading a label, as a DaemonSet rollout does."""
+    options = incremental()
+    labelled = 'filter labelled when considered(pod, node) { node.labels["disk"] != "hdd" }'
+    # Without kube's NodeAffinity first, the nodes nothing looks at reach a guard that is
+    # true there: those rows are each evaluated.
+    elsewhere = 'filter elsewhere when not considered(pod, node) { node.labels["disk"] != "ssd" }'
+    program = data.draw(st.sampled_from([_program(labelled), _bare_program(elsewhere, labelled)]))
+    count = data.draw(st.integers(6, 16))
+    nodes = []
+    for index in range(count):
+        labels = {"kubernetes.io/hostname": f"n{index}"}
+        disk = data.draw(st.sampled_from([None, "ssd", "hdd"]))
+        if disk is not None:
+            labels["disk"] = disk
+        cordoned = data.draw(st.integers(0, 3)) == 0
+        nodes.append(make_node(f"n{index}", labels=labels, pods=8, unschedulable=cordoned))
+    snap = snapshot(nodes)
+    rng = random.Random(data.draw(st.integers(0, 5)))
+    for index in range(data.draw(st.integers(2, 8))):
+        named = data.draw(st.lists(st.integers(0, count + 1), min_size=1, max_size=3, unique=True))
+        tolerant = data.draw(st.booleans())
+        pod = _pinned(
+            index, tolerant, *(f"n{i}" for i in named)
+        )  # n{count}, n{count+1}: no such node
+        decision = decide_as_the_reference(program, pod, snap, rng, options)
+        if decision.node is not None:
+            snap = snap.with_pod(pod, decision.node)

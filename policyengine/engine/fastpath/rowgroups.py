@@ -19,7 +19,10 @@ filters only the nodes a DaemonSet's pod names (NodeAffinity's PreFilter), so ev
 passes each filter but NodeAffinity, which rejects them all alike. A function saying so
 (``Function.looked_at``) names those few for this cycle's pod; a rule reading the node through
 such functions alone (``looked_functions``) is evaluated on the rows they name and one other,
-whose verdict the rest share (``looked_groups``): five thousand rows a rule become two.
+whose verdict the rest share (``looked_groups``): five thousand rows a rule become two. A
+filter whose guard alone reads the node that way (``when considered(pod, node)``, kube's
+``node_unschedulable``) passes every other row when its guard is false at one of them, and is
+evaluated at the named rows only (``rules.filter_at``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from policyengine.engine.normalize import (
 from policyengine.lang.compiler import CompiledRule
 from policyengine.lang.copied import Copied
 from policyengine.lang.evaluators import NodeBatch
-from policyengine.lang.runtime import ROOTS, FilterVerdict
+from policyengine.lang.runtime import PASSED, ROOTS, FilterVerdict
 from policyengine.schedlib.context import CycleContext
 
 # The root a cycle's batch holds every node's view under (``engine.cycle``).
@@ -96,8 +96,39 @@ def filter_at(
         some = filter_many(plan.rule, batch.take(rows[first].tolist()))
         if all(verdict.error is None for verdict in some):  # an error may name its node
             return Copied(some, inverse)
+    elif plan.guard_looked is not None:
+        shut = _shut_outside(plan, batch, context, rows)
+        if shut is not None:
+            return shut
     wanted = rows.tolist()
     return filter_many(plan.rule, batch if len(wanted) == batch.size else batch.take(wanted))
+
+
+def _shut_outside(
+    plan: RulePlan, batch: NodeBatch, context: CycleContext, rows: np.ndarray
+) -> Copied | None:
+    """The verdicts at ``rows`` of a filter whose guard only its looked-at rows can tell
+    apart (``RulePlan.guard_looked``), when that guard is false at the others: those pass as
+    a false guard passes them, and the rule is evaluated at the looked-at rows alone (a
+    DaemonSet's pod: its one node). None otherwise."""
+    nodes = batch.column(ROOTS.slot(NODE_ROOT))
+    guard = plan.rule.guard
+    if nodes is None or guard is None or plan.guard_looked is None:
+        return None
+    found = looked_groups(plan.guard_looked, context, nodes, rows)
+    if found is None:
+        return None
+    first, inverse = found
+    try:
+        if guard(batch.env_at(int(rows[first[-1]]))) is not False:
+            return None
+    except Exception:
+        return None  # the rule reports it, evaluated node by node
+    looked = rows[first[:-1]].tolist()
+    some = filter_many(plan.rule, batch.take(looked)) if looked else []
+    if any(verdict.error is not None for verdict in some):
+        return None
+    return Copied([*some, PASSED], inverse)
 
 
 Scored = tuple[np.ndarray, list[Stats | None], Sequence[Callable[[np.ndarray], np.ndarray]]]

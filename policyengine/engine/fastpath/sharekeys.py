@@ -152,6 +152,10 @@ class RulePlan:
     # The functions whose ``looked_at`` tells the only rows the rule can tell apart
     # (``rowgroups.looked_functions``); None when it may tell any two rows apart.
     by_looked: tuple[Function, ...] | None = None
+    # A filter whose guard reads the node through such functions alone: at every row none of
+    # them looks at, the guard gives one answer, and when that is false each such row passes
+    # (``rules.filter_at``); None otherwise.
+    guard_looked: tuple[Function, ...] | None = None
     # The rule may read what a pod class leaves out (the pod's name): a key by class then
     # holds the name too.
     named: bool = False
@@ -301,12 +305,25 @@ def _plan_rule(rule: CompiledRule, index: int) -> RulePlan:
         own=_named(reads),  # the share key holds the name itself: the column is the pod's
         by_rows=row_functions(reads),
         by_looked=looked_functions(reads),
+        guard_looked=_guard_looked(rule),
         named=named,
         narrowed=narrowed,
         row_values=_row_values(rule, reads),
         whole_values=_whole_values(rule),
         guard_keeps=_guard_keeps(rule),
     )
+
+
+def _guard_looked(rule: CompiledRule) -> tuple[Function, ...] | None:
+    """``RulePlan.guard_looked``: the functions through which a filter's guard alone reads
+    the node, when each says where it looks (``rowgroups.looked_functions``)."""
+    source, checked = rule.source, rule.checked
+    if not isinstance(source, n.Filter) or source.guard is None or checked is None:
+        return None
+    if rule.guard is None:
+        return None
+    reads = expression_reads(source.guard, checked)
+    return None if reads is None else looked_functions(reads)
 
 
 def _whole_values(rule: CompiledRule) -> bool:
