@@ -200,3 +200,16 @@ def compiled(source: str) -> Program:
     )
     assert result.program is not None, result.diagnostics
     return result.program
+
+
+@st.composite
+def volume_cluster(draw: st.DrawFn, most_nodes: int, most_running: int) -> tuple[list, list]:
+    """A cluster of 1 to ``most_nodes`` nodes and up to ``most_running`` running pods, each
+    on a drawn node and given volumes (claims, disks, ephemeral ones) now and then."""
+    cluster_nodes = draw(nodes(draw(st.integers(1, most_nodes))))
+    names = [n.name for n in cluster_nodes]
+    running = [
+        draw(pods(f"run{i}", names, on=draw(st.sampled_from(names)), with_volumes=True))
+        for i in range(draw(st.integers(0, most_running)))
+    ]
+    return cluster_nodes, running

@@ -20,7 +20,7 @@ from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.engine.volumes import assume_volumes
 from policyengine.model.volume_binder import ClaimMatcher, find_matching_volume
 from tests.engine.storage_strategies import storage, volumes
-from tests.engine.strategies import compiled, nodes, pods
+from tests.engine.strategies import compiled, nodes, volume_cluster
 from tests.model.builders import make_pod, snapshot
 
 POLICY = 'import "kube-default.sched"\n'
@@ -30,12 +30,8 @@ POLICY = 'import "kube-default.sched"\n'
 @given(data=st.data())
 def test_storage_builtins_decide_as_the_reference(data: st.DataObject) -> None:
     program = compiled(POLICY)
-    cluster_nodes = data.draw(nodes(data.draw(st.integers(1, 5))))
+    cluster_nodes, running = data.draw(volume_cluster(5, 4))
     names = [n.name for n in cluster_nodes]
-    running = [
-        data.draw(pods(f"run{i}", names, on=data.draw(st.sampled_from(names)), with_volumes=True))
-        for i in range(data.draw(st.integers(0, 4)))
-    ]
     snap = snapshot(cluster_nodes, running).with_storage(data.draw(storage(names)))
     rng = random.Random(data.draw(st.integers(0, 5)))
     options = CycleOptions(all_filters=data.draw(st.booleans()), cache=ClassCache())

@@ -29,7 +29,7 @@ from policyengine.model.volume_binder import find_pod_volumes
 from policyengine.schedlib import storage_batch
 from policyengine.schedlib.storage_batch import FORMS
 from tests.engine.storage_strategies import mixed_volumes, storage, term, volumes
-from tests.engine.strategies import nodes, pods
+from tests.engine.strategies import nodes, volume_cluster
 from tests.model.builders import make_pod, snapshot
 
 
@@ -56,12 +56,8 @@ def _forms_equal(pod: Any, snap: Any) -> None:
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_storage_forms_equal_the_plugins(data: st.DataObject) -> None:
-    cluster_nodes = data.draw(nodes(data.draw(st.integers(1, 6))))
+    cluster_nodes, running = data.draw(volume_cluster(6, 8))
     names = [n.name for n in cluster_nodes]
-    running = [
-        data.draw(pods(f"run{i}", names, on=data.draw(st.sampled_from(names)), with_volumes=True))
-        for i in range(data.draw(st.integers(0, 8)))
-    ]
     objects: StorageObjects = data.draw(storage(names))
     for pv in data.draw(mixed_volumes(names)):
         objects = objects.with_pv(pv)

@@ -26,7 +26,7 @@ from policyengine.model.storage import (
 )
 from policyengine.schedlib import storage_batch, volume_rows
 from tests.engine.storage_strategies import CLAIMS, DRIVER, storage, volumes
-from tests.engine.strategies import nodes, pods
+from tests.engine.strategies import volume_cluster
 from tests.model.builders import make_node, make_pod, pod_on, snapshot
 
 Change = Callable[[StorageObjects], StorageObjects]
@@ -106,12 +106,8 @@ def _held(rows: volume_rows.LimitRows) -> tuple[Any, ...]:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_kept_groups_follow_every_storage_change(data: st.DataObject) -> None:
-    cluster_nodes = data.draw(nodes(data.draw(st.integers(1, 6))))
+    cluster_nodes, running = data.draw(volume_cluster(6, 8))
     names = [n.name for n in cluster_nodes]
-    running = [
-        data.draw(pods(f"run{i}", names, on=data.draw(st.sampled_from(names)), with_volumes=True))
-        for i in range(data.draw(st.integers(0, 8)))
-    ]
     snap = snapshot(cluster_nodes, running).with_storage(data.draw(storage(names)))
     pending = make_pod("pending", volumes=data.draw(volumes(always=True)))
     _form_equals_the_plugin(pending, snap)
