@@ -85,10 +85,25 @@ def _by_codes(
         table = np.stack(codes, axis=1)
         _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
     else:
-        # One int64 per row: a sort of numbers, not of rows as records.
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        first, inverse = _distinct_keys(key)
     results = [run(state, infos[i]) for i in first.tolist()]
     return Copied(results, inverse.reshape(-1))  # type: ignore[return-value]  # a Sequence
+
+
+def _distinct_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A row holding each distinct value of ``key`` (non-negative), in increasing order of
+    the values, and each row's index among them. Values within a few times the rows' count
+    are tallied in a table the size of their range (no sort); wider ones are sorted."""
+    size = len(key)
+    reach = int(key.max()) + 1 if size else 0
+    if reach > 4 * size + 4096:
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        return first, inverse
+    present = np.zeros(reach, bool)
+    present[key] = True
+    member = np.empty(reach, np.int64)
+    member[key] = np.arange(size)  # any row of a value serves: its rows share the result
+    return member[present], (np.cumsum(present) - 1)[key]
 
 
 def _folded(codes: list[np.ndarray]) -> np.ndarray | None:

@@ -177,3 +177,23 @@ def test_rows_of_codes_fold_to_one_number_equal_where_the_rows_are(
     rows = list(zip(*columns, strict=True))
     for i, j in itertools.product(range(len(rows)), repeat=2):
         assert (rows[i] == rows[j]) == (key[i] == key[j])
+
+
+# Keys (one int64 per row, non-negative) and whether their values span few enough to be
+# tallied in a table rather than sorted.
+KEYS = {
+    "a few values": ([3, 0, 3, 7, 0, 0], True),
+    "one value": ([5, 5, 5], True),
+    "no rows": ([], True),
+    "a wide range": ([0, 1 << 40, 7, 1 << 40], False),
+}
+
+
+@pytest.mark.parametrize(("values", "tallied"), KEYS.values(), ids=KEYS)
+def test_each_row_finds_its_distinct_key(values: list[int], tallied: bool) -> None:
+    key = np.array(values, np.int64)
+    first, inverse = storage_batch._distinct_keys(key)
+    distinct = sorted(set(values))
+    assert key[first].tolist() == distinct  # one row of each value, in increasing order
+    assert [distinct[i] for i in inverse.tolist()] == values
+    assert (max(values, default=-1) + 1 <= 4 * len(values) + 4096) == tallied
