@@ -36,6 +36,7 @@ from policyengine.model.storage import (
     StorageObjects,
     quantity_value,
 )
+from policyengine.model.storage_log import Place, between
 from policyengine.model.storage_migration import TranslationError
 from policyengine.model.volumes import EPHEMERAL, claim_name
 
@@ -339,15 +340,16 @@ _PATCHED_AT_MOST = 16  # more changed volumes than this: built anew
 @dataclass(frozen=True, eq=False)
 class _Free:
     """What ``ClaimMatcher.of`` keeps of the volumes that name no claim, for one shape, and
-    the volumes that name one (in name order, by the claim they name), with the storage the
-    volumes were read from (None: not told)."""
+    the volumes that name one (in name order, by the claim they name), with the place on its
+    lineage of the storage the volumes were read from (``storage_log``; None: not told): the
+    place, not the storage, so that a kept part holds no old storage alive."""
 
     volumes: tuple[PersistentVolume, ...]
     pinned: dict[str, tuple[Entry, ...]]
     anywhere: tuple[Entry, ...]
     claimed: dict[tuple[str, str], tuple[PersistentVolume, ...]]
     impure: frozenset[str]
-    storage: StorageObjects | None = None
+    place: Place | None = None
 
 
 def _impure(entries: tuple[Entry, ...]) -> bool:
@@ -424,7 +426,11 @@ def _build(
                 pinned.setdefault(host, []).append(entry)
     kept = {h: tuple(v) for h, v in pinned.items()}
     impure = frozenset(h for h, entries in kept.items() if _impure(entries))
-    return _Free(volumes, kept, tuple(anywhere), claimed, impure, storage)
+    return _Free(volumes, kept, tuple(anywhere), claimed, impure, _place(storage))
+
+
+def _place(storage: StorageObjects | None) -> Place | None:
+    return None if storage is None else storage.place
 
 
 def _changed_places(
@@ -438,8 +444,8 @@ def _changed_places(
     if len(old) != len(volumes):
         return None
     changes = None
-    if storage is not None and free.storage is not None:
-        changes = storage.changes_since(free.storage)
+    if storage is not None and free.place is not None:
+        changes = between(free.place, storage.place)
     if changes is None:
         changed = list(itertools.compress(itertools.count(), map(operator.is_not, old, volumes)))
         return changed if len(changed) <= _PATCHED_AT_MOST else None
@@ -509,7 +515,7 @@ def _patched(
         impure.discard(host)
         if host in pinned and _impure(pinned[host]):
             impure.add(host)
-    return _Free(volumes, pinned, anywhere, claimed, frozenset(impure), storage)
+    return _Free(volumes, pinned, anywhere, claimed, frozenset(impure), _place(storage))
 
 
 def _without(
