@@ -41,6 +41,7 @@ from policyengine.cli import common
 
 DEFAULT_SCHEDULER_NAME = "policyengine"
 DEFAULT_METRICS_ADDR = "0.0.0.0:10251"  # policyengine.controller.health.DEFAULT_ADDRESS
+DEFAULT_CONNECTIONS = 64  # policyengine.controller.outbox.DEFAULT_CONNECTIONS
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _POLL = 0.2  # how often the main thread looks at the worker
@@ -85,6 +86,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=100,
         metavar="N",
         help="requests allowed at once above --kube-api-qps (default 100)",
+    )
+    conn.add_argument(
+        "--kube-api-connections",
+        type=int,
+        default=DEFAULT_CONNECTIONS,
+        metavar="N",
+        help="connections the loop's bindings, Events and status patches may keep open to "
+        f"the API server, each one request at a time (default {DEFAULT_CONNECTIONS})",
     )
     sched = parser.add_argument_group("scheduling")
     sched.add_argument(
@@ -261,6 +270,8 @@ def _run(args: argparse.Namespace) -> int:
     log = logs.get_logger("policyengine.run")
     if args.kube_api_burst < 1 and args.kube_api_qps > 0:
         raise common.InputError("--kube-api-burst must be at least 1")
+    if args.kube_api_connections < 1:
+        raise common.InputError("--kube-api-connections must be at least 1")
     from policyengine.controller.policy_source import PolicyHolder
 
     state = _State(holder=PolicyHolder())
@@ -685,6 +696,7 @@ def _work(
             scheduler_names=args.scheduler_names,
             seed=args.seed,
             hooks=metrics.hooks(),
+            bind_connections=args.kube_api_connections,
             options=SchedulerOptions(
                 topology=args.topology_config,
                 load_poll_interval=args.load_poll_interval,

@@ -468,3 +468,37 @@ def test_console_logs_and_levels() -> None:
     assert str(error.value) == (
         "unknown log level 'loud' (expected one of debug, info, warning, error)"
     )
+
+
+def test_the_cli_defaults_are_the_controllers() -> None:
+    """The parser states the controller's defaults without importing it (and the client)."""
+    from policyengine.cli import run
+    from policyengine.controller import health, outbox
+
+    assert run.DEFAULT_CONNECTIONS == outbox.DEFAULT_CONNECTIONS
+    assert run.DEFAULT_METRICS_ADDR == health.DEFAULT_ADDRESS
+
+
+def test_no_connections_for_writes_exit_2(kubeconfig_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "policyengine.cli.main",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig_path),
+            "--policy",
+            str(POLICY),
+            "--kube-api-connections",
+            "0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "policyengine run: --kube-api-connections must be at least 1"
+    )
