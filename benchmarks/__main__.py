@@ -32,6 +32,7 @@ SCENARIOS = {
     "preemption": "benchmarks.preemption",
     "e2e": "benchmarks.e2e",
     "e2e_mixed": "benchmarks.e2e_mixed",
+    "e2e_slow": "benchmarks.e2e_slow",
     "scaling": "benchmarks.scaling",
     "reload": "benchmarks.reload",
     "memory": "benchmarks.memory",

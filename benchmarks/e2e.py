@@ -101,9 +101,15 @@ STAGES = 'policyengine_scheduling_stage_duration_seconds_count{stage="filter_sco
 
 
 def _one_run(
-    nodes: int, pods: int, label: str, preset: str = "basic", policy: Path = POLICY
+    nodes: int,
+    pods: int,
+    label: str,
+    preset: str = "basic",
+    policy: Path = POLICY,
+    write_delay: float = 0.0,
 ) -> dict[str, float | int]:
     from loopback import LoopbackAPIServer
+    from loopback.faults import Match
     from policyengine import synthetic
 
     objects = synthetic.generate(getattr(synthetic, preset)(nodes, pods), seed=SEED)
@@ -111,6 +117,11 @@ def _one_run(
     with LoopbackAPIServer() as server, tempfile.TemporaryDirectory() as tmp, frozen_heap():
         server.create_all(objects)
         gc.freeze()  # the seeded cluster: see frozen_heap
+        if write_delay:
+            # Every write the loop makes (bindings and Events are creates, the PodScheduled
+            # condition a patch) answered only after ``write_delay`` seconds.
+            for verb in ("create", "patch"):
+                server.faults.delay(Match(verb=verb), write_delay, None)
         kubeconfig = server.kubeconfig(Path(tmp) / "kubeconfig")
         command = [
             sys.executable, "-m", "policyengine.cli.main", "run",
@@ -225,16 +236,23 @@ ROWS = (
 
 
 def measure(
-    scenario: str, preset: str, policy: Path, runs: int, scale: float, nodes: int
+    scenario: str,
+    preset: str,
+    policy: Path,
+    runs: int,
+    scale: float,
+    nodes: int,
+    write_delay: float = 0.0,
 ) -> list[Measurement]:
-    """The scenario's rows: ``runs`` runs of ``preset``'s cluster under ``policy``."""
+    """The scenario's rows: ``runs`` runs of ``preset``'s cluster under ``policy``, the API
+    server answering each write after ``write_delay`` seconds."""
     missing = _missing()
     if missing is not None:
         return [pending(scenario, missing)]
     pods = max(2, round(PODS * scale))
     compileall.compile_dir(ROOT / "policyengine", quiet=1)
     results = [
-        _one_run(nodes, pods, f"{scenario}: run {i + 1}/{runs}", preset, policy)
+        _one_run(nodes, pods, f"{scenario}: run {i + 1}/{runs}", preset, policy, write_delay)
         for i in range(runs)
     ]
     head = f"{nodes:,} nodes, {pods:,} pods"

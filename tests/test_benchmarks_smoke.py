@@ -21,6 +21,7 @@ from benchmarks import (
     bigsnapshot,
     e2e,
     e2e_mixed,
+    e2e_slow,
     gangs,
     memory,
     mixed,
@@ -113,6 +114,15 @@ def test_e2e_mixed_binds_the_mix_under_the_shipped_policies() -> None:
         pytest.skip(rows[0].metric)
     assert {r.scenario for r in rows} == {"e2e_mixed"}
     assert "60 nodes, 20 pods: bound pods per second" in _metrics(rows)
+    assert not [m for m in _metrics(rows) if "neither bound nor told" in m]
+
+
+def test_e2e_slow_binds_pods_through_an_api_server_slow_to_write() -> None:
+    rows = e2e_slow.run(runs=1, scale=0.001, nodes=40)  # 5 pods
+    if len(rows) == 1 and rows[0].metric.startswith("pending:"):
+        pytest.skip(rows[0].metric)
+    assert {r.scenario for r in rows} == {"e2e_slow"}
+    assert "40 nodes, 5 pods: bound pods per second" in _metrics(rows)
     assert not [m for m in _metrics(rows) if "neither bound nor told" in m]
 
 
