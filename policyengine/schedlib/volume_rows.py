@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -114,10 +115,11 @@ class LimitRows:
         self.codes[row] = self.groups.setdefault(group, len(self.groups))
 
     def _unindex(self, row: int) -> None:
+        # Emptied entries go: claims and volumes come and go for as long as a scheduler runs.
         for change in self.row_reads.pop(row, ()):
-            self.readers[change].discard(row)
+            _discard(self.readers, change, row)
         for volume in self.row_volumes.pop(row, ()):
-            self.holders[volume].discard(row)
+            _discard(self.holders, volume, row)
 
     def follow(self, snapshot: ClusterSnapshot, storage: StorageObjects) -> bool:
         """Bring the rows up to ``snapshot`` and ``storage``; False when what changed is not
@@ -165,6 +167,14 @@ class LimitRows:
         if alone.any():
             codes[alone] = -1 - np.flatnonzero(alone)
         return codes
+
+
+def _discard(index: dict[Any, set[int]], key: Any, row: int) -> None:
+    rows = index.get(key)
+    if rows is not None:
+        rows.discard(row)
+        if not rows:
+            del index[key]
 
 
 # The last snapshot's groups, taken by the cycle that reads them and put back after, so that

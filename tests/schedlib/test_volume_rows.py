@@ -98,9 +98,9 @@ def _form_equals_the_plugin(pod: Any, snap: ClusterSnapshot) -> None:
 def _held(rows: volume_rows.LimitRows) -> tuple[Any, ...]:
     group_of = {code: group for group, code in rows.groups.items()}
     groups = [group_of.get(code) for code in rows.codes.tolist()]
-    holders = {volume: held for volume, held in rows.holders.items() if held}
-    readers = {change: read for change, read in rows.readers.items() if read}
-    return groups, holders, readers
+    # No emptied entry is kept.
+    assert all(rows.holders.values()) and all(rows.readers.values())
+    return groups, rows.holders, rows.readers
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
