@@ -139,7 +139,11 @@ def test_a_row_is_looked_at_again_only_when_its_claims_change() -> None:
         latest = later.with_pvc(PersistentVolumeClaim("c0", "default", volume_name="pv0"))
         assert kept.follow(snap.with_storage(latest), latest)
         assert looked == [0]
-        assert not kept.follow(snap.with_storage(base), base)  # not on the line: rebuild
+        looked.clear()
+        assert kept.follow(snap.with_storage(base), base)  # back: the claim differs again
+        assert looked == [0]
+        apart = StorageObjects.build(pvcs=[PersistentVolumeClaim("c0", "default")])
+        assert not kept.follow(snap.with_storage(apart), apart)  # unrelated: rebuild
 
 
 def _claim(name: str) -> dict[str, Any]:
