@@ -80,6 +80,11 @@ class SharedMap(Mapping[K, V], Generic[K, V]):
             return self._derive({**over, key: _GONE}, tail, self._len - 1)
         return self
 
+    def since_base(self) -> tuple[FrozenDict[K, V], tuple[K, ...]]:
+        """The base this map shares and the keys set or removed since it (in no order): what
+        a reader that kept something per base must look at again."""
+        return self._base, (*self._over, *self._tail)
+
     # -- reading -------------------------------------------------------------------------
 
     def __getitem__(self, key: K) -> V:

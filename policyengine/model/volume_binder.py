@@ -25,6 +25,7 @@ from typing import Any
 
 from policyengine.model.labels import SelectorError
 from policyengine.model.objects import Pod
+from policyengine.model.shared_map import SharedMap
 from policyengine.model.storage import (
     ANN_SELECTED_NODE,
     CLAIM_LOST,
@@ -345,7 +346,8 @@ class _Free:
     place, not the storage, so that a kept part holds no old storage alive."""
 
     volumes: tuple[PersistentVolume, ...]
-    pinned: dict[str, tuple[Entry, ...]]
+    # Shared with the part it was patched from but for the hosts the patch changed.
+    pinned: SharedMap[str, tuple[Entry, ...]]
     anywhere: tuple[Entry, ...]
     claimed: dict[tuple[str, str], tuple[PersistentVolume, ...]]
     impure: frozenset[str]
@@ -426,7 +428,7 @@ def _build(
                 pinned.setdefault(host, []).append(entry)
     kept = {h: tuple(v) for h, v in pinned.items()}
     impure = frozenset(h for h, entries in kept.items() if _impure(entries))
-    return _Free(volumes, kept, tuple(anywhere), claimed, impure, _place(storage))
+    return _Free(volumes, SharedMap(kept), tuple(anywhere), claimed, impure, _place(storage))
 
 
 def _place(storage: StorageObjects | None) -> Place | None:
@@ -477,7 +479,7 @@ def _patched(
     if changed is None:
         return None
     old = free.volumes
-    pinned = dict(free.pinned)
+    pinned = free.pinned
     anywhere = free.anywhere
     claimed = free.claimed
     touched: set[str] = set()
@@ -506,10 +508,7 @@ def _patched(
                 touched.add(host)
                 here = pinned.get(host, ())
                 here = _insert(here, entry) if add else _remove(here, pv.name)
-                if here:
-                    pinned[host] = here
-                else:
-                    del pinned[host]
+                pinned = pinned.with_item(host, here) if here else pinned.without(host)
     impure = set(free.impure)
     for host in touched:
         impure.discard(host)

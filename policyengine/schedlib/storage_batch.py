@@ -44,6 +44,7 @@ from policyengine.model.node_selectors import NodeSelector
 from policyengine.model.plugins import node_volume_limits as limits
 from policyengine.model.plugins import volume_binding as binding
 from policyengine.model.plugins import volume_zone as zone
+from policyengine.model.shared_map import SharedMap
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.storage import HOSTNAME_LABEL, CSINode, PersistentVolume
 from policyengine.model.volume_binder import ClaimMatcher
@@ -285,12 +286,18 @@ def _pinned_codes(
         impure = frozenset(
             h for h, entries in pinned.items() if not any(pv.purely_pinned for _, _, pv in entries)
         )
-    column = label_column(snapshot, HOSTNAME_LABEL)
-    values = column.values
-    table = np.zeros(len(values) + 1, np.int64)  # the last: no hostname label
-    # Each pinned host's code (-1: no node has it), at C speed.
-    codes = np.fromiter(map(values.get, pinned, itertools.repeat(-1)), np.int64, len(pinned))
-    table[codes[codes >= 0]] = 1
+    values = label_column(snapshot, HOSTNAME_LABEL).values
+    if isinstance(pinned, SharedMap):
+        # The hosts of the part this one was patched from, tallied once; the hosts the
+        # patches set or removed since, looked at again.
+        base, changed = pinned.since_base()
+        table = _hosts_table(base, values).copy()
+        for host in changed:
+            code = values.get(host)
+            if code is not None:
+                table[code] = 1 if host in pinned else 0
+    else:
+        table = _hosts_table(pinned, values, keep=False)
     alone = [values[h] for h in impure if h in values]
     table[alone] = -1
     out = table[hosts]
@@ -298,6 +305,32 @@ def _pinned_codes(
         mine = out < 0
         out[mine] = 2 + np.flatnonzero(mine)
     return out
+
+
+# Per hostname-code table (1: a candidate is pinned there), the tables of the last few bases
+# of claim shapes' pinned candidates, by the identity of the base and of the label codes.
+_HOSTS: dict[tuple[int, int], tuple[Any, Any, np.ndarray]] = {}
+_HOSTS_KEPT = 16
+
+
+def _hosts_table(
+    pinned: Mapping[str, Any], values: Mapping[str, int], keep: bool = True
+) -> np.ndarray:
+    """Per hostname code (and one more: no hostname label), 1 where a candidate of
+    ``pinned`` is pinned, else 0 (read only when kept)."""
+    key = (id(pinned), id(values))
+    found = _HOSTS.get(key) if keep else None
+    if found is not None and found[0] is pinned and found[1] is values:
+        return found[2]
+    table = np.zeros(len(values) + 1, np.int64)  # the last: no hostname label
+    # Each pinned host's code (-1: no node has it), at C speed.
+    codes = np.fromiter(map(values.get, pinned, itertools.repeat(-1)), np.int64, len(pinned))
+    table[codes[codes >= 0]] = 1
+    if keep:
+        if len(_HOSTS) >= _HOSTS_KEPT:
+            _HOSTS.clear()
+        _HOSTS[key] = (pinned, values, table)
+    return table
 
 
 FORMS: dict[str, Form] = {

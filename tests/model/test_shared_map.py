@@ -66,6 +66,10 @@ def test_edits_read_as_the_dict_they_make(start, edits, fold) -> None:  # type: 
             assert all((key in got) == (key in want) for key in KEYS)
         for derived, content in chain:
             _check(derived, content)
+            # Every key whose value differs from the shared base's is among those told.
+            base, changed = derived.since_base()
+            differing = {k for k in KEYS if base.get(k, -1) != content.get(k, -1)}
+            assert differing <= set(changed)
     finally:
         shared_map._FOLD = kept
 

@@ -13,6 +13,7 @@ assumed.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import Any
 from unittest import mock
 
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from policyengine.engine.volumes import assume_volumes
 from policyengine.model.plugins import PLUGINS_BY_NAME, volume_binding
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.model.storage import StorageObjects
+from policyengine.model.storage import ClaimRef, StorageObjects
 from policyengine.model.volume_binder import find_pod_volumes
 from policyengine.schedlib import storage_batch
 from policyengine.schedlib.storage_batch import FORMS
@@ -197,3 +198,28 @@ def test_each_row_finds_its_distinct_key(values: list[int], tallied: bool) -> No
     assert key[first].tolist() == distinct  # one row of each value, in increasing order
     assert [distinct[i] for i in inverse.tolist()] == values
     assert (max(values, default=-1) + 1 <= 4 * len(values) + 4096) == tallied
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_candidates_taken_by_other_claims_group_as_the_plugin_decides(data: st.DataObject) -> None:
+    """A claim shape's candidates carried from one storage to the next (``shared_matcher``)
+    while other claims take volumes one by one: the hosts whose candidates went are told
+    apart from those the carried part was first built with."""
+    cluster_nodes = data.draw(nodes(data.draw(st.integers(2, 6))))
+    names = [n.name for n in cluster_nodes]
+    snap = snapshot(cluster_nodes, []).with_storage(data.draw(waiting_claims(names)))
+    pod = make_pod(
+        "pending", volumes=[{"name": "v0", "persistentVolumeClaim": {"claimName": "c0"}}]
+    )
+    _forms_equal_the_plugins(pod, snap)
+    for step in range(data.draw(st.integers(1, 4))):
+        free = sorted(
+            (pv for pv in snap.storage.pvs.values() if pv.claim_ref is None), key=lambda v: v.name
+        )
+        if not free:
+            break
+        pv = data.draw(st.sampled_from(free))
+        taken = replace(pv, claim_ref=ClaimRef("default", f"other{step}", f"u-other{step}"))
+        snap = snap.with_storage(snap.storage.with_pv(taken))
+        _forms_equal_the_plugins(pod, snap)
