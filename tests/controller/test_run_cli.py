@@ -391,7 +391,26 @@ def test_no_connection_settings_exit_2(tmp_path: Path) -> None:
     )
 
 
-def test_bad_lease_timings_exit_2(kubeconfig_path: Path) -> None:
+# Flags ``run`` refuses before it connects: each exits 2 with its message as the last line.
+BAD_FLAGS = {
+    "a lease shorter than the renew deadline": (
+        ["--lease-duration", "5s", "--renew-deadline", "10s"],
+        "leader election: the lease duration (5s) must be longer than the renew deadline "
+        "(10s), or two leaders could overlap",
+    ),
+    "no burst above the rate limit": (
+        ["--kube-api-burst", "0"],
+        "--kube-api-burst must be at least 1",
+    ),
+    "no connections for the writes": (
+        ["--kube-api-connections", "0"],
+        "--kube-api-connections must be at least 1",
+    ),
+}
+
+
+@pytest.mark.parametrize(("flags", "message"), BAD_FLAGS.values(), ids=BAD_FLAGS)
+def test_bad_flags_exit_2(kubeconfig_path: Path, flags: list[str], message: str) -> None:
     result = subprocess.run(
         [
             sys.executable,
@@ -402,10 +421,7 @@ def test_bad_lease_timings_exit_2(kubeconfig_path: Path) -> None:
             str(kubeconfig_path),
             "--policy",
             str(POLICY),
-            "--lease-duration",
-            "5s",
-            "--renew-deadline",
-            "10s",
+            *flags,
         ],
         cwd=ROOT,
         capture_output=True,
@@ -413,10 +429,7 @@ def test_bad_lease_timings_exit_2(kubeconfig_path: Path) -> None:
         timeout=WAIT,
     )
     assert result.returncode == 2
-    assert result.stderr.splitlines()[-1] == (
-        "policyengine run: leader election: the lease duration (5s) must be longer than the "
-        "renew deadline (10s), or two leaders could overlap"
-    )
+    assert result.stderr.splitlines()[-1] == f"policyengine run: {message}"
 
 
 # --- the log format, in-process ------------------------------------------------------------
@@ -477,28 +490,3 @@ def test_the_cli_defaults_are_the_controllers() -> None:
 
     assert run.DEFAULT_CONNECTIONS == outbox.DEFAULT_CONNECTIONS
     assert run.DEFAULT_METRICS_ADDR == health.DEFAULT_ADDRESS
-
-
-def test_no_connections_for_writes_exit_2(kubeconfig_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "policyengine.cli.main",
-            "run",
-            "--kubeconfig",
-            str(kubeconfig_path),
-            "--policy",
-            str(POLICY),
-            "--kube-api-connections",
-            "0",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT,
-    )
-    assert result.returncode == 2
-    assert result.stderr.splitlines()[-1] == (
-        "policyengine run: --kube-api-connections must be at least 1"
-    )
