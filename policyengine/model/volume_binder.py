@@ -349,7 +349,7 @@ class _Free:
     # Shared with the part it was patched from but for the hosts the patch changed.
     pinned: SharedMap[str, tuple[Entry, ...]]
     anywhere: tuple[Entry, ...]
-    claimed: dict[tuple[str, str], tuple[PersistentVolume, ...]]
+    claimed: SharedMap[tuple[str, str], tuple[PersistentVolume, ...]]
     impure: frozenset[str]
     place: Place | None = None
 
@@ -428,7 +428,9 @@ def _build(
                 pinned.setdefault(host, []).append(entry)
     kept = {h: tuple(v) for h, v in pinned.items()}
     impure = frozenset(h for h, entries in kept.items() if _impure(entries))
-    return _Free(volumes, SharedMap(kept), tuple(anywhere), claimed, impure, _place(storage))
+    return _Free(
+        volumes, SharedMap(kept), tuple(anywhere), SharedMap(claimed), impure, _place(storage)
+    )
 
 
 def _place(storage: StorageObjects | None) -> Place | None:
@@ -495,7 +497,7 @@ def _patched(
                     named = tuple(sorted((*named, pv), key=_PV_NAME))
                 else:
                     named = tuple(c for c in named if c is not pv)
-                claimed = {**claimed, claim: named} if named else _without(claimed, claim)
+                claimed = claimed.with_item(claim, named) if named else claimed.without(claim)
                 continue
             if not _fits(shape, selector, pv):
                 continue
@@ -515,12 +517,6 @@ def _patched(
         if host in pinned and _impure(pinned[host]):
             impure.add(host)
     return _Free(volumes, pinned, anywhere, claimed, frozenset(impure), _place(storage))
-
-
-def _without(
-    claimed: dict[tuple[str, str], tuple[PersistentVolume, ...]], claim: tuple[str, str]
-) -> dict[tuple[str, str], tuple[PersistentVolume, ...]]:
-    return {k: v for k, v in claimed.items() if k != claim}
 
 
 _SHAPES: OrderedDict[Hashable, _Free] = OrderedDict()

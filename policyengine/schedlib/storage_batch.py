@@ -46,11 +46,11 @@ from policyengine.model.plugins import volume_binding as binding
 from policyengine.model.plugins import volume_zone as zone
 from policyengine.model.shared_map import SharedMap
 from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
-from policyengine.model.storage import HOSTNAME_LABEL, CSINode, PersistentVolume
+from policyengine.model.storage import HOSTNAME_LABEL, PersistentVolume
 from policyengine.model.volume_binder import ClaimMatcher
 from policyengine.schedlib.domains import label_column
 from policyengine.schedlib.node_rows import rows_at
-from policyengine.schedlib.volume_rows import limit_codes
+from policyengine.schedlib.volume_rows import limit_codes, limit_group
 
 Form = Callable[[Any, Sequence[NodeInfo], ClusterSnapshot], list[list[str]]]
 Run = Callable[[Any, NodeInfo], list[str]]
@@ -159,16 +159,6 @@ def _zone(
 # --- NodeVolumeLimits ----------------------------------------------------------------------
 
 
-def _limit_code(info: NodeInfo, csi_nodes: Mapping[str, CSINode], groups: dict[Any, int]) -> int:
-    """The row's group: its limits and whether (and how) its CSINode migrates in-tree
-    plugins, or -1 when its pods use volumes."""
-    if info.pods_with_volumes:
-        return -1
-    csi_node = csi_nodes.get(info.node.name)
-    found = limits.volume_limits(info, csi_node)
-    return groups.setdefault((tuple(found.items()), limits.migration_key(csi_node)), len(groups))
-
-
 def _limits(
     state: limits.FilterState, infos: Sequence[NodeInfo], snapshot: ClusterSnapshot
 ) -> list[list[str]]:
@@ -178,11 +168,12 @@ def _limits(
     if rows is not None:
         return _by_codes(limits.filter, state, infos, [limit_codes(snapshot, state, rows)])
     csi_nodes = state.storage.csi_nodes
-    groups: dict[Any, int] = {}
 
     def key(info: NodeInfo) -> Hashable:
-        code = _limit_code(info, csi_nodes, groups)
-        return (_ALONE, id(info)) if code < 0 else code
+        # A few nodes: those whose pods use volumes are judged alone.
+        if info.pods_with_volumes:
+            return _ALONE, id(info)
+        return limit_group(info, csi_nodes.get(info.node.name))
 
     return _grouped(limits.filter, state, infos, map(key, infos))
 

@@ -54,6 +54,17 @@ def reads(info: NodeInfo, storage: StorageObjects) -> tuple[Change, ...]:
     return tuple(out)
 
 
+def limit_group(
+    info: NodeInfo, csi_node: CSINode | None, counts: tuple[tuple[str, int], ...] = ()
+) -> Hashable:
+    """What NodeVolumeLimits reads of a node beside the pod: its attach limits, how its
+    CSINode migrates in-tree plugins, and how many volumes of each limit's key its pods
+    attach (``counts``, by key). Nodes alike in all three answer a pod alike, unless one of
+    the pod's own volumes is attached there."""
+    found = limits.volume_limits(info, csi_node)
+    return tuple(found.items()), limits.migration_key(csi_node), counts
+
+
 @dataclass(eq=False)
 class LimitRows:
     """Each row's group for one snapshot and storage, and the indexes that find the rows a
@@ -109,9 +120,8 @@ class LimitRows:
             self.row_volumes[row] = tuple(attached)
             for volume in attached:
                 self.holders.setdefault(volume, set()).add(row)
-        found = limits.volume_limits(info, csi_node)
-        counts = limits.attached_counts(attached)
-        group = (tuple(found.items()), migration, tuple(sorted(counts.items())))
+        counts = tuple(sorted(limits.attached_counts(attached).items()))
+        group = limit_group(info, csi_node, counts)
         self.codes[row] = self.groups.setdefault(group, len(self.groups))
 
     def _unindex(self, row: int) -> None:
