@@ -105,7 +105,6 @@ class Binder:
         self._core = RawAPI(api_client, outbox=outbox)
         self._timeout = request_timeout
         self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
         self._in_flight: set[str] = set()
         self._closed = False
         self._on_in_flight = on_in_flight
@@ -180,9 +179,6 @@ class Binder:
             callback(result)
         except Exception:
             log.exception("bind callback failed", pod=pod.key, node=node)
-        finally:
-            with self._lock:
-                self._idle.notify_all()
 
     def _report(self, count: int) -> None:
         if self._on_in_flight is not None:

@@ -155,20 +155,8 @@ class EventRecorder:
     def _emit(
         self, pod: Pod, controller: str, type_: str, reason: str, action: str, note: str
     ) -> None:
-        dedup_key = (pod.uid or pod.key, reason, note)
-        now = self._clock()
-        with self._lock:
-            last = self._recent.get(dedup_key)
-            if last is not None and now - last < self._window:
-                self.suppressed += 1
-                return
-            self._recent[dedup_key] = now
-            if len(self._recent) > self._prune_at:
-                self._recent = {k: t for k, t in self._recent.items() if now - t < self._window}
-                # What is still inside the window stays; the next pass waits until as many
-                # again have arrived, or a busy scheduler (a Scheduled event per pod, each
-                # kept for the window) would copy the whole map on every event.
-                self._prune_at = max(PRUNE_AT, 2 * len(self._recent))
+        if not self._first_in_window((pod.uid or pod.key, reason, note)):
+            return
         wall = dt.datetime.now(dt.UTC)
         body = {
             "kind": "Event",
@@ -190,12 +178,7 @@ class EventRecorder:
             "note": note,
             "type": type_,
         }
-        self._send(
-            lambda then: self._api.create_namespaced_event(
-                pod.namespace, body, _request_timeout=self._timeout, _then=then
-            ),
-            lambda answer: self._event_posted(answer, body, pod=pod.key),
-        )
+        self._post_event(pod.namespace, body, pod=pod.key)
 
     def object_event(
         self,
@@ -213,14 +196,10 @@ class EventRecorder:
         De-duplicated like the pods' events."""
         namespace = str(regarding.get("namespace") or "default")
         name = str(regarding.get("name") or "")
-        dedup_key = (str(regarding.get("uid") or f"{namespace}/{name}"), reason, note)
-        now = self._clock()
-        with self._lock:
-            last = self._recent.get(dedup_key)
-            if last is not None and now - last < self._window:
-                self.suppressed += 1
-                return
-            self._recent[dedup_key] = now
+        if not self._first_in_window(
+            (str(regarding.get("uid") or f"{namespace}/{name}"), reason, note)
+        ):
+            return
         body = {
             "kind": "Event",
             "apiVersion": "events.k8s.io/v1",
@@ -235,11 +214,34 @@ class EventRecorder:
             "note": note,
             "type": type_,
         }
+        self._post_event(namespace, body, object=f"{namespace}/{name}")
+
+    def _first_in_window(self, dedup_key: tuple[str, str, str]) -> bool:
+        """Whether an event of ``dedup_key`` (subject, reason, note) goes out now: not when
+        the same went out within the window (then it is counted as suppressed)."""
+        now = self._clock()
+        with self._lock:
+            last = self._recent.get(dedup_key)
+            if last is not None and now - last < self._window:
+                self.suppressed += 1
+                return False
+            self._recent[dedup_key] = now
+            if len(self._recent) > self._prune_at:
+                self._recent = {k: t for k, t in self._recent.items() if now - t < self._window}
+                # What is still inside the window stays; the next pass waits until as many
+                # again have arrived, or a busy scheduler (a Scheduled event per pod, each
+                # kept for the window) would copy the whole map on every event.
+                self._prune_at = max(PRUNE_AT, 2 * len(self._recent))
+        return True
+
+    def _post_event(self, namespace: str, body: Mapping[str, Any], **subject: str) -> None:
+        """Create the Event ``body``; an answer other than success is logged with
+        ``subject`` (the pod or object it is about)."""
         self._send(
             lambda then: self._api.create_namespaced_event(
                 namespace, body, _request_timeout=self._timeout, _then=then
             ),
-            lambda answer: self._event_posted(answer, body, object=f"{namespace}/{name}"),
+            lambda answer: self._event_posted(answer, body, **subject),
         )
 
     def _patch_condition(self, pod: Pod, message: str, current: Mapping[str, Any] | None) -> None:
