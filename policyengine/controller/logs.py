@@ -23,6 +23,18 @@ FORMATS = ("json", "console")
 _FIRST = ("timestamp", "level", "logger", "event")
 
 
+def _below_level(processors: Any, logger: logging.Logger, level: int) -> bool:
+    """Whether ``filter_by_level``, first of ``processors`` as ``configure`` installs it,
+    would drop a call at ``level`` to the stdlib ``logger`` (its own test). False with other
+    processors first (``structlog.testing.capture_logs``): they see every call."""
+    return (
+        isinstance(processors, list)
+        and bool(processors)
+        and processors[0] is structlog.stdlib.filter_by_level
+        and not logger.isEnabledFor(level)
+    )
+
+
 class _LevelledLogger(structlog.stdlib.BoundLogger):
     """``structlog.stdlib.BoundLogger`` that drops a ``debug`` or ``info`` call before
     building its event when ``filter_by_level`` (the first processor ``configure`` installs)
@@ -32,15 +44,7 @@ class _LevelledLogger(structlog.stdlib.BoundLogger):
     first (``structlog.testing.capture_logs``) every call goes through them as before."""
 
     def _dropped(self, level: int) -> bool:
-        processors = self._processors
-        if not (
-            isinstance(processors, list)
-            and processors
-            and processors[0] is structlog.stdlib.filter_by_level
-        ):
-            return False
-        logger = self._logger
-        return bool(logger.disabled or level < logger.getEffectiveLevel())
+        return _below_level(self._processors, self._logger, level)
 
     def debug(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
         if self._dropped(logging.DEBUG):
@@ -132,12 +136,7 @@ class _Logger:
         self._std = logging.getLogger(name)
 
     def _dropped(self, level: int) -> bool:
-        processors = structlog.get_config()["processors"]
-        return (
-            bool(processors)
-            and processors[0] is structlog.stdlib.filter_by_level
-            and not self._std.isEnabledFor(level)
-        )
+        return _below_level(structlog.get_config()["processors"], self._std, level)
 
     def debug(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
         if self._dropped(logging.DEBUG):
