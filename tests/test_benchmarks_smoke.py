@@ -12,6 +12,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,21 +109,24 @@ def test_e2e_binds_pods_through_policyengine_run() -> None:
     assert not [m for m in metrics if "neither bound nor told" in m]
 
 
-def test_e2e_mixed_binds_the_mix_under_the_shipped_policies() -> None:
-    rows = e2e_mixed.run(runs=1, scale=0.004, nodes=60)  # 20 pods
-    if len(rows) == 1 and rows[0].metric.startswith("pending:"):
-        pytest.skip(rows[0].metric)
-    assert {r.scenario for r in rows} == {"e2e_mixed"}
-    assert "60 nodes, 20 pods: bound pods per second" in _metrics(rows)
-    assert not [m for m in _metrics(rows) if "neither bound nor told" in m]
+# The end-to-end variants: the mix under the shipped policies, and an API server slow to write.
+E2E_VARIANTS = {
+    "mixed pods": (e2e_mixed, "e2e_mixed", 0.004, 60, "60 nodes, 20 pods"),
+    "slow writes": (e2e_slow, "e2e_slow", 0.001, 40, "40 nodes, 5 pods"),
+}
 
 
-def test_e2e_slow_binds_pods_through_an_api_server_slow_to_write() -> None:
-    rows = e2e_slow.run(runs=1, scale=0.001, nodes=40)  # 5 pods
+@pytest.mark.parametrize(
+    ("module", "scenario", "scale", "nodes", "head"), E2E_VARIANTS.values(), ids=E2E_VARIANTS
+)
+def test_e2e_variants_bind_their_pods(
+    module: Any, scenario: str, scale: float, nodes: int, head: str
+) -> None:
+    rows = module.run(runs=1, scale=scale, nodes=nodes)
     if len(rows) == 1 and rows[0].metric.startswith("pending:"):
         pytest.skip(rows[0].metric)
-    assert {r.scenario for r in rows} == {"e2e_slow"}
-    assert "40 nodes, 5 pods: bound pods per second" in _metrics(rows)
+    assert {r.scenario for r in rows} == {scenario}
+    assert f"{head}: bound pods per second" in _metrics(rows)
     assert not [m for m in _metrics(rows) if "neither bound nor told" in m]
 
 
