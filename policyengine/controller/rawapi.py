@@ -110,6 +110,17 @@ def query_string(params: Mapping[str, Any]) -> str:
     )
 
 
+def api_error(response: Any) -> ApiException:
+    """The ``ApiException`` (the subclass for its status) the generated client raises for
+    the error answer ``response``. ``ApiException.from_response`` raises it rather than
+    return it; this returns it, for a caller that hands it on as a value."""
+    try:
+        ApiException.from_response(http_resp=response, body=None, data=None)
+    except ApiException as error:
+        return error
+    raise AssertionError("ApiException.from_response returned")  # pragma: no cover
+
+
 def _segment(text: str) -> str:
     text = str(text)
     return text if _UNQUOTED(text) else quote(text, safe="")
@@ -179,14 +190,14 @@ class RawAPI:
         if method != "GET" and self._sender is not None:
             answer = self._sender.send(method, url, headers, body, timeout)
             if not 200 <= answer.status <= 299:
-                raise ApiException.from_response(http_resp=answer, body=None, data=None)
+                raise api_error(answer)
             return answer
         response = client.rest_client.request(
             method, url, headers=headers, body=body, _request_timeout=timeout
         )
         if not 200 <= response.status <= 299:
             response.read()
-            raise ApiException.from_response(http_resp=response, body=None, data=None)
+            raise api_error(response)
         return response.response
 
     def _prepare(
@@ -363,10 +374,7 @@ class RawAPI:
 
         def done(answer: Answer) -> None:
             if isinstance(answer, WireResponse) and not 200 <= answer.status <= 299:
-                try:  # it raises the exception (a subclass by status) rather than return it
-                    raise ApiException.from_response(http_resp=answer, body=None, data=None)
-                except ApiException as error:
-                    answer = error
+                answer = api_error(answer)
             then(answer)
 
         outbox.submit(

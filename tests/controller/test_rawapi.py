@@ -24,7 +24,9 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from loopback import LoopbackAPIServer
-from policyengine.controller.rawapi import RawAPI, _segment, query_string
+from policyengine.controller.http1 import Response
+from policyengine.controller.keepalive import WireResponse
+from policyengine.controller.rawapi import RawAPI, _segment, api_error, query_string
 from tests.controller.builders import node_obj, pod_obj
 
 EVENT_TIME = "2026-12-02T12:48:10.898647Z"
@@ -225,6 +227,29 @@ def test_raw_failures_raise_what_the_generated_client_raises(
         json.loads(want.body),
     )
     assert got.headers.get("Retry-After") == want.headers.get("Retry-After")
+
+
+@pytest.mark.parametrize(
+    ("code", "exception"),
+    [
+        (400, "BadRequestException"),
+        (401, "UnauthorizedException"),
+        (403, "ForbiddenException"),
+        (404, "NotFoundException"),
+        (409, "ConflictException"),
+        (422, "UnprocessableEntityException"),
+        (503, "ServiceException"),
+        (429, "ApiException"),
+    ],
+)
+def test_an_error_answer_is_handed_back_as_the_exception_the_client_raises(
+    code: int, exception: str
+) -> None:
+    raw = b"Content-Type: application/json\r\n\r\n"
+    answer = WireResponse(Response(code, "Nope", 11, raw, None, b'{"code": %d}' % code, False))
+    error = api_error(answer)
+    assert type(error).__name__ == exception
+    assert (error.status, error.reason, error.body) == (code, "Nope", f'{{"code": {code}}}')
 
 
 @pytest.mark.parametrize(
