@@ -193,7 +193,7 @@ def _one_run(
     span = final - first
     nan = float("nan")
     per_pod = {"scheduler_cpu_ms": nan, "server_cpu_ms": nan, "cycle_cpu_ms": nan}
-    per_pod |= {"outside_cpu_ms": nan}
+    per_pod |= {"outside_cpu_ms": nan, "outside_share": nan}
     if begin is not None and end is not None and end[0] > begin[0]:
         count = end[0] - begin[0]
         per_pod["scheduler_cpu_ms"] = (end[1] - begin[1]) / count * 1e3
@@ -206,6 +206,10 @@ def _one_run(
             # What a bound pod costs the scheduler outside its scheduling cycles: watches,
             # queue, assume, the bind request, the event.
             per_pod["outside_cpu_ms"] = per_pod["scheduler_cpu_ms"] - cycle_cpu / count * 1e3
+            # Both per bound pod: the cycles of pods that fit nowhere count on the cycles'
+            # side as their events and condition patches count on the loop's.
+            if cycle_cpu > 0:
+                per_pod["outside_share"] = per_pod["outside_cpu_ms"] / (cycle_cpu / count * 1e3)
     return {
         **per_pod,
         "bound": len(bindings),
@@ -243,9 +247,11 @@ def measure(
     scale: float,
     nodes: int,
     write_delay: float = 0.0,
+    overhead_target: str = "",
 ) -> list[Measurement]:
     """The scenario's rows: ``runs`` runs of ``preset``'s cluster under ``policy``, the API
-    server answering each write after ``write_delay`` seconds."""
+    server answering each write after ``write_delay`` seconds; ``overhead_target`` bounds the
+    loop's own work (outside the cycles) as a share of the cycles'."""
     missing = _missing()
     if missing is not None:
         return [pending(scenario, missing)]
@@ -270,6 +276,15 @@ def measure(
         summarise(scenario, f"{head}: {what}", [r[field] for r in results], unit)
         for what, field, unit in ROWS
     ]
+    rows.append(
+        summarise(
+            scenario,
+            f"{head}: the loop's own CPU over its cycles' CPU, per bound pod",
+            [r["outside_share"] for r in results],
+            "x",
+            target=full_size(overhead_target, pods, PODS) if overhead_target else "",
+        )
+    )
     untold = [int(r["unbound_untold"]) for r in results]
     if any(untold):
         rows.append(

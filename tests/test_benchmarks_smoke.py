@@ -106,6 +106,8 @@ def test_e2e_binds_pods_through_policyengine_run() -> None:
     assert "40 nodes, 5 pods: scheduler CPU per scheduling cycle" in metrics
     assert "40 nodes, 5 pods: scheduler CPU per bound pod outside its cycles" in metrics
     assert "40 nodes, 5 pods: pods bound (the others told FailedScheduling)" in metrics
+    share = "40 nodes, 5 pods: the loop's own CPU over its cycles' CPU, per bound pod"
+    assert [r.target for r in rows if r.metric == share] == [""]  # a target for e2e_mixed only
     assert not [m for m in metrics if "neither bound nor told" in m]
 
 
@@ -127,6 +129,7 @@ def test_e2e_variants_bind_their_pods(
         pytest.skip(rows[0].metric)
     assert {r.scenario for r in rows} == {scenario}
     assert f"{head}: bound pods per second" in _metrics(rows)
+    assert f"{head}: the loop's own CPU over its cycles' CPU, per bound pod" in _metrics(rows)
     assert not [m for m in _metrics(rows) if "neither bound nor told" in m]
 
 
