@@ -10,8 +10,20 @@ each node's first rejection is that message, as kube-scheduler reports it.
 
 A pod without volumes pays nothing: each builtin is idle for it (its rule leaves the cycle),
 and its keys are constants; so is every pod when the snapshot does not know the cluster's
-storage (``StorageObjects.known``). For a pod with volumes the results hold for the one snapshot only
-(claims and volumes change with every assumed pod), so they are never carried to another.
+storage (``StorageObjects.known``).
+
+A pod whose claims all wait for their first consumer untouched (``_fresh_shapes``: no volume
+named, no node selected, a class without volumes of its own to match, no ReadWriteOncePod
+mode, no claim named twice, none attached anywhere yet) — a StatefulSet's replica with
+dynamically provisioned claims — gets what the plugins read of each claim as its key, not the
+claim's name: its shape (class, size, modes, selector, annotations). Pods alike in it share the
+builtins' results from cycle to cycle, as pods of one template share every other rule's. What
+those results read beyond the node's ``NodeInfo`` is in the cluster key: the classes, CSI
+drivers and capacities (by identity: an assumed pod replaces none of them), and for
+NodeVolumeLimits each row's group (``volume_rows``), so a placement elsewhere, which changes a
+claim of another pod, leaves them standing. Any other pod with volumes is keyed by its name and
+the snapshot, so its results hold for the one snapshot only (claims and volumes change with
+every assumed pod) and are never carried to another.
 """
 
 from __future__ import annotations
@@ -30,11 +42,15 @@ from policyengine.model.plugins import node_volume_limits as limits
 from policyengine.model.plugins import volume_binding as binding
 from policyengine.model.plugins import volume_restrictions as restrictions
 from policyengine.model.plugins import volume_zone as zone
+from policyengine.model.storage import READ_WRITE_ONCE_POD, StorageObjects
+from policyengine.model.volume_binder import claim_problem
+from policyengine.model.volumes import claim_name
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.node_rows import node_infos
 from policyengine.schedlib.records import NODE, POD
 from policyengine.schedlib.storage_batch import FORMS, PASS
 from policyengine.schedlib.views import NodeView, PodView
+from policyengine.schedlib.volume_rows import limit_row_key
 
 REASONS = ListType(STRING, bound=16)
 
@@ -151,8 +167,83 @@ def _idle_test(plugin_name: str) -> Callable[[CycleContext], bool]:
     return idle
 
 
+_SHAPES = object()  # the prepared key of the pod's fresh claims' shapes
+_FRESH = "fresh"  # tags a key by claim shapes
+
+
+def _fresh_shapes(ctx: CycleContext) -> tuple[Hashable, ...] | None:
+    """The pod's volumes, each claim told by its shape, when every claim is fresh (module
+    docstring); None when one is not, or a storage plugin rejects the pod."""
+
+    def shapes() -> tuple[Hashable, ...] | None:
+        if pod_rejection(ctx) is not None:
+            return None
+        return _shapes_of(ctx.pod.pod, ctx.snapshot.storage)
+
+    return ctx.prepared(_SHAPES, shapes)
+
+
+def _shapes_of(pod: Pod, storage: StorageObjects) -> tuple[Hashable, ...] | None:
+    if claim_problem(pod, storage) is not None:
+        return None
+    out: list[Hashable] = []
+    named: set[str] = set()
+    for volume in pod.volumes:
+        if not volume.uses_claim:
+            out.append(volume)
+            continue
+        name = claim_name(pod.name, volume)
+        claim = storage.claim(pod.namespace, name)
+        if (
+            claim is None
+            or name in named
+            or claim.volume_name
+            or claim.selected_node is not None
+            or READ_WRITE_ONCE_POD in claim.access_modes
+            or not storage.is_delay_binding(claim)
+            or storage.pvs_by_class.get(claim.storage_class)
+        ):
+            return None
+        named.add(name)
+        out.append(
+            (
+                volume.kind,
+                volume.read_only,
+                claim.storage_class,
+                claim.request,
+                claim.volume_mode,
+                claim.selector,
+                frozenset(claim.access_modes),
+                claim.annotations,
+            )
+        )
+    return tuple(out)
+
+
+def _fresh_key(ctx: CycleContext, plugin_name: str) -> Hashable | None:
+    """The plugin's cluster key for a pod keyed by its claims' shapes (``_fresh_shapes``):
+    what its results read of the cluster beyond each node's ``NodeInfo``; None when the pod is
+    not (or, for NodeVolumeLimits, one of its volumes is attached somewhere already)."""
+    if _fresh_shapes(ctx) is None:
+        return None
+    storage = ctx.snapshot.storage
+    if plugin_name == "VolumeBinding":
+        # Provisioning: the classes, whether their drivers track capacity, and the capacities.
+        return _FRESH, _Same(storage.classes), _Same(storage.csi_drivers), _Same(storage.capacities)
+    if plugin_name == "NodeVolumeLimits":
+        state = _state(ctx, PLUGINS_BY_NAME[plugin_name])
+        rows = ctx.prepared((plugin_name, _FRESH), lambda: limit_row_key(ctx.snapshot, state))
+        if rows is None:
+            return None
+        # The claims' drivers are their classes' provisioners.
+        return type(rows)((_FRESH, rows.whole, _Same(storage.classes)), rows.rows)
+    # VolumeRestrictions reads the node's pods' disks, VolumeZone only bound volumes.
+    return _FRESH, plugin_name
+
+
 class _Same:
-    """A cluster key equal only to one of the very same snapshot."""
+    """A cluster key equal only to one of the very same object (a snapshot, the storage's
+    classes), which it holds so that no other object takes its id."""
 
     __slots__ = ("obj",)
 
@@ -205,11 +296,16 @@ def _builtin(plugin_name: str, doc: str, name: str) -> Function:
         return reasons(ctx, nodes)
 
     def cluster_key(ctx: CycleContext) -> Hashable:
-        return _IDLE if idle(ctx) else _Same(ctx.snapshot)
+        if idle(ctx):
+            return _IDLE
+        fresh = _fresh_key(ctx, plugin_name)
+        return _Same(ctx.snapshot) if fresh is None else fresh
 
     def pod_key(ctx: CycleContext) -> Hashable:
         if idle(ctx):
             return _IDLE
+        if _fresh_key(ctx, plugin_name) is not None:
+            return _FRESH, _fresh_shapes(ctx), _outside(ctx, plugin_name)
         pod = ctx.pod.pod
         return pod.namespace, pod.name, pod.uid, pod.volumes, _outside(ctx, plugin_name)
 

@@ -17,10 +17,11 @@ what changed, every row is looked at again.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,7 +30,10 @@ from policyengine.model.snapshot import ClusterSnapshot, NodeInfo
 from policyengine.model.storage import CSINode, StorageObjects
 from policyengine.model.storage_log import Change
 from policyengine.model.volumes import claim_name
+from policyengine.schedlib.rowkeys import RowKeyed
 from policyengine.schedlib.steplog import changed_rows
+
+T = TypeVar("T")
 
 
 def reads(info: NodeInfo, storage: StorageObjects) -> tuple[Change, ...]:
@@ -65,6 +69,9 @@ def limit_group(
     return tuple(found.items()), limits.migration_key(csi_node), counts
 
 
+_TABLES = itertools.count()  # numbers each build of the groups
+
+
 @dataclass(eq=False)
 class LimitRows:
     """Each row's group for one snapshot and storage, and the indexes that find the rows a
@@ -77,6 +84,8 @@ class LimitRows:
     needs_annotation: bool
     codes: np.ndarray
     groups: dict[Hashable, int] = field(default_factory=dict)
+    # Which build numbered the groups: a code means its group only within one table.
+    table: int = field(default_factory=lambda: next(_TABLES))
     # A CSINode (or None) of each migration key met: the pod's own volumes are worked out
     # once per key (``limits.pod_volumes``).
     migrations: dict[limits.MigrationKey, CSINode | None] = field(default_factory=dict)
@@ -178,6 +187,14 @@ class LimitRows:
             codes[alone] = -1 - np.flatnonzero(alone)
         return codes
 
+    def held(self, state: limits.FilterState) -> bool:
+        """Whether one of the pod's own volumes is attached at some row already."""
+        for csi_node in self.migrations.values():
+            own = limits.pod_volumes(state, csi_node)
+            if not isinstance(own, str) and any(volume in self.holders for volume in own):
+                return True
+        return False
+
 
 def _discard(index: dict[Any, set[int]], key: Any, row: int) -> None:
     rows = index.get(key)
@@ -198,6 +215,27 @@ def limit_codes(
 ) -> np.ndarray:
     """The NodeVolumeLimits group of each of ``rows`` of ``snapshot`` for the pod of
     ``state`` (``LimitRows.codes_at``)."""
+    return _with_rows(snapshot, state, lambda kept: kept.codes_at(state, rows))
+
+
+def limit_row_key(snapshot: ClusterSnapshot, state: limits.FilterState) -> RowKeyed | None:
+    """A key of NodeVolumeLimits' answers to pods alike (``rowkeys``): equal where the
+    groups' table and each row's group are, for a pod none of whose own volumes is attached
+    anywhere yet; None for one whose is (its answer at those rows is its own)."""
+
+    def key(kept: LimitRows) -> RowKeyed | None:
+        if kept.held(state):
+            return None
+        # A copy: the kept codes change in place as the rows are looked at again.
+        return RowKeyed(("volume-limits", kept.table, kept.needs_annotation), kept.codes.copy())
+
+    return _with_rows(snapshot, state, key)
+
+
+def _with_rows(
+    snapshot: ClusterSnapshot, state: limits.FilterState, read: Callable[[LimitRows], T]
+) -> T:
+    """``read`` of the kept groups brought up to ``snapshot`` and the pod's storage."""
     storage = state.storage
     assert storage is not None
     with _LOCK:
@@ -209,7 +247,7 @@ def limit_codes(
     ):
         kept = LimitRows.build(snapshot, storage, state.needs_annotation)
     try:
-        return kept.codes_at(state, rows)
+        return read(kept)
     finally:
         with _LOCK:
             _KEPT[:] = [kept]
