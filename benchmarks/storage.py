@@ -5,7 +5,8 @@ The basic cluster (5,000 nodes in 5 zones) with storage: a 100Gi local volume on
 driver in two of the zones (``allowedTopologies``), and a CSINode per node allowing 16 of its
 volumes. Pending: the basic queue's first pods, each given a claim of its own — half a local
 50Gi claim (matched to a node's volume), half a zonal 20Gi claim (provisioned) — placed in
-queue order with each pod's volume decisions assumed before the next, as ``simulate`` does.
+queue order with each pod's volume decisions assumed before the next, as ``simulate`` does;
+then the same pods with zonal claims only, and with local claims only.
 Beside it, the same number of the queue's pods without claims on the same cluster: what the
 storage objects cost the pods that use none (nothing, the filters are idle for them).
 """
@@ -161,17 +162,24 @@ def run(
     claimed_pods = pending[:count]
     plain = pending[count : 2 * count]
     claims = [(f"claim-{i}", "local" if i % 2 == 0 else "zonal") for i in range(count)]
-    objects = _storage_objects(cluster.snapshot, claims)
+    # The same pods with claims of one class only: each kind's own rate.
+    alike = {cls: [(f"{cls}-{i}", cls) for i in range(count)] for cls in ("zonal", "local")}
+    objects = _storage_objects(cluster.snapshot, claims + alike["zonal"] + alike["local"])
     storage = LoadedObjects((), (), storage_objects=tuple(objects)).storage
     snapshot = cluster.snapshot.with_storage(storage)
-    claimed = [_with_claim(p, name) for p, (name, _) in zip(claimed_pods, claims, strict=True)]
+
+    def with_claims(named: list[tuple[str, str]]) -> list[Pod]:
+        return [_with_claim(p, name) for p, (name, _) in zip(claimed_pods, named, strict=True)]
+
     head = f"{nodes:,} nodes, a local volume each"
     rows: list[Measurement] = []
     notes: dict[str, Any] = {}
     with frozen_heap():
         gc.freeze()  # the cluster and its storage: see frozen_heap
         for label, pods, base, checked in (
-            (f"{count} pods with a local or zonal claim", claimed, snapshot, check),
+            (f"{count} pods with a local or zonal claim", with_claims(claims), snapshot, check),
+            (f"{count} pods with a zonal claim", with_claims(alike["zonal"]), snapshot, check),
+            (f"{count} pods with a local claim", with_claims(alike["local"]), snapshot, check),
             (f"{count} pods without claims (storage objects present)", plain, snapshot, 0),
             (f"{count} pods without claims (no storage objects)", plain, cluster.snapshot, 0),
         ):
