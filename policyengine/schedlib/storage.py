@@ -13,17 +13,20 @@ and its keys are constants; so is every pod when the snapshot does not know the 
 storage (``StorageObjects.known``).
 
 A pod whose claims all wait for their first consumer untouched (``_fresh_shapes``: no volume
-named, no node selected, a class without volumes of its own to match, no ReadWriteOncePod
-mode, no claim named twice, none attached anywhere yet) — a StatefulSet's replica with
-dynamically provisioned claims — gets what the plugins read of each claim as its key, not the
+named, no node selected, no ReadWriteOncePod mode, no claim named twice, none attached anywhere
+yet) — a StatefulSet's replica — gets what the plugins read of each claim as its key, not the
 claim's name: its shape (class, size, modes, selector, annotations). Pods alike in it share the
 builtins' results from cycle to cycle, as pods of one template share every other rule's. What
 those results read beyond the node's ``NodeInfo`` is in the cluster key: the classes, CSI
-drivers and capacities (by identity: an assumed pod replaces none of them), and for
-NodeVolumeLimits each row's group (``volume_rows``), so a placement elsewhere, which changes a
-claim of another pod, leaves them standing. Any other pod with volumes is keyed by its name and
-the snapshot, so its results hold for the one snapshot only (claims and volumes change with
-every assumed pod) and are never carried to another.
+drivers and capacities (by identity: an assumed pod replaces none of them); for NodeVolumeLimits
+each row's group (``volume_rows``); for VolumeBinding, when one claim has volumes of its class
+to be matched to, those pinned to no node and, per row, whether one pinned to its hostname
+alone is found there (``_candidates_key``). So a placement elsewhere, which changes another
+pod's claim and takes a volume of another node, leaves them standing. A pod whose volumes these
+keys cannot describe (more claims with candidates, a volume naming its claim, a candidate
+pinned by more than a hostname) is keyed by its name and the snapshot, so its results hold for
+the one snapshot only (claims and volumes change with every assumed pod) and are never carried
+to another.
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ from policyengine.model.volumes import claim_name
 from policyengine.schedlib.context import CycleContext
 from policyengine.schedlib.node_rows import node_infos
 from policyengine.schedlib.records import NODE, POD
-from policyengine.schedlib.storage_batch import FORMS, PASS
+from policyengine.schedlib.rowkeys import RowKeyed
+from policyengine.schedlib.storage_batch import FORMS, PASS, pinned_rows
 from policyengine.schedlib.views import NodeView, PodView
 from policyengine.schedlib.volume_rows import limit_row_key
 
@@ -201,7 +205,6 @@ def _shapes_of(pod: Pod, storage: StorageObjects) -> tuple[Hashable, ...] | None
             or claim.selected_node is not None
             or READ_WRITE_ONCE_POD in claim.access_modes
             or not storage.is_delay_binding(claim)
-            or storage.pvs_by_class.get(claim.storage_class)
         ):
             return None
         named.add(name)
@@ -229,16 +232,56 @@ def _fresh_key(ctx: CycleContext, plugin_name: str) -> Hashable | None:
     storage = ctx.snapshot.storage
     if plugin_name == "VolumeBinding":
         # Provisioning: the classes, whether their drivers track capacity, and the capacities.
-        return _FRESH, _Same(storage.classes), _Same(storage.csi_drivers), _Same(storage.capacities)
+        whole = (
+            _FRESH,
+            _Same(storage.classes),
+            _Same(storage.csi_drivers),
+            _Same(storage.capacities),
+        )
+        candidates = ctx.prepared((plugin_name, _FRESH), lambda: _candidates_key(ctx))
+        if candidates is _NOT_SHARED:
+            return None
+        if candidates is None:
+            return whole
+        anywhere, rows = candidates
+        return RowKeyed((*whole, anywhere), rows)
     if plugin_name == "NodeVolumeLimits":
         state = _state(ctx, PLUGINS_BY_NAME[plugin_name])
         rows = ctx.prepared((plugin_name, _FRESH), lambda: limit_row_key(ctx.snapshot, state))
         if rows is None:
             return None
         # The claims' drivers are their classes' provisioners.
-        return type(rows)((_FRESH, rows.whole, _Same(storage.classes)), rows.rows)
+        return RowKeyed((_FRESH, rows.whole, _Same(storage.classes)), rows.rows)
     # VolumeRestrictions reads the node's pods' disks, VolumeZone only bound volumes.
     return _FRESH, plugin_name
+
+
+_NOT_SHARED = object()  # a pod's volumes the keys by claim shape cannot describe
+
+
+def _candidates_key(ctx: CycleContext) -> Any:
+    """What VolumeBinding's answer reads of the volumes a claim may be matched to: None when
+    no claim's class has any (all are provisioned); for one claim that has, the candidates
+    pinned to no host and, per row, whether one pinned to the node's hostname alone is found
+    there (``storage_batch.pinned_rows``); ``_NOT_SHARED`` when more claims have candidates
+    (they take them from each other), a volume names the claim, or a candidate reads more of
+    a node than its hostname."""
+    state = _state(ctx, PLUGINS_BY_NAME["VolumeBinding"])
+    storage = ctx.snapshot.storage
+    matched = [c for c in state.claims.to_match if storage.pvs_by_class.get(c.storage_class)]
+    if not matched:
+        return None
+    if len(matched) > 1:
+        return _NOT_SHARED
+    matcher = state.matchers.get(matched[0].key)
+    if matcher is None:
+        return None  # an invalid selector: no volume is matched to it
+    if matcher.prebound:
+        return _NOT_SHARED
+    rows = pinned_rows(ctx.snapshot, matcher)
+    if rows is None:
+        return _NOT_SHARED
+    return matcher.anywhere, rows
 
 
 class _Same:

@@ -263,6 +263,25 @@ def _binding(
     return _grouped(run, state, infos, map(key, infos))
 
 
+def pinned_rows(snapshot: ClusterSnapshot, matcher: ClaimMatcher) -> np.ndarray | None:
+    """Per row of ``snapshot``, 1 where a candidate of ``matcher`` pinned to the node's
+    hostname alone is found (the claim is matched there whatever else the node has), else 0;
+    None when some host's candidates read more of a node than its hostname."""
+    if _impure_hosts(matcher):
+        return None
+    return _pinned_codes(snapshot, matcher, label_column(snapshot, HOSTNAME_LABEL).codes)
+
+
+def _impure_hosts(matcher: ClaimMatcher) -> frozenset[str]:
+    if matcher.impure is not None:
+        return matcher.impure
+    return frozenset(
+        h
+        for h, entries in matcher.pinned.items()
+        if not any(pv.purely_pinned for _, _, pv in entries)
+    )
+
+
 def _pinned_codes(
     snapshot: ClusterSnapshot, matcher: ClaimMatcher | None, hosts: np.ndarray
 ) -> np.ndarray:
@@ -272,11 +291,7 @@ def _pinned_codes(
     if matcher is None or not matcher.pinned:
         return np.zeros(len(hosts), np.int64)
     pinned = matcher.pinned
-    impure = matcher.impure
-    if impure is None:
-        impure = frozenset(
-            h for h, entries in pinned.items() if not any(pv.purely_pinned for _, _, pv in entries)
-        )
+    impure = _impure_hosts(matcher)
     values = label_column(snapshot, HOSTNAME_LABEL).values
     if isinstance(pinned, SharedMap):
         # The hosts of the part this one was patched from, tallied once; the hosts the

@@ -28,7 +28,7 @@ from policyengine.engine.reference_cycle import differences, reference_decision
 from policyengine.engine.volumes import assume_volumes
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.model.storage import CSIDriver, StorageObjects
+from policyengine.model.storage import ClaimRef, CSIDriver, PersistentVolume, StorageObjects
 from policyengine.model.storage_log import KEPT
 from tests.engine.strategies import compiled
 from tests.model.builders import make_node, make_pod, snapshot
@@ -435,6 +435,95 @@ def test_a_result_kept_for_a_shape_follows_the_storage(
     second: str,
     feasible: list[str],
 ) -> None:
+    storage = _objects(_base_storage(limits))
+    assert _second_pod_feasible(storage, first, move, second) == feasible
+
+
+def _local_volumes(limits: dict[str, int], hosts: str, taken: str = "") -> StorageObjects:
+    """The table's storage with a local volume pinned to each of ``hosts`` (``"01"``: n0 and
+    n1), those of ``taken`` named by another claim already."""
+    items = _base_storage(limits)
+    for index in hosts:
+        claim = "elsewhere" if index in taken else None
+        items.append(_volume(f"pv-n{index}", "local", f"n{index}", claim))
+    return _objects(items)
+
+
+def _taken(storage: StorageObjects, name: str, claim: str | None) -> StorageObjects:
+    """Volume ``name`` named by ``claim`` (None: released, available again)."""
+    ref = None if claim is None else ClaimRef("default", claim, f"u-{claim}")
+    phase = "Available" if claim is None else "Bound"
+    return storage.with_pv(replace(storage.pvs[name], claim_ref=ref, phase=phase))
+
+
+def _second_volume(storage: StorageObjects, host: str) -> StorageObjects:
+    """Another local volume pinned to ``host``."""
+    return storage.with_pv(_objects([_volume(f"pv-{host}-2", "local", host)]).pvs[f"pv-{host}-2"])
+
+
+# name: (the local volumes' hosts, those taken already, the move, the nodes the second pod may
+# go to). The first pod (a local claim) is sent to zone b (n2), the second's claim is alike.
+LOCAL_MOVES = {
+    "a node's volume is taken by another claim": (
+        "012",
+        "",
+        lambda s: _taken(s, "pv-n1", "elsewhere"),
+        ["n0"],
+    ),
+    "a node's volume is released": (
+        "012",
+        "1",
+        lambda s: _taken(s, "pv-n1", None),
+        ["n0", "n1"],
+    ),
+    "a volume pinned to no node appears": (
+        "02",
+        "",
+        lambda s: s.with_pv(_objects([_volume("pv-any", "local", None)]).pvs["pv-any"]),
+        ["n0", "n1", "n2"],
+    ),
+    "nothing moves: the first pod took the volume of its node": (
+        "012",
+        "",
+        lambda s: s,
+        ["n0", "n1"],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("hosts", "taken", "move", "feasible"), LOCAL_MOVES.values(), ids=LOCAL_MOVES
+)
+def test_a_result_kept_for_claims_matched_to_local_volumes_follows_them(
+    hosts: str, taken: str, move: Any, feasible: list[str]
+) -> None:
+    storage = _local_volumes({DRIVER: 3}, hosts, taken)
+    assert _second_pod_feasible(storage, ("l0", "b"), move, "l1") == feasible
+
+
+def test_pods_with_two_claims_matched_to_local_volumes_count_each_nodes_volumes() -> None:
+    """Two claims of a pod take two volumes of a node: a second volume appearing on a node
+    that had one opens it, though a volume was found there before as after."""
+    items = _base_storage({DRIVER: 3})
+    items += [_claim(name, "local", "1Gi") for name in ("l0b", "l1b")]
+    volumes = [("0", ""), ("1", ""), ("1", "-2"), ("2", ""), ("2", "-2")]
+    items += [_volume(f"pv-n{h}{suffix}", "local", f"n{h}") for h, suffix in volumes]
+    storage = _objects(items)
+    found = _second_pod_feasible(
+        storage, (("l0", "l0b"), "b"), lambda s: _second_volume(s, "n0"), ("l1", "l1b")
+    )
+    assert found == ["n0", "n1"]
+
+
+def _second_pod_feasible(
+    storage: StorageObjects,
+    first: tuple[str | tuple[str, ...], str | None],
+    move: Any,
+    second: str | tuple[str, ...],
+) -> list[str]:
+    """The nodes the second of two pods may go to, each decided as the reference decides,
+    the first pod (its claim, the zone it is sent to) placed and ``move`` made in between,
+    through one class cache."""
     program = compiled(POLICY)
     cluster = [
         make_node(host, labels={"kubernetes.io/hostname": host, "zone": zone}, pods=10)
@@ -445,13 +534,13 @@ def test_a_result_kept_for_a_shape_follows_the_storage(
         make_pod(f"run{i}", node_name="n0", volumes=[_claim_volume("data", f"r{i}")])
         for i in range(2)
     ]
-    snap = snapshot(cluster, running).with_storage(_objects(_base_storage(limits)))
+    snap = snapshot(cluster, running).with_storage(storage)
     options = CycleOptions(cache=ClassCache())
-    claim, zone = first
+    claims, zone = first
     selector = {"zone": zone} if zone else {}
     pods = [
-        make_pod("first", volumes=[_claim_volume("data", claim)], node_selector=selector),
-        make_pod("second", volumes=[_claim_volume("data", second)]),
+        make_pod("first", volumes=_claim_volumes(claims), node_selector=selector),
+        make_pod("second", volumes=_claim_volumes(second)),
     ]
     for index, pod in enumerate(pods):
         decision = schedule(program, pod, snap, random.Random(0), options)
@@ -462,4 +551,36 @@ def test_a_result_kept_for_a_shape_follows_the_storage(
             )
         if index == 0:
             snap = snap.with_storage(move(snap.storage))
-    assert sorted(decision.feasible) == feasible
+    return sorted(decision.feasible)
+
+
+def _claim_volumes(claims: str | tuple[str, ...]) -> list[dict[str, Any]]:
+    named = (claims,) if isinstance(claims, str) else claims
+    return [_claim_volume(f"data{i}", claim) for i, claim in enumerate(named)]
+
+
+def test_a_volume_naming_the_claim_keeps_the_pod_to_where_it_reaches() -> None:
+    """A volume naming the second pod's claim (prebound) is the only one it may take."""
+    items = _base_storage({DRIVER: 3})
+    items += [_volume(f"pv-n{h}", "local", f"n{h}") for h in "012"]
+    items.append(_volume("pv-pre", "local", "n0", "l1"))
+    found = _second_pod_feasible(_objects(items), ("l0", "b"), lambda s: s, "l1")
+    assert found == ["n0"]
+
+
+def _zoned_volume(name: str, host: str, zone: str) -> PersistentVolume:
+    """A local volume pinned to ``host`` by a term that asks for ``zone`` as well."""
+    spec = _volume(name, "local", host)
+    term = spec["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]
+    term["matchExpressions"].append({"key": "zone", "operator": "In", "values": [zone]})
+    return _objects([spec]).pvs[name]
+
+
+def test_a_volume_pinned_by_more_than_its_host_is_read_at_every_cycle() -> None:
+    """A volume whose term asks more of a node than its hostname (here its zone) is matched
+    by that term: changed to reach the node, it opens it."""
+    storage = _local_volumes({DRIVER: 3}, "02").with_pv(_zoned_volume("pv-n1", "n1", "b"))
+    found = _second_pod_feasible(
+        storage, ("l0", "b"), lambda s: s.with_pv(_zoned_volume("pv-n1", "n1", "a")), "l1"
+    )
+    assert found == ["n0", "n1"]
