@@ -10,6 +10,10 @@ result wrong: a capacity shrinks, a class's topology narrows, a CSINode's attach
 changes, a volume of a claim's class appears, another pod's claim is bound, a running pod's
 claim comes to hold the same volume. Some pods share a claim with running pods (attached
 already: keyed by their own names), some carry an in-tree disk beside their claims.
+
+The tables make each such move between two pods alike, at a node the first pod left alone, so
+that a key missing any of its parts decides the second pod wrongly there: each part of the
+keys, taken out, fails one of their rows.
 """
 
 from __future__ import annotations
