@@ -44,8 +44,7 @@ EBS = "ebs.csi.aws.com"
 # (class, size) of the pending pods' claims: few, so that pods share shapes.
 SHAPES = [("prov", "1Gi"), ("prov", "10Gi"), ("tracked", "5Gi"), ("ebs", "1Gi"), ("local", "1Gi")]
 RUNNING_CLAIMS = ["r0", "r1"]
-# How the storage moves between two cycles, the likelier the more often listed ("volume" ends
-# its class's claims' sharing).
+# How the storage moves between two cycles, the likelier the more often listed.
 MOVES = [
     *("capacity", "limit", "bind", "running") * 3,
     *("topology", "driver") * 2,
