@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from policyengine.diagnostics import Diagnostic, Severity, Span, sorted_diagnostics
 from policyengine.lang import nodes as n
@@ -307,6 +307,21 @@ def _plan_error(span: Span, message: str) -> Diagnostic:
     return Diagnostic(PLAN_ERROR, Severity.ERROR, message, span)
 
 
+class _Evaluators(NamedTuple):
+    """A rule's evaluators as the compiler builds them once per rule and policy (the
+    ``CompiledRule`` fields of the same names); a filter's ``score`` and a score's ``filter``
+    raise."""
+
+    filter: Callable[[Env], FilterVerdict]
+    score: Callable[[Env], ScoreValue]
+    per_node: bool
+    filter_many: Callable[[NodeBatch], list[FilterVerdict]] | None
+    score_many: Callable[[NodeBatch], list[ScoreValue]] | None
+    idle: Callable[[Env], bool] | None
+    score_numbers: Callable[[NodeBatch], ScoreArrays | None] | None
+    guard: Callable[[Env], Any] | None
+
+
 class _ProgramBuilder:
     """Turns the linked, checked unit into a ``Program``; collects what it cannot plan."""
 
@@ -326,7 +341,7 @@ class _ProgramBuilder:
         self.sources: Mapping[str, str] = MappingProxyType(dict(self.unit.sources))
         self.problems: list[Diagnostic] = []
         # A library rule used by several policies is planned once.
-        self._evaluators: dict[tuple[int, str], tuple[Any, Any, bool, Any, Any, Any, Any, Any]] = {}
+        self._evaluators: dict[tuple[int, str], _Evaluators] = {}
         self._lets: dict[int, Mapping[str, Closure]] = {}
 
     def build(self) -> Program:
@@ -440,11 +455,9 @@ class _ProgramBuilder:
     def _rule(self, linked: LinkedRule) -> CompiledRule:
         rule = linked.rule
         key = (id(rule), linked.qualified_name)
-        if key not in self._evaluators:
-            self._evaluators[key] = self._evaluate(linked)
-        filter_fn, score_fn, per_node, filter_many, score_many, idle, numbers, guard = (
-            self._evaluators[key]
-        )
+        found = self._evaluators.get(key)
+        if found is None:
+            found = self._evaluators[key] = self._evaluate(linked)
         normalize = getattr(rule, "normalize", None) or DEFAULT_NORMALIZE
         return CompiledRule(
             kind=linked.kind,
@@ -455,18 +468,18 @@ class _ProgramBuilder:
             normalize=normalize,
             span=rule.span,
             cost=self._cost(linked),
-            per_node=per_node,
-            filter=filter_fn,
-            score=score_fn,
+            per_node=found.per_node,
+            filter=found.filter,
+            score=found.score,
             source=rule,
             owner=linked.owner,
             checked=self.checked,
             sources=self.sources,
-            filter_many=filter_many,
-            score_many=score_many,
-            idle=idle,
-            score_numbers=numbers,
-            guard=guard,
+            filter_many=found.filter_many,
+            score_many=found.score_many,
+            idle=found.idle,
+            score_numbers=found.score_numbers,
+            guard=found.guard,
             lets=self._pod_lets(linked.owner),
         )
 
@@ -487,7 +500,7 @@ class _ProgramBuilder:
             found = self._lets[id(owner)] = MappingProxyType(lets)
         return found
 
-    def _evaluate(self, linked: LinkedRule) -> tuple[Any, Any, bool, Any, Any, Any, Any, Any]:
+    def _evaluate(self, linked: LinkedRule) -> _Evaluators:
         rule, owner, name = linked.rule, linked.owner, linked.qualified_name
         planner = self.planner
         guard = planner.expression(rule.guard, owner) if rule.guard is not None else None
@@ -527,15 +540,8 @@ class _ProgramBuilder:
             # A filter's body passes a node with an empty list, never with a null.
             empty = body.idle if isinstance(non_null(body.type), ListType) else None
             idle = _idle_rule(guard, off, empty)
-            return (
-                filter_fn,
-                _not_a(name, "score"),
-                per_node,
-                filter_many,
-                None,
-                idle,
-                None,
-                guard_fn,
+            return _Evaluators(
+                filter_fn, _not_a(name, "score"), per_node, filter_many, None, idle, None, guard_fn
             )
         score_fn = score_evaluator(name, body_span, guard_fn, body.fn)
         per_node = any(p.per_node for p in (guard, body) if p is not None)
@@ -557,7 +563,9 @@ class _ProgramBuilder:
         numbers = score_numbers_evaluator(
             per_node, guard_fn, guard_per_node, body_form, guard_body=guard_form
         )
-        return _not_a(name, "filter"), score_fn, per_node, None, score_many, idle, numbers, guard_fn
+        return _Evaluators(
+            _not_a(name, "filter"), score_fn, per_node, None, score_many, idle, numbers, guard_fn
+        )
 
     def _cost(self, linked: LinkedRule) -> int | None:
         cost = self.costs.get(id(linked.rule))
