@@ -21,6 +21,7 @@ from policyengine.lang.compiler import CompiledRule
 from policyengine.lang.copied import Copied
 from policyengine.lang.evaluators import NodeBatch
 from policyengine.lang.runtime import PASSED, ROOTS, FilterVerdict
+from policyengine.lang.schema import Function
 from policyengine.schedlib.context import CycleContext
 
 # The root a cycle's batch holds every node's view under (``engine.cycle``).
@@ -97,7 +98,7 @@ def filter_at(
         if all(verdict.error is None for verdict in some):  # an error may name its node
             return Copied(some, inverse)
     elif plan.guard_looked is not None:
-        shut = _shut_outside(plan, batch, context, rows)
+        shut = _shut_outside(plan, plan.guard_looked, batch, context, rows)
         if shut is not None:
             return shut
     wanted = rows.tolist()
@@ -105,7 +106,11 @@ def filter_at(
 
 
 def _shut_outside(
-    plan: RulePlan, batch: NodeBatch, context: CycleContext, rows: np.ndarray
+    plan: RulePlan,
+    guard_looked: tuple[Function, ...],
+    batch: NodeBatch,
+    context: CycleContext,
+    rows: np.ndarray,
 ) -> Copied | None:
     """The verdicts at ``rows`` of a filter whose guard only its looked-at rows can tell
     apart (``RulePlan.guard_looked``), when that guard is false at the others: those pass as
@@ -113,9 +118,9 @@ def _shut_outside(
     DaemonSet's pod: its one node). None otherwise."""
     nodes = batch.column(ROOTS.slot(NODE_ROOT))
     guard = plan.rule.guard
-    if nodes is None or guard is None or plan.guard_looked is None:
+    if nodes is None or guard is None:
         return None
-    found = looked_groups(plan.guard_looked, context, nodes, rows)
+    found = looked_groups(guard_looked, context, nodes, rows)
     if found is None:
         return None
     first, inverse = found
