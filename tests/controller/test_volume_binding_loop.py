@@ -95,10 +95,17 @@ class PVController:
     provisioner gives up, removing the annotation)."""
 
     def __init__(
-        self, server: LoopbackAPIServer, *, provision: bool = True, unbind_after: float = -1
+        self,
+        server: LoopbackAPIServer,
+        *,
+        provision: bool = True,
+        unbind_after: float = -1,
+        driver: str | None = None,
     ) -> None:
         self.server = server
         self.provision = provision
+        # The CSI driver of the volumes it provisions (None: local volumes).
+        self.driver = driver
         # >= 0: instead of binding a claim, drop its volume's claimRef this long after
         # seeing it (as the PV controller does with a volume it cannot bind).
         self.unbind_after = unbind_after
@@ -151,6 +158,9 @@ class PVController:
             name = f"{claim['metadata']['name']}-prov"
             pv = _pv(name, node)
             pv["spec"]["storageClassName"] = claim["spec"]["storageClassName"]
+            if self.driver is not None:
+                del pv["spec"]["local"]
+                pv["spec"]["csi"] = {"driver": self.driver, "volumeHandle": name}
             pv["spec"]["claimRef"] = {
                 "namespace": "default",
                 "name": claim["metadata"]["name"],
@@ -303,3 +313,43 @@ def test_a_volume_unbound_by_the_pv_controller_fails_the_binding(
         (event, *_) = apiserver.events(reason="FailedScheduling")
         assert "ClaimRef got reset for pv 'pv-1'" in event["note"], event["note"]
         assert apiserver.bound_nodes() == {}
+
+
+def _csi_node(name: str, driver: str, count: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": [{"name": driver, "nodeID": name, "allocatable": {"count": count}}]},
+    }
+
+
+def test_replicas_with_claims_alike_fill_each_node_up_to_its_attach_limit(
+    apiserver: LoopbackAPIServer,
+) -> None:
+    """A StatefulSet's replicas, each with a claim of one shape to provision, share the storage
+    filters' results from cycle to cycle; each assumed claim still counts on its node, so no
+    node takes more than its CSINode allows, and the replicas beyond the cluster's limits
+    wait."""
+    for name in ("n1", "n2", "n3"):
+        apiserver.create(node_obj(name))
+        apiserver.create(_csi_node(name, "csi.example.com", 2))
+    apiserver.create(_class("fast", "csi.example.com"))
+    for index in range(7):
+        apiserver.create(_claim(f"data-{index}", "fast"))
+        apiserver.create(_pod(f"db-{index}", f"data-{index}"))
+    # Provisioned volumes of the same driver: a claim bound meanwhile still counts there.
+    with PVController(apiserver, driver="csi.example.com"), RunningScheduler(apiserver):
+        wait_until(
+            "six replicas bound and the seventh told why not",
+            lambda: (
+                len(apiserver.bound_nodes()) == 6 and apiserver.events(reason="FailedScheduling")
+            ),
+            apiserver.bound_nodes,
+        )
+    per_node: dict[str, int] = {}
+    for node in apiserver.bound_nodes().values():
+        per_node[node] = per_node.get(node, 0) + 1
+    assert per_node == {"n1": 2, "n2": 2, "n3": 2}
+    notes = [str(e["note"]) for e in apiserver.events(reason="FailedScheduling")]
+    assert any("3 node(s) exceed max volume count" in note for note in notes), notes
