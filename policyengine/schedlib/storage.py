@@ -23,7 +23,7 @@ each row's group (``volume_rows``); for VolumeBinding, when one claim has volume
 to be matched to, those pinned to no node and, per row, whether one pinned to its hostname
 alone is found there (``_candidates_key``). So a placement elsewhere, which changes another
 pod's claim and takes a volume of another node, leaves them standing. A pod whose volumes these
-keys cannot describe (more claims with candidates, a volume naming its claim, a candidate
+keys cannot describe (two claims with candidates of one class, a volume naming its claim, a candidate
 pinned by more than a hostname) is keyed by its name and the snapshot, so its results hold for
 the one snapshot only (claims and volumes change with every assumed pod) and are never carried
 to another.
@@ -260,28 +260,35 @@ _NOT_SHARED = object()  # a pod's volumes the keys by claim shape cannot describ
 
 
 def _candidates_key(ctx: CycleContext) -> Any:
-    """What VolumeBinding's answer reads of the volumes a claim may be matched to: None when
-    no claim's class has any (all are provisioned); for one claim that has, the candidates
-    pinned to no host and, per row, whether one pinned to the node's hostname alone is found
-    there (``storage_batch.pinned_rows``); ``_NOT_SHARED`` when more claims have candidates
-    (they take them from each other), a volume names the claim, or a candidate reads more of
-    a node than its hostname."""
+    """What VolumeBinding's answer reads of the volumes the claims may be matched to: None
+    when no claim's class has any (all are provisioned); for claims that have, each of a
+    class of its own, the candidates pinned to no host and, per row, whether one pinned to
+    the node's hostname alone is found there (``storage_batch.pinned_rows``);
+    ``_NOT_SHARED`` when two claims of one class have candidates (they take them from each
+    other), a volume names a claim, or a candidate reads more of a node than its hostname."""
     state = _state(ctx, PLUGINS_BY_NAME["VolumeBinding"])
     storage = ctx.snapshot.storage
     matched = [c for c in state.claims.to_match if storage.pvs_by_class.get(c.storage_class)]
     if not matched:
         return None
-    if len(matched) > 1:
+    if len({c.storage_class for c in matched}) < len(matched):
         return _NOT_SHARED
-    matcher = state.matchers.get(matched[0].key)
-    if matcher is None:
-        return None  # an invalid selector: no volume is matched to it
-    if matcher.prebound:
-        return _NOT_SHARED
-    rows = pinned_rows(ctx.snapshot, matcher)
-    if rows is None:
-        return _NOT_SHARED
-    return matcher.anywhere, rows
+    anywhere: list[Any] = []
+    columns: list[np.ndarray] = []
+    for claim in matched:
+        matcher = state.matchers.get(claim.key)
+        if matcher is None:
+            continue  # an invalid selector: no volume is matched to it
+        if matcher.prebound:
+            return _NOT_SHARED
+        rows = pinned_rows(ctx.snapshot, matcher)
+        if rows is None:
+            return _NOT_SHARED
+        anywhere.append(matcher.anywhere)
+        columns.append(rows)
+    if not columns:
+        return None
+    return tuple(anywhere), columns[0] if len(columns) == 1 else np.stack(columns, axis=1)
 
 
 class _Same:

@@ -587,3 +587,22 @@ def test_a_volume_pinned_by_more_than_its_host_is_read_at_every_cycle() -> None:
         storage, ("l0", "b"), lambda s: s.with_pv(_zoned_volume("pv-n1", "n1", "a")), "l1"
     )
     assert found == ["n0", "n1"]
+
+
+def test_pods_with_claims_of_two_classes_follow_each_class_volumes() -> None:
+    """Two claims of classes of their own, each matched to a node's volume of its class: a
+    volume of the second class taken on a node closes it, though one of the first is still
+    found there."""
+    items = _base_storage({DRIVER: 3})
+    items.append(_class("local2", "kubernetes.io/no-provisioner", None))
+    items += [_claim(name, "local2", "1Gi") for name in ("l0b", "l1b")]
+    for host in "012":
+        items.append(_volume(f"pv-n{host}", "local", f"n{host}"))
+        items.append(_volume(f"pv2-n{host}", "local2", f"n{host}"))
+    found = _second_pod_feasible(
+        _objects(items),
+        (("l0", "l0b"), "b"),
+        lambda s: _taken(s, "pv2-n1", "elsewhere"),
+        ("l1", "l1b"),
+    )
+    assert found == ["n0"]
