@@ -208,6 +208,8 @@ def _shapes_of(pod: Pod, storage: StorageObjects) -> tuple[Hashable, ...] | None
         ):
             return None
         named.add(name)
+        # The request as written, not as volume matching rounds it (``volume_binder``'s
+        # shape): capacity is not checked for a claim that asks for no size at all.
         out.append(
             (
                 volume.kind,
@@ -226,7 +228,12 @@ def _shapes_of(pod: Pod, storage: StorageObjects) -> tuple[Hashable, ...] | None
 def _fresh_key(ctx: CycleContext, plugin_name: str) -> Hashable | None:
     """The plugin's cluster key for a pod keyed by its claims' shapes (``_fresh_shapes``):
     what its results read of the cluster beyond each node's ``NodeInfo``; None when the pod is
-    not (or, for NodeVolumeLimits, one of its volumes is attached somewhere already)."""
+    not (or, for NodeVolumeLimits, one of its volumes is attached somewhere already). Worked
+    out once a cycle: the pod key and the cluster key both ask."""
+    return ctx.prepared((plugin_name, _FRESH), lambda: _cluster_part(ctx, plugin_name))
+
+
+def _cluster_part(ctx: CycleContext, plugin_name: str) -> Hashable | None:
     if _fresh_shapes(ctx) is None:
         return None
     storage = ctx.snapshot.storage
@@ -238,7 +245,7 @@ def _fresh_key(ctx: CycleContext, plugin_name: str) -> Hashable | None:
             _Same(storage.csi_drivers),
             _Same(storage.capacities),
         )
-        candidates = ctx.prepared((plugin_name, _FRESH), lambda: _candidates_key(ctx))
+        candidates = _candidates_key(ctx)
         if candidates is _NOT_SHARED:
             return None
         if candidates is None:
@@ -247,11 +254,11 @@ def _fresh_key(ctx: CycleContext, plugin_name: str) -> Hashable | None:
         return RowKeyed((*whole, anywhere), rows)
     if plugin_name == "NodeVolumeLimits":
         state = _state(ctx, PLUGINS_BY_NAME[plugin_name])
-        rows = ctx.prepared((plugin_name, _FRESH), lambda: limit_row_key(ctx.snapshot, state))
-        if rows is None:
+        limit_rows = limit_row_key(ctx.snapshot, state)
+        if limit_rows is None:
             return None
         # The claims' drivers are their classes' provisioners.
-        return RowKeyed((_FRESH, rows.whole, _Same(storage.classes)), rows.rows)
+        return RowKeyed((_FRESH, limit_rows.whole, _Same(storage.classes)), limit_rows.rows)
     # VolumeRestrictions reads the node's pods' disks, VolumeZone only bound volumes.
     return _FRESH, plugin_name
 

@@ -174,6 +174,15 @@ class LimitRows:
         attaching one of the pod's own volumes already."""
         codes = self.codes[rows]
         alone = codes < 0
+        held = self.held_rows(state)
+        if held:
+            alone |= np.isin(rows, np.fromiter(held, np.int64, len(held)))
+        if alone.any():
+            codes[alone] = -1 - np.flatnonzero(alone)
+        return codes
+
+    def held_rows(self, state: limits.FilterState) -> set[int]:
+        """The rows where one of the pod's own volumes is attached already."""
         held: set[int] = set()
         for csi_node in self.migrations.values():
             own = limits.pod_volumes(state, csi_node)
@@ -181,19 +190,7 @@ class LimitRows:
                 continue
             for volume in own:
                 held.update(self.holders.get(volume, ()))
-        if held:
-            alone |= np.isin(rows, np.fromiter(held, np.int64, len(held)))
-        if alone.any():
-            codes[alone] = -1 - np.flatnonzero(alone)
-        return codes
-
-    def held(self, state: limits.FilterState) -> bool:
-        """Whether one of the pod's own volumes is attached at some row already."""
-        for csi_node in self.migrations.values():
-            own = limits.pod_volumes(state, csi_node)
-            if not isinstance(own, str) and any(volume in self.holders for volume in own):
-                return True
-        return False
+        return held
 
 
 def _discard(index: dict[Any, set[int]], key: Any, row: int) -> None:
@@ -224,7 +221,7 @@ def limit_row_key(snapshot: ClusterSnapshot, state: limits.FilterState) -> RowKe
     anywhere yet; None for one whose is (its answer at those rows is its own)."""
 
     def key(kept: LimitRows) -> RowKeyed | None:
-        if kept.held(state):
+        if kept.held_rows(state):
             return None
         # A copy: the kept codes change in place as the rows are looked at again.
         return RowKeyed(("volume-limits", kept.table, kept.needs_annotation), kept.codes.copy())
