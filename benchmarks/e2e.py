@@ -205,11 +205,12 @@ def _one_run(
                 per_pod["cycle_cpu_ms"] = cycle_cpu / cycles * 1e3
             # What a bound pod costs the scheduler outside its scheduling cycles: watches,
             # queue, assume, the bind request, the event.
-            per_pod["outside_cpu_ms"] = per_pod["scheduler_cpu_ms"] - cycle_cpu / count * 1e3
+            cycles_per_pod = cycle_cpu / count * 1e3
+            per_pod["outside_cpu_ms"] = per_pod["scheduler_cpu_ms"] - cycles_per_pod
             # Both per bound pod: the cycles of pods that fit nowhere count on the cycles'
             # side as their events and condition patches count on the loop's.
-            if cycle_cpu > 0:
-                per_pod["outside_share"] = per_pod["outside_cpu_ms"] / (cycle_cpu / count * 1e3)
+            if cycles_per_pod > 0:
+                per_pod["outside_share"] = per_pod["outside_cpu_ms"] / cycles_per_pod
     return {
         **per_pod,
         "bound": len(bindings),
