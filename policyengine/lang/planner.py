@@ -20,7 +20,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import repeat
 from typing import Any
@@ -764,40 +764,74 @@ class Planner:
         items, ef = source.fn, element.fn
         cf = condition.fn if condition is not None else _always
         per_node = source.per_node or element.per_node or bool(condition and condition.per_node)
-
+        over: Callable[[Env, Value], Value]
         if name == "any":
 
-            def any_of(env: Env) -> bool:
+            def any_of(env: Env, collection: Value) -> bool:
                 names = env.locals
-                for item in start(items(env)):
+                for item in start(collection):
                     names[slot] = item
                     if cf(env) and ef(env):
                         return True
                 return False
 
-            return Plan(any_of, BOOL, per_node)
-        if name == "all":
+            over, result_type = any_of, BOOL
+        elif name == "all":
 
-            def all_of(env: Env) -> bool:
+            def all_of(env: Env, collection: Value) -> bool:
                 names = env.locals
-                for item in start(items(env)):
+                for item in start(collection):
                     names[slot] = item
                     if cf(env) and not ef(env):
                         return False
                 return True
 
-            return Plan(all_of, BOOL, per_node)
+            over, result_type = all_of, BOOL
+        else:
 
-        def count_of(env: Env) -> int:
-            names = env.locals
-            total = 0
-            for item in start(items(env)):
-                names[slot] = item
-                if cf(env) and ef(env):
-                    total += 1
-            return total
+            def count_of(env: Env, collection: Value) -> int:
+                names = env.locals
+                total = 0
+                for item in start(collection):
+                    names[slot] = item
+                    if cf(env) and ef(env):
+                        total += 1
+                return total
 
-        return Plan(count_of, INT, per_node)
+            over, result_type = count_of, INT
+        return Plan(
+            lambda env: over(env, items(env)),
+            result_type,
+            per_node,
+            batch=self._by_distinct_collection(generator, source, inner, slot, over),
+        )
+
+    def _by_distinct_collection(
+        self,
+        loop: n.Comprehension,
+        source: Plan,
+        inner: _Scope,
+        slot: int,
+        over: Callable[[Env, Value], Value],
+    ) -> BatchBody | None:
+        """The columnar form of a loop over a collection that varies per node, when its
+        element and condition read nothing else that does: ``over`` once per distinct
+        collection of the column (a builtin hands nodes alike one shared list: resource
+        shortages, a node's taints). Planned again with the loop's targets as pod-level
+        values, the element and condition tell whether they read the node otherwise."""
+        if not source.per_node or source.batch is None:
+            return None
+        probe = _Scope(
+            inner.owner,
+            {
+                name: replace(local, per_node=False) if local.slot == slot else local
+                for name, local in inner.locals.items()
+            },
+        )
+        parts = [loop.element] if loop.condition is None else [loop.element, loop.condition]
+        if any(self._plan(part, probe).per_node for part in parts):
+            return None
+        return vector.per_distinct(source.batch, over)
 
     def _domain(self, expr: n.Call, function: Function, scope: _Scope) -> Plan:
         args = self._args(expr.args, scope)
@@ -1195,16 +1229,21 @@ class Planner:
         per_node = source.per_node or element.per_node or bool(condition and condition.per_node)
         cf = condition.fn if condition is not None else _always
 
-        def comprehension(env: Env) -> list[Value]:
+        def over(env: Env, collection: Value) -> list[Value]:
             names = env.locals
             out = []
-            for item in start(items(env)):
+            for item in start(collection):
                 names[slot] = item
                 if cf(env):
                     out.append(ef(env))
             return out
 
-        return Plan(comprehension, ListType(element.type), per_node)
+        return Plan(
+            lambda env: over(env, items(env)),
+            ListType(element.type),
+            per_node,
+            batch=self._by_distinct_collection(expr, source, inner, slot, over),
+        )
 
     def _template(self, expr: n.Template, scope: _Scope) -> Plan:
         parts = [

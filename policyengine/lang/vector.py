@@ -367,6 +367,32 @@ def conditional(cond: Side, then: Side, otherwise: Side) -> Vec:
     return column
 
 
+def per_distinct(of: Vec, over: Callable[[Any, Value], Value]) -> Vec:
+    """``over(env, value)`` for every value of a column, computed once per distinct value
+    object: a loop whose element and condition read nothing else that varies per node gives
+    nodes sharing one collection (a builtin's shared list for nodes alike) one result. By
+    identity, not equality: the values need not be hashable, and the column, held whole while
+    the loop runs, keeps every one alive (no identity is reused meanwhile)."""
+
+    def column(batch: NodeBatch) -> list[Value]:
+        values = of(batch)
+        if type(values) is not list:
+            values = list(values)
+        env = batch.env
+        done: dict[int, Value] = {}
+        out = []
+        for value in values:
+            key = id(value)
+            if key in done:
+                out.append(done[key])
+            else:
+                found = done[key] = over(env, value)
+                out.append(found)
+        return out
+
+    return column
+
+
 def broadcast(fn: Closure) -> Vec:
     """A pod-level value as a column (for a rule body or guard that does not vary per node)."""
 

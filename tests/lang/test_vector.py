@@ -29,22 +29,28 @@ from policyengine.lang.planner import _ARITHMETIC
 from policyengine.lang.runtime import format_value
 from tests.lang.fake_schema import TOTAL_SCHEMA as SCHEMA
 
+# Widgets alike share one parts list, as a builtin hands nodes alike one shared value; the
+# others hold equal lists that are not the same object.
+SHARED_PARTS = [
+    {"name": "p", "size": Fraction(2), "spare": True},
+    {"name": "q", "size": Fraction(0), "spare": False},
+]
 WIDGETS: list[dict[str, Any]] = [
     {
         "name": name,
         "labels": labels,
         "capacity": capacity,
-        "parts": [],
+        "parts": parts,
         "weight": weight,
         "count": count,
         "colour": colour,
     }
-    for name, labels, capacity, weight, count, colour in [
-        ("a", {"k": "abc"}, {"cpu": Fraction(2)}, 0.5, 0, None),
-        ("x,y", {}, {}, 2.5, 3, "red"),
-        ("abc", {"k": "A1"}, {"cpu": Fraction(1, 2)}, -1.0, -2, ""),
-        ("", {"k": ""}, {"mem": Fraction(8)}, 3.0, 10, "red"),
-        ("fast", {}, {"cpu": Fraction(0)}, 0.0, 1, None),
+    for name, labels, capacity, weight, count, colour, parts in [
+        ("a", {"k": "abc"}, {"cpu": Fraction(2)}, 0.5, 0, None, SHARED_PARTS),
+        ("x,y", {}, {}, 2.5, 3, "red", []),
+        ("abc", {"k": "A1"}, {"cpu": Fraction(1, 2)}, -1.0, -2, "", SHARED_PARTS),
+        ("", {"k": ""}, {"mem": Fraction(8)}, 3.0, 10, "red", [dict(SHARED_PARTS[0])]),
+        ("fast", {}, {"cpu": Fraction(0)}, 0.0, 1, None, [dict(p) for p in SHARED_PARTS]),
     ]
 ]
 ORDER = {"name": "o", "labels": {"k": "abc"}, "wants": {}, "priority": 5, "tags": ["a"]}
@@ -71,6 +77,19 @@ CASES = [
     ("score s { -widget.count + order.priority }", True),
     ("score s { len(widget.labels) * 2 }", True),
     ("score s { if order.priority > 1 then widget.count else widget.weight }", True),
+    # Loops over a per-node collection whose element and condition read only the item and
+    # the pod: once per distinct collection (widgets alike share theirs).
+    ("filter f { [p.name for p in widget.parts if not p.spare] }", True),
+    ('filter f { [p.name + "!" for p in widget.parts if p.name in order.tags] }', True),
+    ("filter f { [k for k, v in widget.labels if v != order.name] }", True),
+    ("filter f { all(p.size > 0 for p in widget.parts) }", True),
+    ("filter f { any(p.spare for p in widget.parts) or order.priority > 9 }", True),
+    ("score s { count(p.spare for p in widget.parts) + order.priority }", True),
+    ("score s { len([p for p in widget.parts if p.size > 1]) }", True),
+    # ... and node by node when the element or condition reads the node otherwise.
+    ("filter f { [p.name for p in widget.parts if widget.count > 0] }", False),
+    ("score s { count(p.spare and widget.count > 0 for p in widget.parts) }", False),
+    ("score s { count(any(q.spare for q in widget.parts) for p in widget.parts) }", False),
     # Errors on some nodes: the batch falls back and reports them node by node.
     ("filter f { 10 / widget.count > 2 }", False),
     ("score s { 100 / widget.count }", False),
@@ -314,3 +333,20 @@ def test_taking_the_same_rows_again_reuses_the_narrowed_batch() -> None:
         WIDGETS[2],
         WIDGETS[0],
     ]
+
+
+def test_a_loop_runs_once_per_distinct_collection_object() -> None:
+    # Nodes sharing one collection object get one loop between them; an equal collection
+    # that is another object gets its own (identity, not equality: values need not hash).
+    shared, equal = ["a", "b"], ["a", "b"]
+    calls: list[list[str]] = []
+
+    def over(env: Any, value: list[str]) -> int:
+        calls.append(value)
+        return len(value)
+
+    form = vector.per_distinct(vector.root(runtime.ROOTS.slot("widget")), over)
+    column = [shared, equal, shared, [], shared]
+    batch = NodeBatch(runtime.Env({}), {"widget": column})
+    assert form(batch) == [2, 2, 2, 0, 2]
+    assert [id(value) for value in calls] == [id(shared), id(equal), id(column[3])]
