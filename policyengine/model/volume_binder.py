@@ -305,6 +305,13 @@ class ClaimMatcher:
             tuple(prebound), {h: tuple(v) for h, v in pinned.items()}, tuple(anywhere)
         )
 
+    def impure_hosts(self) -> frozenset[str]:
+        """The hosts none of whose pinned candidates is purely pinned: where a candidate's
+        other terms, not the hostname alone, decide whether it reaches a node."""
+        if self.impure is not None:
+            return self.impure
+        return frozenset(h for h, entries in self.pinned.items() if _impure(entries))
+
     def match(
         self, node_labels: Mapping[str, str], excluded: frozenset[str] | set[str]
     ) -> PersistentVolume | None:

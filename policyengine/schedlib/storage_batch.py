@@ -267,19 +267,9 @@ def pinned_rows(snapshot: ClusterSnapshot, matcher: ClaimMatcher) -> np.ndarray 
     """Per row of ``snapshot``, 1 where a candidate of ``matcher`` pinned to the node's
     hostname alone is found (the claim is matched there whatever else the node has), else 0;
     None when some host's candidates read more of a node than its hostname."""
-    if _impure_hosts(matcher):
+    if matcher.impure_hosts():
         return None
     return _pinned_codes(snapshot, matcher, label_column(snapshot, HOSTNAME_LABEL).codes)
-
-
-def _impure_hosts(matcher: ClaimMatcher) -> frozenset[str]:
-    if matcher.impure is not None:
-        return matcher.impure
-    return frozenset(
-        h
-        for h, entries in matcher.pinned.items()
-        if not any(pv.purely_pinned for _, _, pv in entries)
-    )
 
 
 def _pinned_codes(
@@ -291,7 +281,7 @@ def _pinned_codes(
     if matcher is None or not matcher.pinned:
         return np.zeros(len(hosts), np.int64)
     pinned = matcher.pinned
-    impure = _impure_hosts(matcher)
+    impure = matcher.impure_hosts()
     values = label_column(snapshot, HOSTNAME_LABEL).values
     if isinstance(pinned, SharedMap):
         # The hosts of the part this one was patched from, tallied once; the hosts the

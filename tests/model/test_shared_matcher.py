@@ -12,13 +12,17 @@ records the volumes each step replaced) and not.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policyengine.model.storage import ClaimRef, StorageObjects
+from policyengine.model.storage_parse import parse_pv, parse_pvc
 from policyengine.model.volume_binder import ClaimMatcher, shared_matcher
 from tests.engine.storage_strategies import mixed_volumes, storage
+from tests.model import storage_builders as build
 
 NODES = ["n0", "n1", "n2"]
 
@@ -46,11 +50,9 @@ def _check(objects: StorageObjects) -> None:
         shared = shared_matcher(claim, volumes)
         assert shared == fresh_matcher
         if shared is not None and fresh_matcher is not None:
-            assert shared.impure == frozenset(
-                host
-                for host, entries in fresh_matcher.pinned.items()
-                if not any(pv.purely_pinned for _, _, pv in entries)
-            )
+            # The hosts carried step by step equal those a fresh matcher works out.
+            assert fresh_matcher.impure is None
+            assert shared.impure == fresh_matcher.impure_hosts()
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -83,3 +85,46 @@ def test_carried_indexes_equal_fresh_ones(data: st.DataObject) -> None:
         if data.draw(st.booleans()):
             _check(objects)
     _check(objects)
+
+
+_BOTH = {
+    "required": {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]},
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]},
+                ]
+            }
+        ]
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("volumes", "impure"),
+    [
+        pytest.param(
+            [build.pv("v0", node_affinity=build.affinity(build.HOSTNAME, "n0"))],
+            set(),
+            id="by-hostname",
+        ),
+        pytest.param([build.pv("v1", node_affinity=_BOTH)], {"n1"}, id="hostname-and-zone"),
+        pytest.param(
+            [
+                build.pv("v1", node_affinity=_BOTH),
+                build.pv("v2", node_affinity=build.affinity(build.HOSTNAME, "n1")),
+            ],
+            set(),
+            id="one-purely-pinned-beside",
+        ),
+        pytest.param([build.pv("v3")], set(), id="pinned-nowhere"),
+    ],
+)
+def test_impure_hosts_are_those_whose_candidates_all_read_more_than_the_hostname(
+    volumes: list[dict[str, Any]], impure: set[str]
+) -> None:
+    claim = parse_pvc(build.pvc("c", "1Gi"))
+    matcher = ClaimMatcher.of(claim, [parse_pv(v) for v in volumes])
+    assert matcher is not None
+    assert matcher.impure_hosts() == impure
