@@ -123,6 +123,9 @@ class RequiredNodeAffinity:
     # The only nodes it can match when every term names them (``node_names_from_required``:
     # NodeAffinity's PreFilter, a DaemonSet's pods); None when it may match others.
     named_nodes: frozenset[str] | None = field(default=None, compare=False)
+    # The node labels ``matches`` reads, sorted: nodes alike in their values match alike.
+    # None when it reads the node's name too (a ``matchFields`` term), or is not told.
+    label_keys: tuple[str, ...] | None = field(default=None, compare=False)
 
     def matches(self, node_labels: Mapping[str, str], node_name: str) -> bool:
         if self.has_node_selector:
@@ -141,12 +144,29 @@ class RequiredNodeAffinity:
 def required_node_affinity(
     node_selector: Mapping[str, str] | None, required: NodeSelector | None
 ) -> RequiredNodeAffinity:
+    terms = None if required is None else required.compile()
     return RequiredNodeAffinity(
         node_selector=FrozenDict(node_selector or {}),
         has_node_selector=node_selector is not None,
-        terms=None if required is None else required.compile(),
+        terms=terms,
         named_nodes=node_names_from_required(required),
+        label_keys=_label_keys(node_selector or {}, terms or ()),
     )
+
+
+def _label_keys(
+    node_selector: Mapping[str, str], terms: tuple[CompiledTerm, ...]
+) -> tuple[str, ...] | None:
+    """The labels ``RequiredNodeAffinity.matches`` reads; None when a term reads the node's
+    name (a term that can never match reads nothing)."""
+    keys = set(node_selector)
+    for term in terms:
+        if term.error is not None:
+            continue
+        if term.name_in is not None or term.name_not_in:
+            return None
+        keys.update(r.key for r in term.labels)
+    return tuple(sorted(keys))
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,8 +185,9 @@ _PORTS = PLUGINS_BY_NAME["NodePorts"]
 
 
 def _node_affinity_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
-    """NodeAffinity's filter for a pod with a nodeSelector and no required affinity terms
-    reads of a node only its values of the selector's keys; with terms, node by node."""
+    """NodeAffinity's filter reads of a node only its values of the labels the pod's
+    nodeSelector and required terms name (``RequiredNodeAffinity.label_keys``): nodes alike in
+    them get one answer; a term naming nodes by ``metadata.name``, node by node."""
     run = _NODE_AFFINITY.filter
     assert run is not None
     if state.skip:
@@ -199,9 +200,10 @@ def _node_affinity_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> li
         for at in named_positions(infos, named, ctx.snapshot):
             reasons[at] = run(state, infos[at])
         return reasons
-    if required.terms is not None or not required.has_node_selector:
+    keys = required.label_keys
+    if keys is None:
         return [run(state, info) for info in infos]
-    return _grouped(run, _label_values(tuple(required.node_selector)))(state, infos, ctx)
+    return _grouped(run, _label_values(keys))(state, infos, ctx)
 
 
 def _ports_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:

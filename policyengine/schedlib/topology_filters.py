@@ -91,19 +91,48 @@ def pod_terms(pod: Pod) -> PodAffinityTerms:
 # --- PreFilters ---------------------------------------------------------------------------
 
 
-def _presence(node: NodeInfo, key: spread.CountKey) -> dict[Any, int]:
-    """``spread.node_counts`` of ``node`` were it to hold no matching pod: the domains it
-    counts for (it reads only the node object, the keys, policies and the pod's required
-    node affinity and tolerations)."""
-    constraints, required, tolerations, _, require_all = key
-    labels = node.node.labels
-    if require_all and not spread.has_all_keys(labels, constraints):
-        return {}
-    return {
-        (c.topology_key, labels.get(c.topology_key, "")): 0
-        for c in constraints
-        if c.includes_node(node, required, tolerations)
-    }
+# Distinct (label values, taints) whose included constraints one count key keeps.
+_INCLUDED_KEPT = 4096
+
+
+def _presence_of(key: spread.CountKey) -> Callable[[NodeInfo], dict[Any, int]]:
+    """``spread.node_counts`` of a node were it to hold no matching pod: the domains it
+    counts for. Which constraints include the node reads only its values of the labels the
+    pod's required node affinity names (and its taints, when a constraint honours them): that
+    is worked out once per distinct such values, and every node of the cluster alike shares
+    it (a node's own domains are then its labels' values)."""
+    constraints, required, _, _, require_all = key
+    reads = required.label_keys
+    taints = any(c.node_taints_policy == HONOR for c in constraints)
+    seen: dict[Any, tuple[str, ...]] = {}
+
+    def presence(node: NodeInfo) -> dict[Any, int]:
+        labels = node.node.labels
+        if require_all and not spread.has_all_keys(labels, constraints):
+            return {}
+        if reads is None:
+            included = _included(node, key)
+        else:
+            alike: Any = tuple([labels.get(k) for k in reads])
+            if taints:
+                alike = (alike, node.node.taints)
+            found = seen.get(alike)
+            if found is None:
+                if len(seen) >= _INCLUDED_KEPT:
+                    seen.clear()
+                found = seen[alike] = _included(node, key)
+            included = found
+        return {(topology_key, labels.get(topology_key, "")): 0 for topology_key in included}
+
+    return presence
+
+
+def _included(node: NodeInfo, key: spread.CountKey) -> tuple[str, ...]:
+    """The topology keys of the constraints that count ``node`` (``Constraint.includes_node``)."""
+    constraints, required, tolerations, _, _ = key
+    return tuple(
+        c.topology_key for c in constraints if c.includes_node(node, required, tolerations)
+    )
 
 
 class _SpreadInputs:
@@ -160,8 +189,10 @@ class _SpreadInputs:
                 and any(s.matches(other.labels) for s in selectors)
             )
 
+        present = _presence_of(key)
+
         def presence(node: NodeInfo) -> dict[Any, int]:  # ``part`` of a node with no such pod
-            found = _presence(node, key)
+            found = present(node)
             if domains_only:
                 return {pair: n for pair, n in found.items() if pair[0] != spread.HOSTNAME}
             return found

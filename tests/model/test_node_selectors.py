@@ -123,3 +123,37 @@ def test_prefilter_node_names(
     terms: tuple[NodeSelectorTerm, ...], expected: frozenset[str] | None
 ) -> None:
     assert node_names_from_required(NodeSelector(terms)) == expected
+
+
+@pytest.mark.parametrize(
+    ("node_selector", "terms", "keys"),
+    [
+        pytest.param(None, None, (), id="nothing"),
+        pytest.param({"zone": "a", "disk": "ssd"}, None, ("disk", "zone"), id="selector"),
+        pytest.param(
+            {"zone": "a"},
+            (term(R("gen", "Gt", ("3",)), R("disk", "DoesNotExist")), term(R("rack", "Exists"))),
+            ("disk", "gen", "rack", "zone"),
+            id="selector-and-terms",
+        ),
+        pytest.param(
+            None,
+            (term(R("zone", "In", ("a",)), fields=(R("metadata.name", "NotIn", ("n",)),)),),
+            None,
+            id="a-name-read",
+        ),
+        pytest.param(
+            None, (term(fields=(R("metadata.name", "In", ("n",)),)),), None, id="a-name-picked"
+        ),
+        # A term that can never match reads nothing: the others decide.
+        pytest.param(None, (term(), term(R("zone", "Exists"))), ("zone",), id="an-empty-term"),
+        pytest.param(None, (term(R("gen", "Gt", ("x",))),), (), id="a-broken-term"),
+    ],
+)
+def test_the_labels_a_required_affinity_reads(
+    node_selector: dict[str, str] | None,
+    terms: tuple[NodeSelectorTerm, ...] | None,
+    keys: tuple[str, ...] | None,
+) -> None:
+    required = required_node_affinity(node_selector, None if terms is None else NodeSelector(terms))
+    assert required.label_keys == keys

@@ -161,8 +161,39 @@ ZONED = [
     ("n2", {"zone": "a", "rack": "r1"}),
     ("n3", {"zone": "b"}),
 ]
+
+
+def _required(*terms: dict[str, object]) -> dict[str, object]:
+    """A pod's required node affinity of ``terms``."""
+    selector = {"nodeSelectorTerms": list(terms)}
+    return {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": selector}}
+    }
+
+
 GROUPED_CASES = [
     ("NodeAffinity", {"node_selector": {"zone": "b", "rack": "r1"}}),
+    (
+        "NodeAffinity",
+        _required(
+            {
+                "matchExpressions": [
+                    {"key": "zone", "operator": "NotIn", "values": ["a"]},
+                    {"key": "rack", "operator": "In", "values": ["r1"]},
+                ]
+            }
+        ),
+    ),
+    (
+        # Nodes n0 and n1 are alike in zone, the one label read; the name tells them apart.
+        "NodeAffinity",
+        _required(
+            {
+                "matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}],
+                "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}],
+            }
+        ),
+    ),
     (
         "PodTopologySpread",
         {
@@ -188,7 +219,12 @@ GROUPED_CASES = [
 @pytest.mark.parametrize(
     ("name", "placement_of_pod"),
     GROUPED_CASES,
-    ids=[name for name, _ in GROUPED_CASES],
+    ids=[
+        "NodeAffinity-selector",
+        "NodeAffinity-terms",
+        "NodeAffinity-name",
+        *(name for name, _ in GROUPED_CASES[3:]),
+    ],
 )
 def test_grouped_forms_tell_apart_nodes_that_differ_in_any_label_read(
     name: str, placement_of_pod: dict[str, object]
