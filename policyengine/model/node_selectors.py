@@ -172,6 +172,9 @@ def _label_keys(
 @dataclass(frozen=True, slots=True)
 class CompiledPreferredTerms:
     terms: tuple[tuple[int, CompiledTerm], ...] = ()
+    # The node labels ``score`` reads, sorted; None when a term reads the node's name too, or
+    # when not told.
+    label_keys: tuple[str, ...] | None = field(default=None, compare=False)
 
     def score(self, node_labels: Mapping[str, str], node_name: str) -> int:
         return sum(w for w, t in self.terms if t.matches(node_labels, node_name))
@@ -183,7 +186,7 @@ def compile_preferred(terms: tuple[PreferredSchedulingTerm, ...]) -> CompiledPre
         for t in terms
         if t.weight != 0 and not t.preference.is_empty
     )
-    return CompiledPreferredTerms(kept)
+    return CompiledPreferredTerms(kept, _label_keys({}, tuple(term for _, term in kept)))
 
 
 def node_names_from_required(required: NodeSelector | None) -> frozenset[str] | None:

@@ -206,6 +206,17 @@ def _node_affinity_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> li
     return _grouped(run, _label_values(keys))(state, infos, ctx)
 
 
+def _node_affinity_score(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
+    """NodeAffinity's score sums the weights of the preferred terms a node matches: it reads
+    of a node only the labels those terms name (node by node when a term reads its name)."""
+    run = _NODE_AFFINITY.score
+    assert run is not None
+    keys = state.preferred.label_keys
+    if keys is None:
+        return [run(state, info) for info in infos]
+    return _grouped(run, _label_values(keys))(state, infos, ctx)
+
+
 def _ports_filter(state: Any, infos: Sequence[NodeInfo], ctx: Any) -> list[Any]:
     """NodePorts passes every node for a pod that asks for no host port."""
     run = _PORTS.filter
@@ -221,6 +232,8 @@ if _SPREAD.filter is not None and _AFFINITY.filter is not None:
 if _NODE_AFFINITY.filter is not None and _PORTS.filter is not None:
     FILTERS["NodeAffinity"] = _node_affinity_filter
     FILTERS["NodePorts"] = _ports_filter
+if _NODE_AFFINITY.score is not None:
+    SCORES["NodeAffinity"] = _node_affinity_score
 
 
 # --- PodTopologySpread's and InterPodAffinity's PreFilters, incrementally ------------------

@@ -157,3 +157,17 @@ def test_the_labels_a_required_affinity_reads(
 ) -> None:
     required = required_node_affinity(node_selector, None if terms is None else NodeSelector(terms))
     assert required.label_keys == keys
+
+
+def test_the_labels_preferred_terms_read() -> None:
+    # The empty and zero-weight terms are dropped: what they name is never read.
+    preferred = compile_preferred(
+        (
+            PreferredSchedulingTerm(2, term(R("zone", "In", ("a",)), R("gen", "Gt", ("3",)))),
+            PreferredSchedulingTerm(0, term(R("disk", "Exists"))),
+            PreferredSchedulingTerm(4, term()),
+        )
+    )
+    assert preferred.label_keys == ("gen", "zone")
+    named = term(fields=(R("metadata.name", "In", ("n",)),))
+    assert compile_preferred((PreferredSchedulingTerm(1, named),)).label_keys is None

@@ -243,6 +243,43 @@ def test_grouped_forms_tell_apart_nodes_that_differ_in_any_label_read(
     assert FILTERS[name](state, infos, None) == expected
 
 
+def _preferred(*terms: tuple[int, dict[str, object]]) -> dict[str, object]:
+    """A pod's preferred node affinity of (weight, term) pairs."""
+    preferred = [{"weight": weight, "preference": term} for weight, term in terms]
+    return {
+        "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    }
+
+
+_IN_ZONE_B = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}
+_IN_RACK_R1 = {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}
+_NOT_N1 = {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}
+
+
+@pytest.mark.parametrize(
+    "placement_of_pod",
+    [
+        pytest.param(_preferred((3, _IN_ZONE_B), (5, _IN_RACK_R1)), id="labels"),
+        # n0 and n1 are alike in zone, the one label read; the name tells them apart.
+        pytest.param(_preferred((3, _IN_ZONE_B), (5, _NOT_N1)), id="a-name"),
+    ],
+)
+def test_the_grouped_node_affinity_score_tells_apart_nodes_that_differ_in_what_it_reads(
+    placement_of_pod: dict[str, object],
+) -> None:
+    nodes = [make_node(n, labels=labels) for n, labels in ZONED]
+    cluster = snapshot(nodes)
+    plugin = PLUGINS_BY_NAME["NodeAffinity"]
+    assert plugin.prepare_score is not None and plugin.score is not None
+    infos = list(cluster.nodes)
+    state = plugin.prepare_score(
+        make_pod("p", **placement_of_pod), cluster, infos, SchedulerConfig()
+    )
+    expected = [plugin.score(state, info) for info in infos]
+    assert len(set(expected)) > 2  # the case tells nodes apart
+    assert SCORES["NodeAffinity"](state, infos, None) == expected
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster=clusters(), data=st.data())
 def test_incremental_affinity_prefilter_equals_the_plugin(cluster, data) -> None:  # type: ignore[no-untyped-def]
