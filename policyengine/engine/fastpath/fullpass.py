@@ -5,6 +5,7 @@ incremental pass gives up on run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -145,6 +146,10 @@ def first_rejections(
     return table
 
 
+# At most one row in this many feasible: the full pass normalises and sums those rows alone.
+_FEW_SHARE = 4
+
+
 def score_all(
     entry: ClassEntry,
     feasible: np.ndarray,
@@ -158,6 +163,15 @@ def score_all(
     size = batch.size
     frame = entry.frame
     totals = np.zeros(size)
+    # Normalising is row by row and an infeasible row normalises to 0: with few feasible rows
+    # (a pod pinned to its node, a narrow selector) only those are normalised and summed.
+    # (An infinite weight makes NaN of an infeasible row's 0: that path keeps every row.)
+    inside = np.flatnonzero(feasible)
+    few = len(inside) * _FEW_SHARE <= size and all(
+        math.isfinite(plan.rule.weight) for plan in entry.plan.scores
+    )
+    if few:
+        sums = np.zeros(len(inside))
     stats: list[Stats | None] = []
     normalisers: list[Callable[[np.ndarray], np.ndarray]] = []
     unscored: np.ndarray | None = None  # what a rule scoring no feasible row normalises to
@@ -188,9 +202,17 @@ def score_all(
                 for v, s in zip(column.values[rows].tolist(), mask[rows].tolist(), strict=True)
             ]
             norm[rows] = normalize(kind, listed)
+        elif few:
+            norm = np.zeros(size)
+            norm[inside] = apply_stats(kind, column.values[inside], mask[inside], facts)
         else:
             norm = apply_stats(kind, column.values, mask, facts)
-        totals = totals + rule.weight * norm
+        if few:
+            sums = sums + rule.weight * norm[inside]
+        else:
+            totals = totals + rule.weight * norm
         stats.append(facts)
         normalisers.append(norm.__getitem__)
+    if few:
+        totals[inside] = sums
     return totals, stats, normalisers
