@@ -46,6 +46,13 @@ _DROPS = 64
 _BORROWERS = 8
 
 
+def _nones(size: int) -> np.ndarray:
+    """An object array of ``size`` Nones: numpy fills a new object array with None, in a
+    third of the time ``np.full(size, None, object)`` takes (a new class's first cycle makes
+    one per rule)."""
+    return np.empty(size, object)
+
+
 @dataclass(eq=False)
 class Column:
     """Rows valid for a node while ``ids`` holds its current ``NodeInfo``'s identity (0: not
@@ -222,7 +229,7 @@ class FilterColumn(Column):
             passed=np.zeros(size, bool),
             errored=np.zeros(size, bool),
             codes=np.zeros(size, np.int32),
-            error=np.full(size, None, object),
+            error=_nones(size),
         )
 
     def rejection(self, row: int) -> Rejection | None:
@@ -250,7 +257,7 @@ class FilterColumn(Column):
         ids, distinct = _distinct(verdicts)
         passed = np.empty(len(distinct), bool)
         codes = np.zeros(len(distinct), np.int32)
-        error = np.full(len(distinct), None, object)
+        error = _nones(len(distinct))
         failed = False
         for index, verdict in enumerate(distinct):
             passed[index] = verdict.passed
@@ -326,7 +333,7 @@ class ScoreColumn(Column):
             values=np.zeros(size, np.float64),
             scored=np.zeros(size, bool),
             errored=np.zeros(size, bool),
-            error=np.full(size, None, object),
+            error=_nones(size),
         )
 
     def store(self, rows: np.ndarray, results: Sequence[Any], frame: Frame) -> None:
@@ -348,7 +355,7 @@ class ScoreColumn(Column):
         ids, distinct = _distinct(results)
         values = np.zeros(len(distinct), np.float64)
         scored = np.zeros(len(distinct), bool)
-        error = np.full(len(distinct), None, object)
+        error = _nones(len(distinct))
         failed = False
         for index, result in enumerate(distinct):
             if result.value is not None:
