@@ -66,32 +66,28 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("when", ["DoNotSchedule", "ScheduleAnyway"])
 @pytest.mark.parametrize(("pool", "policies"), CASES)
-def test_the_kept_prefilter_counts_the_domains_the_plugin_counts(
-    pool: bool, policies: dict[str, str]
+def test_the_kept_states_count_the_domains_the_plugin_counts(
+    when: str, pool: bool, policies: dict[str, str]
 ) -> None:
     kept.forget()
     cluster = _cluster()
-    pod = _pod("DoNotSchedule", pool, **policies)
+    pod = _pod(when, pool, **policies)
+    config = SchedulerConfig()
+    if when == "ScheduleAnyway":  # PreScore
+        feasible = list(cluster.nodes)
+        expected_score = spread.prepare_score(pod, cluster, feasible, config)
+        assert topology_filters.prepare_spread_score(pod, cluster, feasible, config) == (
+            expected_score
+        )
+        return
     plugin = PLUGINS_BY_NAME["PodTopologySpread"]
     assert plugin.prepare_filter is not None
-    expected = plugin.prepare_filter(pod, cluster, SchedulerConfig())
-    got = topology_filters.prepare_spread_filter(pod, cluster, SchedulerConfig())
+    expected = plugin.prepare_filter(pod, cluster, config)
+    got = topology_filters.prepare_spread_filter(pod, cluster, config)
     assert (got.pair_counts, got.domains, got.minimum) == (
         expected.pair_counts,
         expected.domains,
         expected.minimum,
     )
-
-
-@pytest.mark.parametrize(("pool", "policies"), CASES)
-def test_the_kept_prescore_counts_the_domains_the_plugin_counts(
-    pool: bool, policies: dict[str, str]
-) -> None:
-    kept.forget()
-    cluster = _cluster()
-    pod = _pod("ScheduleAnyway", pool, **policies)
-    feasible = list(cluster.nodes)
-    config = SchedulerConfig()
-    expected = spread.prepare_score(pod, cluster, feasible, config)
-    assert topology_filters.prepare_spread_score(pod, cluster, feasible, config) == expected
