@@ -36,6 +36,7 @@ from policyengine.model.storage import ClaimRef, CSIDriver, PersistentVolume, St
 from policyengine.model.storage_log import KEPT
 from tests.engine.strategies import compiled
 from tests.model.builders import make_node, make_pod, snapshot
+from tests.model.storage_builders import relisted
 
 POLICY = 'import "kube-default.sched"\n'
 DRIVER = "csi.example.com"
@@ -323,18 +324,6 @@ def _bound_elsewhere(storage: StorageObjects) -> StorageObjects:
     )
 
 
-def _relisted(storage: StorageObjects) -> StorageObjects:
-    """The same objects as a storage of its own, not derived from ``storage`` (a relist)."""
-    return StorageObjects.build(
-        storage.pvs.values(),
-        storage.pvcs.values(),
-        storage.classes.values(),
-        storage.csi_nodes.values(),
-        storage.csi_drivers.values(),
-        storage.capacities,
-    )
-
-
 def _churned(storage: StorageObjects) -> StorageObjects:
     """``storage`` after more claim updates than a lineage's change log keeps
     (``storage_log.KEPT``): what changed since an older storage can no longer be told."""
@@ -400,7 +389,7 @@ MOVES_BETWEEN = {
     "the storage is listed anew (another lineage) with that claim bound": (
         {DRIVER: 2, TRACKED: 1},
         ("p0", "b"),
-        lambda s: _relisted(_bound_elsewhere(s)),
+        lambda s: relisted(_bound_elsewhere(s)),
         "p1",
         ["n0", "n1", "n2"],
     ),

@@ -7,7 +7,7 @@ from typing import Any
 from policyengine.model.parse import parse_pod
 from policyengine.model.snapshot import ClusterSnapshot
 from policyengine.model.snapshot_io import parse_objects
-from policyengine.model.storage import EMPTY_STORAGE
+from policyengine.model.storage import EMPTY_STORAGE, StorageObjects
 from tests.model.builders import make_node, pod_dict
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -131,3 +131,16 @@ def cluster(
 
 def node(name: str, labels: dict[str, str] | None = None, **kwargs: Any) -> Any:
     return make_node(name, labels={HOSTNAME: name, **(labels or {})}, **kwargs)
+
+
+def relisted(storage: StorageObjects) -> StorageObjects:
+    """The same objects as a storage of its own, built afresh rather than derived from
+    ``storage`` (as a relist builds it)."""
+    return StorageObjects.build(
+        storage.pvs.values(),
+        storage.pvcs.values(),
+        storage.classes.values(),
+        storage.csi_nodes.values(),
+        storage.csi_drivers.values(),
+        storage.capacities,
+    )

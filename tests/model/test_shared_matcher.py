@@ -27,19 +27,8 @@ from tests.model import storage_builders as build
 NODES = ["n0", "n1", "n2"]
 
 
-def _fresh(objects: StorageObjects) -> StorageObjects:
-    return StorageObjects.build(
-        objects.pvs.values(),
-        objects.pvcs.values(),
-        objects.classes.values(),
-        objects.csi_nodes.values(),
-        objects.csi_drivers.values(),
-        objects.capacities,
-    )
-
-
 def _check(objects: StorageObjects) -> None:
-    fresh = _fresh(objects)
+    fresh = build.relisted(objects)
     assert dict(objects.pvs_by_class) == dict(fresh.pvs_by_class)
     for claim in objects.pvcs.values():
         volumes = objects.pvs_by_class.get(claim.storage_class, ())
