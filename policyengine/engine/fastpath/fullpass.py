@@ -196,12 +196,11 @@ def score_all(
         facts = column_stats(kind, column.values, mask)
         if facts is None:
             norm = np.zeros(size)
-            rows = np.flatnonzero(feasible)
             listed = [
                 float(v) if s else None
-                for v, s in zip(column.values[rows].tolist(), mask[rows].tolist(), strict=True)
+                for v, s in zip(column.values[inside].tolist(), mask[inside].tolist(), strict=True)
             ]
-            norm[rows] = normalize(kind, listed)
+            norm[inside] = normalize(kind, listed)
         elif few:
             norm = np.zeros(size)
             norm[inside] = apply_stats(kind, column.values[inside], mask[inside], facts)
